@@ -1,0 +1,24 @@
+"""FLARE Studio dashboard: ``streamlit run app.py`` (or ``flare app``)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import run_picker, viewer_only
+
+st.set_page_config(page_title="FLARE Studio", page_icon=":material/flare:", layout="wide")
+
+analyse = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/insights:", default=True),
+    st.Page("pages/corpus.py", title="Corpus & embeddings", icon=":material/scatter_plot:"),
+]
+runs = [st.Page("pages/runs.py", title="Runs", icon=":material/history:")]
+if not viewer_only():
+    runs.insert(0, st.Page("pages/new_run.py", title="New run", icon=":material/add_circle:"))
+
+navigation = st.navigation({"Analyse": analyse, "Runs": runs})
+with st.sidebar:
+    st.markdown("### FLARE Studio")
+    st.caption("Choose a text-embedding model for your documents, without labels.")
+    run_picker()
+navigation.run()

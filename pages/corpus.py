@@ -1,0 +1,111 @@
+"""Corpus & embeddings: what was analysed, per-model embedding statistics and a 2-D map of each model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from flare_core.runs import safe_name
+from pages.common import (
+    current_run,
+    download_csv,
+    escape,
+    load_corpus_frame,
+    load_frame,
+    run_version,
+    status_banner,
+)
+
+st.title("Corpus & embeddings")
+run = current_run()
+if run is None:
+    st.stop()
+status_banner(run)
+manifest = run.manifest
+version = run_version(run)
+corpus = load_corpus_frame(run.id)
+stats = manifest["corpus"].get("stats", {})
+
+st.subheader("Corpus")
+lengths = corpus["text"].str.len()
+cols = st.columns(4)
+cols[0].metric("Texts", f"{len(corpus):,}")
+cols[1].metric("Median length", f"{int(lengths.median()):,} chars")
+cols[2].metric("Dropped (empty)", f"{stats.get('n_empty_dropped', 0):,}")
+cols[3].metric("Duplicates", f"{stats.get('n_duplicates', 0):,}")
+if stats.get("encoding_warning"):
+    st.warning(stats["encoding_warning"])
+has_labels = manifest["corpus"].get("has_labels")
+if has_labels:
+    counts = corpus["label"].value_counts().rename_axis("label").reset_index(name="texts")
+    st.plotly_chart(px.bar(counts, x="label", y="texts", title="Texts per label"), key="label-counts")
+
+st.subheader("Embeddings")
+rows = []
+for model in manifest["models"]:
+    if model.get("status") != "done":
+        rows.append({"model": model["id"], "status": model.get("status"), "error": model.get("error")})
+        continue
+    x = run.load_embeddings(model["id"], mmap=True)
+    norms = np.linalg.norm(np.asarray(x), axis=1)
+    rows.append(
+        {
+            "model": model["id"],
+            "status": "done",
+            "dim": int(x.shape[1]),
+            "mean norm": float(norms.mean()),
+            "std norm": float(norms.std()),
+            "zero rows": int((norms == 0).sum()),
+            "seconds": model.get("seconds"),
+        }
+    )
+embedding_stats = pd.DataFrame(rows)
+st.dataframe(embedding_stats, hide_index=True)
+download_csv(embedding_stats, f"{run.id}-embedding-stats")
+
+st.subheader("Embedding map (UMAP)")
+done = [m["id"] for m in manifest["models"] if m.get("status") == "done"]
+mapped = [m for m in done if run.has("maps", f"{safe_name(m)}.parquet")]
+if not mapped:
+    st.info("Maps appear once the run's *maps* stage has finished.")
+    st.stop()
+n_points = manifest["params"].get("map_points", 3000)
+st.caption(
+    f"UMAP (cosine, seeded) of each model's embeddings; above {n_points:,} texts a seeded sample of "
+    f"{n_points:,} is drawn. Hover shows the text; select points with the lasso to list them."
+)
+chosen = st.multiselect("Models side by side", mapped, default=mapped[:2], max_selections=2)
+colour_options = ["label"] if has_labels else []
+colour = st.radio("Colour by", colour_options + ["none"], horizontal=True) if colour_options else "none"
+for column, model_id in zip(st.columns(max(len(chosen), 1)), chosen, strict=False):
+    points = load_frame(run.id, version, "maps", f"{safe_name(model_id)}.parquet").copy()
+    points["text"] = corpus["text"].iloc[points["row"]].map(lambda t: escape(t[:200])).to_numpy()
+    if has_labels:
+        points["label"] = corpus["label"].iloc[points["row"]].astype(str).to_numpy()
+    fig = px.scatter(
+        points,
+        x="x",
+        y="y",
+        color="label" if colour == "label" else None,
+        hover_data={"text": True, "x": False, "y": False},
+        custom_data=["row"],
+        title=model_id,
+        render_mode="webgl",
+    )
+    fig.update_traces(marker={"size": 5})
+    fig.update_layout(dragmode="lasso", height=480)
+    with column:
+        event = st.plotly_chart(
+            fig, key=f"map-{model_id}", on_select="rerun", selection_mode=("lasso", "box")
+        )
+        download_csv(points, f"{run.id}-map-{safe_name(model_id)}")
+        selected = [
+            int(p["customdata"][0]) for p in (event.selection.points if event else []) if p.get("customdata")
+        ]
+        if selected:
+            st.caption(f"{len(selected)} selected texts")
+            st.dataframe(
+                corpus.iloc[selected][["id", "text"] + (["label"] if has_labels else [])], hide_index=True
+            )

@@ -1,0 +1,75 @@
+"""The ``flare`` command end to end, as a user runs it (a real subprocess, real models, real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def flare(*args: str, runs_dir, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, FLARE_RUNS_DIR=str(runs_dir))
+    proc = subprocess.run(
+        [sys.executable, "-m", "flare_core.cli", *args], capture_output=True, text=True, env=env, timeout=600
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_models_lists_the_registry(tmp_path):
+    rows = json.loads(flare("models", "--json", runs_dir=tmp_path).stdout)
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["all-MiniLM-L6-v2"]["dim"] == 384 and by_id["all-MiniLM-L6-v2"]["layers"] == 6
+    assert by_id["glove-6b-50d"]["dim"] == 50
+    assert all(by_id[m]["available"] for m in ("all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d"))
+    text = flare("models", runs_dir=tmp_path).stdout
+    assert "all-mpnet-base-v2" in text and "available" in text
+
+
+@pytest.mark.slow
+def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
+    extra = np.random.default_rng(0).normal(size=(50, 8)).astype(np.float32)
+    np.save(tmp_path / "extra.npy", extra)
+    proc = flare(
+        "run", str(small_corpus_path), "--models", "glove-6b-50d,tokenlearn-static-64d",
+        "--embeddings", f"noise={tmp_path / 'extra.npy'}", "--estimator", "gmm", "--label-col", "label",
+        "--text-col", "text", runs_dir=tmp_path / "runs",
+    )  # fmt: skip
+    run_id = proc.stdout.strip().splitlines()[-1]
+    shown = json.loads(flare("show", run_id, "--json", runs_dir=tmp_path / "runs").stdout)
+    assert shown["status"] == "done"
+    scores = {row["model"]: row for row in shown["sufficiency"]["gmm"]["scores"]}
+    assert set(scores) == {"glove-6b-50d", "tokenlearn-static-64d", "noise"}
+    # random noise carries no information about the real models: it ranks last
+    assert scores["noise"]["rank"] == 3
+    matrix = shown["sufficiency"]["gmm"]["is_matrix"]
+    assert len(matrix["nats"]) == 3 and matrix["nats"][0][0] is None  # no self-pairs
+    assert {row["model"] for row in shown["downstream"]} == set(scores)
+    listed = json.loads(flare("runs", "--json", runs_dir=tmp_path / "runs").stdout)
+    assert [r["id"] for r in listed] == [run_id]
+    text = flare("show", run_id, runs_dir=tmp_path / "runs").stdout
+    assert "ranking by information sufficiency (gmm" in text
+
+
+def test_bad_inputs_give_clear_errors_and_create_nothing(tmp_path):
+    runs = tmp_path / "runs"
+    missing = flare("run", str(tmp_path / "nope.csv"), "--models", "glove-6b-50d", runs_dir=runs, check=False)
+    assert missing.returncode == 2 and "error:" in missing.stderr
+    csv = tmp_path / "c.csv"
+    csv.write_text("text\nhello world\nanother text\nthird one\n")
+    wrong_col = flare(
+        "run", str(csv), "--models", "glove-6b-50d", "--text-col", "body", runs_dir=runs, check=False
+    )
+    assert wrong_col.returncode == 2 and "body" in wrong_col.stderr
+    bad_emb = tmp_path / "bad.npy"
+    np.save(bad_emb, np.zeros((2, 4), dtype=np.float32))
+    rows = flare("run", str(csv), "--embeddings", f"x={bad_emb}", runs_dir=runs, check=False)
+    assert rows.returncode == 2 and "rows" in rows.stderr
+    unsafe = flare("show", "../../etc", runs_dir=runs, check=False)
+    assert unsafe.returncode == 2 and "invalid run id" in unsafe.stderr
+    assert not runs.exists() or list(runs.iterdir()) == []

@@ -1,0 +1,71 @@
+"""Background runs: a separate process that survives its starter, can be cancelled, and records crashes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from flare_core import jobs
+from flare_core.corpus import load_corpus
+from flare_core.pipeline import RunParams, create_run
+from flare_core.runs import RunStore
+
+
+@pytest.mark.slow
+def test_background_run_can_be_cancelled_mid_way(tmp_path, small_corpus_path):
+    store = RunStore(tmp_path / "runs")
+    corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
+    params = RunParams(
+        models=["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"],
+        estimators=["flow"],
+        flow_preset="default",
+    )
+    run = create_run(store, corpus, params)
+    pid = jobs.start(store, run.id)
+    assert pid > 0
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        progress = run.manifest.get("progress") or {}
+        if progress.get("stage") == "sufficiency_flow":
+            break
+        assert jobs.effective_status(run) in ("queued", "running"), run.manifest.get("traceback")
+        time.sleep(0.2)
+    else:
+        pytest.fail("the run never reached the flow stage")
+    jobs.cancel(store, run.id)
+    assert jobs.wait(store, run.id, timeout=300) == "cancelled"
+    # the work finished before the cancellation is kept
+    assert set(run.embedded_models()) == set(params.models)
+
+
+def test_a_crash_marks_the_run_failed_with_the_error(tmp_path, small_corpus_path):
+    store = RunStore(tmp_path / "runs")
+    corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
+    run = create_run(store, corpus, RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"]))
+    assert jobs.execute(run) == "failed"
+    manifest = run.manifest
+    assert "no model could be embedded" in manifest["error"]
+    assert manifest["models"][0]["status"] == "failed"
+    assert "offline" in manifest["models"][0]["error"] or "not" in manifest["models"][0]["error"]
+
+
+def test_a_dead_worker_reads_as_failed(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    run = store.create({"name": "x", "params": {"models": ["m"]}})
+    run.update(status="running")
+    (run.path / jobs.HEARTBEAT).write_text(repr(time.time() - 3600))
+    assert jobs.effective_status(run) == "failed"
+    (run.path / jobs.HEARTBEAT).write_text(repr(time.time()))
+    assert jobs.effective_status(run) == "running"
+
+
+def test_concurrent_job_limit_is_enforced(tmp_path, monkeypatch):
+    store = RunStore(tmp_path / "runs")
+    monkeypatch.setenv("FLARE_MAX_JOBS", "1")
+    busy = store.create({"name": "busy"})
+    busy.update(status="running")
+    (busy.path / jobs.HEARTBEAT).write_text(repr(time.time()))
+    other = store.create({"name": "other"})
+    with pytest.raises(RuntimeError, match="limit 1"):
+        jobs.start(store, other.id)

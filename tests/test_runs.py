@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flare_core import atomic
+from flare_core.runs import RunNotFound, RunStore, safe_name, validate_run_id
+
+
+@pytest.fixture
+def store(tmp_path) -> RunStore:
+    return RunStore(tmp_path / "runs")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../../etc",
+        "..",
+        ".",
+        "",
+        "/etc/passwd",
+        "a/b",
+        "a\\b",
+        "run id",
+        "x" * 81,
+        ".hidden",
+        "-rf",
+        "a\x00b",
+        "ü",
+    ],
+)
+def test_unsafe_run_ids_are_refused(store, bad):
+    with pytest.raises(ValueError, match="invalid run id"):
+        validate_run_id(bad)
+    with pytest.raises(ValueError, match="invalid run id"):
+        store.get(bad)
+    assert not store.exists(bad)
+
+
+def test_round_trip_manifest_and_artefacts(store):
+    run = store.create({"name": "t", "models": [{"id": "m/1"}]})
+    assert store.get(run.id).manifest["name"] == "t"
+    assert run.status == "queued"
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    run.save_frame(frame, "sub", "f.parquet")
+    pd.testing.assert_frame_equal(run.load_frame("sub", "f.parquet"), frame)
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    run.save_embeddings("m/1", arr)
+    np.testing.assert_array_equal(run.load_embeddings("m/1"), arr)
+    assert run.embedded_models() == ["m/1"]
+    run.save_json({"x": float("nan"), "y": [1.5]}, "v.json")
+    assert run.load_json("v.json") == {"x": None, "y": [1.5]}
+    run.update(status="done")
+    assert [m["id"] for m in store.list()] == [run.id]
+    store.delete(run.id)
+    with pytest.raises(RunNotFound):
+        store.get(run.id)
+    assert list(store.root.iterdir()) == []
+
+
+@pytest.mark.parametrize("part", ["..", "../x", "/abs", "a/b", ""])
+def test_artefact_names_cannot_escape(store, part):
+    run = store.create({"name": "t"})
+    with pytest.raises(ValueError, match="invalid artefact name"):
+        run.artefact(part)
+
+
+def test_safe_name_is_stable_and_distinct():
+    assert safe_name("a/b c") == safe_name("a/b c")
+    assert safe_name("a/b") != safe_name("a_b")
+    assert "/" not in safe_name("../../etc/passwd")
+
+
+def test_create_refuses_existing_id(store):
+    store.create({"name": "a"}, run_id="fixed")
+    with pytest.raises(ValueError, match="already exists"):
+        store.create({"name": "b"}, run_id="fixed")
+    assert store.get("fixed").manifest["name"] == "a"
+
+
+def _write_forever(path: str) -> None:
+    big = {"blob": "x" * 5_000_000}
+    while True:
+        atomic.write_json(path, big)
+
+
+def test_killed_writer_leaves_no_partial_manifest(tmp_path):
+    """A writer killed mid-way leaves either the old complete file or the new complete file."""
+    path = tmp_path / "manifest.json"
+    atomic.write_json(path, {"blob": "old"})
+    proc = multiprocessing.get_context("spawn").Process(target=_write_forever, args=(str(path),))
+    proc.start()
+    time.sleep(1.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    content = json.loads(path.read_text())  # never a truncated document
+    assert content["blob"] in ("old", "x" * 5_000_000)
+    store = RunStore(tmp_path)
+    assert store.list() == []  # temporary files are never taken for runs
+
+
+def test_list_skips_unreadable_and_foreign_folders(store):
+    run = store.create({"name": "ok"})
+    (store.root / "not-a-run").mkdir()
+    (store.root / ".staging-x").mkdir()
+    broken = store.root / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json")
+    assert [m["id"] for m in store.list()] == [run.id]
