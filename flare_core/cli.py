@@ -80,17 +80,17 @@ def _parse_embeddings(values: Sequence[str]) -> dict[str, Path]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from flare_core import jobs
-    from flare_core.corpus import load_corpus
+    from flare_core.corpus import AUTO, load_corpus
     from flare_core.encoders import load_precomputed
     from flare_core.pipeline import RunParams, create_run
 
-    pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else None
-    if pair_columns is not None and len(pair_columns) != 3:
+    pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
+    if pair_columns is not AUTO and len(pair_columns) != 3:
         raise ValueError("--pair-cols expects three comma-separated columns: text_a,text_b,score")
     corpus = load_corpus(
         args.corpus,
         text_column=args.text_col,
-        label_column=args.label_col,
+        label_column=None if args.no_labels else (args.label_col or AUTO),
         pair_columns=pair_columns,
         drop_duplicates=args.drop_duplicates,
         max_rows=args.max_rows,
@@ -320,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="precomputed embeddings (.npy or .parquet) as an extra model",
     )
     p.add_argument("--text-col", default=None)
-    p.add_argument("--label-col", default=None)
+    p.add_argument("--label-col", default=None, help="label column (default: detected)")
+    p.add_argument("--no-labels", action="store_true", help="ignore any label column")
     p.add_argument("--pair-cols", default=None, help="text_a,text_b,score columns for STS")
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
