@@ -51,6 +51,8 @@ class RunParams:
     downstream: bool = True
     maps: bool = True
     map_points: int = 3000
+    validation: list[str] = field(default_factory=lambda: ["subsampling", "aggregation", "pool_size"])
+    validation_repeats: int = 20
     seed: int = 0
     device: str | None = None
     batch_size: int = 32
@@ -209,6 +211,9 @@ def execute(run: Run, *, progress_bar: bool = False) -> None:
     if params.concentration and transformers_ok:
         with _Stage(run, "concentration"):
             run_concentration(run, transformers_ok, texts, params, report)
+    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATORS):
+        with _Stage(run, "validation"):
+            validate_run(run, params.validation, repeats=params.validation_repeats, report=report)
     with _Stage(run, "summary"):
         summarise(run)
 
@@ -518,4 +523,135 @@ def summarise(run: Run) -> pd.DataFrame:
                 table[column] = downstream[column]
     table = table.reset_index()
     run.save_frame(table, "summary.parquet")
+    _correlations(run, table)
+    _verdict(run)
     return table
+
+
+LABEL_FREE_COLUMNS = ("socm_mean", "uniformity", "isoscore", "effective_rank", "silhouette", "dim")
+
+
+def _correlations(run: Run, table: pd.DataFrame) -> None:
+    """Every label-free score against every downstream score, across the run's candidate models."""
+    from flare_core.correlate import correlation_table
+
+    if not run.has("downstream.parquet"):
+        return
+    candidates = table[table["role"] == "candidate"].set_index("model")
+    label_free = candidates[[c for c in LABEL_FREE_COLUMNS if c in candidates]].astype(float)
+    for estimator in ESTIMATORS:
+        if run.has("sufficiency", estimator, "all_scores.parquet"):
+            variants = run.load_frame("sufficiency", estimator, "all_scores.parquet").set_index("model")
+            variants = variants.select_dtypes("number")
+            label_free = label_free.join(variants.add_prefix(f"{estimator}_"), how="left")
+    downstream = run.load_frame("downstream.parquet").set_index("model").select_dtypes("number")
+    downstream = downstream[[c for c in downstream.columns if not c.startswith("n_")]]
+    downstream = downstream.loc[downstream.index.intersection(candidates.index)]
+    if len(downstream) < 3:
+        return
+    run.save_frame(correlation_table(label_free, downstream, seed=0), "correlations.parquet")
+
+
+def _verdict(run: Run) -> None:
+    from flare_core.correlate import ranking_correlation
+    from flare_core.verdict import verdict
+
+    available = [e for e in ESTIMATORS if run.has("sufficiency", e, "scores.parquet")]
+    if not available:
+        return
+    estimator = available[0]
+    scores = run.load_frame("sufficiency", estimator, "scores.parquet")
+    digest = run.load_json("validation.json") if run.has("validation.json") else {}
+    stability = None
+    for row in digest.get(estimator, {}).get("subsampling", []):
+        if abs(row["alpha"] - 0.2) < 1e-9:
+            stability = row.get("rank_agreement")
+    agreement = None
+    if len(available) == 2:
+        a, b = (
+            run.load_frame("sufficiency", e, "scores.parquet").set_index("model")["score"] for e in available
+        )
+        agreement = ranking_correlation(a, b)
+    failed = [m["id"] for m in run.manifest["models"] if m.get("status") == "failed"]
+    run.save_json(
+        verdict(scores, estimator=estimator, stability=stability, agreement=agreement, failed=failed),
+        "verdict.json",
+    )
+
+
+def _downstream_series(run: Run) -> pd.Series | None:
+    """The headline downstream score per model (classification accuracy, else STS Spearman), if any."""
+    if not run.has("downstream.parquet"):
+        return None
+    downstream = run.load_frame("downstream.parquet").set_index("model")
+    for column in ("accuracy", "cosine_spearman", "v_measure"):
+        if column in downstream:
+            return downstream[column].astype(float)
+    return None
+
+
+def validate_run(run: Run, studies: Sequence[str], *, repeats: int = 20, report=None) -> dict[str, Any]:
+    """Compute the chosen validation studies for every estimator of ``run``; store and return a digest."""
+    from flare_core import sufficiency, validation
+
+    report = report or _no_report
+    unknown = sorted(set(studies) - set(validation.STUDIES))
+    if unknown:
+        raise ValueError(f"unknown validation studies {unknown}: choose from {list(validation.STUDIES)}")
+    params = RunParams.from_dict(run.manifest["params"])
+    downstream = _downstream_series(run)
+    digest: dict[str, Any] = run.load_json("validation.json") if run.has("validation.json") else {}
+    estimators = [e for e in ESTIMATORS if run.has("sufficiency", e, "scores.parquet")]
+    for index, estimator in enumerate(estimators):
+        report("validation", index, len(estimators) + 1, f"validation studies for {estimator}")
+        result = sufficiency.SufficiencyResult.load(run.artefact("sufficiency", estimator, "result"))
+        block = digest.setdefault(estimator, {})
+        if "subsampling" in studies:
+            frame = validation.subsampling_stability(
+                result, repeats=repeats, seed=params.seed, downstream=downstream
+            )
+            run.save_frame(frame, "validation", f"{estimator}_subsampling.parquet")
+            block["subsampling"] = (
+                frame.groupby("alpha").mean(numeric_only=True).drop(columns="repeat").reset_index()
+            )
+        if "aggregation" in studies:
+            frame = validation.aggregation_study(result, downstream=downstream)
+            run.save_frame(frame, "validation", f"{estimator}_aggregation.parquet")
+            block["aggregation"] = frame
+        if "pool_size" in studies:
+            per_dim = result.records.pivot(index="source", columns="target", values="is_per_dim")
+            try:
+                frame = validation.pool_size_study(per_dim, repeats=repeats, seed=params.seed)
+            except ValueError as exc:
+                block["pool_size_skipped"] = str(exc)
+            else:
+                run.save_frame(frame, "validation", f"{estimator}_pool_size.parquet")
+                block["pool_size"] = (
+                    frame.groupby("pool_size")["rank_agreement"].agg(["mean", "std"]).reset_index()
+                )
+    if "shuffle" in studies:
+        ok = [m for m in run.embedded_models()]
+        rows = _sufficiency_rows(len(run.corpus_frame()), params.max_texts_sufficiency, params.seed)
+        embeddings = {m: np.asarray(run.load_embeddings(m))[rows] for m in ok}
+        frame = validation.shuffle_study(
+            embeddings,
+            estimator="gmm",
+            seed=params.seed,
+            progress=lambda done, total: report(
+                "validation", len(estimators), len(estimators) + 1, f"shuffle study {done}/{total}"
+            ),
+        )
+        run.save_frame(frame, "validation", "shuffle.parquet")
+        digest["shuffle"] = frame
+    report("validation", len(estimators) + 1, len(estimators) + 1, "validation done")
+    digest = {k: _jsonable(v) for k, v in digest.items()}
+    run.save_json(digest, "validation.json")
+    return digest
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, pd.DataFrame):
+        return value.to_dict(orient="records")
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
