@@ -10,7 +10,11 @@ st.set_page_config(page_title="FLARE Studio", page_icon=":material/flare:", layo
 
 analyse = [
     st.Page("pages/overview.py", title="Overview", icon=":material/insights:", default=True),
-    st.Page("pages/corpus.py", title="Corpus & embeddings", icon=":material/scatter_plot:"),
+    st.Page("pages/sufficiency.py", title="Information sufficiency", icon=":material/hub:"),
+    st.Page("pages/corpus.py", title="Corpus & embedding map", icon=":material/scatter_plot:"),
+    st.Page("pages/collapse.py", title="Mean-pooling collapse", icon=":material/compress:"),
+    st.Page("pages/layers.py", title="Layer-wise concentration", icon=":material/stacked_line_chart:"),
+    st.Page("pages/validation.py", title="Validation", icon=":material/fact_check:"),
 ]
 runs = [st.Page("pages/runs.py", title="Runs", icon=":material/history:")]
 if not viewer_only():

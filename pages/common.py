@@ -114,3 +114,19 @@ def download_csv(frame: pd.DataFrame, name: str, label: str = "Download CSV") ->
     from flare_core.export import safe_csv
 
     st.download_button(label, safe_csv(frame), file_name=f"{name}.csv", mime="text/csv", key=f"dl-{name}")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.DataFrame] | None:
+    """Scores, IS matrices and per-pair figures of one estimator (cached per run version)."""
+    from flare_core.results import sufficiency_frames
+
+    return sufficiency_frames(store().get(run_id), estimator)
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=2)
+def load_encoder_cached(model_id: str):
+    """An encoder kept in memory across reruns and sessions."""
+    from flare_core.encoders import load_encoder
+
+    return load_encoder(model_id)

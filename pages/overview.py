@@ -1,11 +1,13 @@
-"""Overview: the recommendation, the ranking table and the run's parameters."""
+"""Overview: the recommendation in one sentence, the ranking table and the run's parameters."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from pages.common import current_run, download_csv, load_frame, run_version, status_banner
+from flare_core import figures
+from flare_core.glossary import explain
+from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
 
 st.title("Overview")
 run = current_run()
@@ -16,32 +18,43 @@ manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]
 st.markdown(
-    f"**{manifest.get('name')}** · {corpus['n_texts']} texts · "
-    f"labels: {corpus.get('label_column') or 'none'} · {len(manifest['models'])} models"
+    f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · "
+    f"labels: {escape(corpus.get('label_column') or 'none')} · {len(manifest['models'])} models · run `{run.id}`"
 )
 if run.has("verdict.json"):
-    st.success(run.load_json("verdict.json")["text"])
+    verdict = run.load_json("verdict.json")
+    st.success(escape(verdict["text"]), icon=":material/recommend:")
+else:
+    st.info("The recommendation appears when the information-sufficiency stage has finished.")
 
 summary = load_frame(run.id, version, "summary.parquet")
 if summary is None:
-    st.info("The ranking appears when the run has finished its analyses.")
+    st.info("The ranking table appears when the run has finished its analyses.")
 else:
     st.subheader("Ranking")
-    sort_by = (
-        "flow_score" if "flow_score" in summary else ("gmm_score" if "gmm_score" in summary else "model")
-    )
-    table = summary.sort_values(sort_by, ascending=sort_by == "model")
-    st.dataframe(table, hide_index=True)
+    sort_by = next((c for c in ("flow_score", "gmm_score") if c in summary), "model")
+    table = summary.sort_values(sort_by, ascending=sort_by == "model").reset_index(drop=True)
+    help_columns = {
+        c: st.column_config.NumberColumn(c, help=explain(c), format="%.4g")
+        for c in table.select_dtypes("number").columns
+    }
+    st.dataframe(table, hide_index=True, column_config=help_columns)
     download_csv(table, f"{run.id}-ranking")
+    if sort_by != "model":
+        estimator = sort_by.split("_")[0]
+        bars = table[table["role"] == "candidate"].rename(
+            columns={sort_by: "score", f"{estimator}_ci_low": "ci_low", f"{estimator}_ci_high": "ci_high"}
+        )
+        st.plotly_chart(
+            figures.ranking_bar(bars[["model", "score", "ci_low", "ci_high"]], "Ranking"), key="bars"
+        )
+        st.caption(explain(sort_by) + " " + explain("ci"))
 
 st.subheader("Models")
 models = pd.DataFrame(manifest["models"])
 st.dataframe(models, hide_index=True)
-with st.expander("Parameters, versions and timings"):
-    st.json(
-        {
-            "params": manifest.get("params"),
-            "versions": manifest.get("versions"),
-            "timings": manifest.get("timings"),
-        }
-    )
+left, right = st.columns(2)
+with left.expander("Parameters and seeds"):
+    st.json({"params": manifest.get("params"), "seeds": manifest.get("seeds")})
+with right.expander("Versions and timings (seconds)"):
+    st.json({"versions": manifest.get("versions"), "timings": manifest.get("timings")})

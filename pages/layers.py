@@ -1,0 +1,42 @@
+"""Layer-wise token concentration: λ, r, C, S(X)/‖μ‖² and within-text cosine per layer, models overlaid."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from flare_core import figures
+from flare_core.glossary import explain
+from pages.common import current_run, download_csv, load_frame, run_version, status_banner
+
+st.title("Layer-wise concentration")
+st.caption(
+    "How each transformer layer pulls the tokens of a text towards their mean (SOCM paper, §6). "
+    "Strong concentration in the last layers makes mean pooling lose the token distribution."
+)
+run = current_run()
+if run is None:
+    st.stop()
+status_banner(run)
+frame = load_frame(run.id, run_version(run), "concentration.parquet")
+if frame is None:
+    st.info("No layer-wise data in this run: it needs a BERT-family or MPNet transformer with SOCM enabled.")
+    st.stop()
+if run.has("concentration.json"):
+    info = run.load_json("concentration.json")
+    st.caption(f"Averaged over {info.get('texts')} sampled texts.")
+    for model, reason in (info.get("skipped") or {}).items():
+        st.warning(f"{model}: {reason}")
+if "head" in frame.columns:
+    frame = frame[frame["head"].isna() | (frame["head"] < 0)] if frame["head"].notna().any() else frame
+metrics = [c for c in frame.select_dtypes("number").columns if c not in ("layer", "head")]
+models = frame["model"].unique().tolist()
+chosen = st.multiselect("Models", models, default=models)
+shown = frame[frame["model"].isin(chosen)]
+columns = st.columns(2)
+for index, metric in enumerate(metrics):
+    with columns[index % 2]:
+        st.plotly_chart(figures.layer_curves(shown, metric), key=f"curve-{metric}")
+        note = explain(metric.split("_")[0] if metric.startswith("lambda") else metric)
+        if note:
+            st.caption(note)
+download_csv(shown, f"{run.id}-layers")

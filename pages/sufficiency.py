@@ -1,0 +1,82 @@
+"""Information sufficiency: the IS heatmap, the directed IS graph with Louvain communities, per-pair figures."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from flare_core import figures, graph
+from flare_core.glossary import explain
+from flare_core.results import ESTIMATOR_LABELS
+from pages.common import current_run, download_csv, load_sufficiency, run_version, status_banner
+
+st.title("Information sufficiency")
+run = current_run()
+if run is None:
+    st.stop()
+status_banner(run)
+version = run_version(run)
+available = [e for e in ("flow", "gmm") if run.has("sufficiency", e, "scores.parquet")]
+if not available:
+    st.info(
+        "No information-sufficiency results in this run yet. They need at least two embedded models and the "
+        "*sufficiency* stage (`flare run … --estimator both`)."
+    )
+    st.stop()
+estimator = st.radio(
+    "Estimator", available, format_func=ESTIMATOR_LABELS.get, horizontal=True, help=explain("flow_score")
+)
+frames = load_sufficiency(run.id, version, estimator)
+scores, per_dim, pairs = frames["scores"], frames["is_per_dim"], frames["pairs"]
+
+st.subheader("Ranking", help=explain("ci"))
+st.plotly_chart(
+    figures.ranking_bar(scores, f"{ESTIMATOR_LABELS[estimator]}: median IS/d over targets"), key="rank"
+)
+download_csv(scores, f"{run.id}-{estimator}-scores")
+
+st.subheader("IS heatmap", help=explain("is_per_dim"))
+order_by = st.radio("Order", ["score", "community", "name"], horizontal=True)
+threshold = st.slider(
+    "Edge threshold (IS/d)", 0.0, float(max(per_dim.max().max(), 0.0) or 1.0), 0.0, help=explain("is_per_dim")
+)
+resolution = st.slider("Louvain resolution", 0.5, 2.0, 1.1, 0.1, help=explain("community"))
+score_series = scores.set_index("model")["score"]
+is_graph = graph.is_graph(per_dim, scores=score_series, threshold=threshold)
+communities = graph.communities(is_graph, resolution=resolution, seed=0)
+if order_by == "score":
+    order = list(score_series.sort_values(ascending=False).index) + [
+        t for t in per_dim.columns if t not in score_series
+    ]
+elif order_by == "community":
+    order = sorted(per_dim.columns, key=lambda m: (communities.get(m, 99), m))
+else:
+    order = sorted(per_dim.columns)
+rows = [m for m in order if m in per_dim.index]
+st.plotly_chart(
+    figures.is_heatmap(per_dim.loc[rows, [c for c in order if c in per_dim.columns]]), key="heatmap"
+)
+download_csv(per_dim.reset_index(names="source"), f"{run.id}-{estimator}-is-per-dim")
+
+st.subheader("IS graph with Louvain communities", help=explain("community"))
+layout = graph.graph_layout(is_graph, seed=0)
+nodes, edges = graph.graph_frames(is_graph, communities, layout)
+st.plotly_chart(figures.is_graph_figure(nodes, edges), key="graph")
+st.caption(
+    f"{len(edges)} edges above IS/d = {threshold:.3g}; {nodes['community'].nunique()} communities "
+    f"(Louvain, resolution {resolution}, seed 0). Node size = score, colour = community, arrow width = IS/d."
+)
+download_csv(nodes, f"{run.id}-{estimator}-graph-nodes")
+
+st.subheader("Per-pair figures", help=explain("delta_emp"))
+columns = [c for c in pairs.columns if c not in ("seconds",)]
+st.dataframe(pairs[columns], hide_index=True)
+download_csv(pairs, f"{run.id}-{estimator}-pairs")
+if {"delta_emp_marg", "delta_emp_cond"} <= set(pairs.columns):
+    gap = (pairs["delta_emp_marg"] + pairs["delta_emp_cond"]).describe()
+    st.caption(
+        f"Generalisation gap Δ_emp (marginal + conditional): median {gap['50%']:.3g}, max {gap['max']:.3g} nats."
+    )
+if not frames["all_scores"].empty:
+    with st.expander("Every score variant (mean, median, trimmed mean, unnormalised, conditional-only)"):
+        st.dataframe(pd.DataFrame(frames["all_scores"]), hide_index=True)

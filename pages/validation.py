@@ -1,0 +1,99 @@
+"""Validation: how far to trust the ranking — correlation tables and stability studies."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import streamlit as st
+
+from flare_core import figures
+from flare_core.glossary import explain
+from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
+
+st.title("Validation")
+run = current_run()
+if run is None:
+    st.stop()
+status_banner(run)
+version = run_version(run)
+if run.has("verdict.json"):
+    st.success(escape(run.load_json("verdict.json")["text"]))
+
+st.subheader("Label-free scores vs downstream scores")
+correlations = load_frame(run.id, version, "correlations.parquet")
+if correlations is None:
+    st.info(
+        "Correlation tables need labels (or STS pairs) in the corpus and at least three models: the oracle "
+        "scores the embeddings with the labels, then every label-free score is compared with it."
+    )
+else:
+    statistic = st.radio("Statistic", ["spearman_rho", "pearson_r", "kendall_tau"], horizontal=True)
+    st.plotly_chart(figures.correlation_heatmap(correlations, statistic), key="corr")
+    st.dataframe(correlations, hide_index=True)
+    download_csv(correlations, f"{run.id}-correlations")
+    summary = load_frame(run.id, version, "summary.parquet")
+    if summary is not None:
+        numeric = [
+            c for c in summary.select_dtypes("number").columns if not c.endswith(("_low", "_high", "_rank"))
+        ]
+        left, right = st.columns(2)
+        x = left.selectbox(
+            "Label-free score", numeric, index=numeric.index("flow_score") if "flow_score" in numeric else 0
+        )
+        downstream = [
+            c for c in ("accuracy", "f1", "v_measure", "cosine_spearman") if c in numeric
+        ] or numeric
+        y = right.selectbox("Downstream score", downstream)
+        fig = px.scatter(summary, x=x, y=y, text="model", title=f"{x} vs {y}")
+        fig.update_traces(textposition="top center")
+        st.plotly_chart(fig, key="score-scatter")
+        st.caption(f"{explain(x)} {explain(y)}")
+
+st.subheader("Stability of the ranking")
+estimators = [e for e in ("flow", "gmm") if run.has("validation", f"{e}_subsampling.parquet")]
+if not estimators and not run.has("validation", "shuffle.parquet"):
+    st.info("No validation studies in this run yet: `flare validate RUN_ID` computes them.")
+    st.stop()
+if estimators:
+    estimator = st.radio("Estimator", estimators, horizontal=True, key="val-est")
+    columns = st.columns(2)
+    sub = load_frame(run.id, version, "validation", f"{estimator}_subsampling.parquet")
+    with columns[0]:
+        st.plotly_chart(
+            figures.study_curve(
+                sub,
+                "alpha",
+                "rank_agreement",
+                "Subsampling stability",
+                "fraction of validation texts",
+                "rank agreement",
+            ),
+            key="sub",
+        )
+        st.caption(explain("rank_agreement"))
+        download_csv(sub, f"{run.id}-{estimator}-subsampling")
+    pool = load_frame(run.id, version, "validation", f"{estimator}_pool_size.parquet")
+    if pool is not None:
+        with columns[1]:
+            st.plotly_chart(
+                figures.study_curve(
+                    pool, "pool_size", "rank_agreement", "Pool size", "models in the pool", "rank agreement"
+                ),
+                key="pool",
+            )
+            download_csv(pool, f"{run.id}-{estimator}-pool-size")
+    aggregation = load_frame(run.id, version, "validation", f"{estimator}_aggregation.parquet")
+    if aggregation is not None:
+        st.markdown("**Aggregation** (median is the default)")
+        st.dataframe(aggregation, hide_index=True)
+shuffle = load_frame(run.id, version, "validation", "shuffle.parquet")
+if shuffle is not None:
+    st.plotly_chart(
+        figures.study_curve(
+            shuffle, "p", "mean_is_per_dim", "Shuffled pairing", "fraction of pairs shuffled", "mean IS/d"
+        ),
+        key="shuffle",
+    )
+    st.caption(
+        "With the pairing of texts shuffled, the models share no information: IS must fall to about 0 at p = 1."
+    )
+    download_csv(shuffle, f"{run.id}-shuffle")

@@ -1,0 +1,132 @@
+"""Every dashboard page against stored fixture runs (with labels, static-only without labels, failed),
+through Streamlit's AppTest: assertions on the content shown, not only on the absence of exceptions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def open_page(fixture_store, monkeypatch):
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(fixture_store.root))
+
+    def _open(page: str, run) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.query_params["run"] = run.id
+        at.run()
+        if page != "pages/overview.py":
+            at.switch_page(page)
+            at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return _open
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.info]
+    parts += [m.value for m in at.success] + [m.value for m in at.error] + [m.value for m in at.warning]
+    parts += [m.value for m in at.title] + [m.value for m in at.subheader]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
+    at = open_page("pages/overview.py", labelled_run)
+    verdict = labelled_run.load_json("verdict.json")
+    assert at.success[0].value.startswith("Recommended: ")
+    assert verdict["recommended"] in at.success[0].value
+    ranking = at.dataframe[0].value
+    assert set(ranking["model"]) == {m["id"] for m in labelled_run.manifest["models"]}
+    assert ranking.iloc[0]["model"] == verdict["recommended"]
+    assert "accuracy" in ranking.columns
+
+
+def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
+    at = open_page("pages/sufficiency.py", labelled_run)
+    text = _texts(at)
+    assert "communities (Louvain, resolution 1.1, seed 0)" in text
+    pairs = at.dataframe[0].value
+    assert len(pairs) == 4 * 3  # every ordered pair of the four models
+    at.radio[0].set_value("gmm").run()
+    assert not at.exception
+
+
+def test_collapse_page_lists_pairs(open_page, labelled_run):
+    at = open_page("pages/collapse.py", labelled_run)
+    summary = at.dataframe[0].value
+    assert summary["model"].tolist() == ["all-MiniLM-L6-v2"]
+    top = at.dataframe[1].value
+    assert len(top) == 20 and top["socm"].is_monotonic_decreasing
+
+
+def test_layers_and_validation_pages(open_page, labelled_run):
+    at = open_page("pages/layers.py", labelled_run)
+    assert "Averaged over 4 sampled texts" in _texts(at)
+    at = open_page("pages/validation.py", labelled_run)
+    correlations = at.dataframe[0].value
+    assert {"label_free", "downstream", "spearman_rho", "kendall_tau"} <= set(correlations.columns)
+    assert "accuracy" in set(correlations["downstream"])
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        ("pages/collapse.py", "No collapse data in this run"),
+        ("pages/layers.py", "No layer-wise data in this run"),
+        ("pages/validation.py", "Correlation tables need labels"),
+        ("pages/corpus.py", "Embedding map"),
+        ("pages/overview.py", "Recommended:"),
+    ],
+)
+def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, page, expected):
+    at = open_page(page, unlabelled_run)
+    assert expected in _texts(at)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "pages/overview.py",
+        "pages/sufficiency.py",
+        "pages/collapse.py",
+        "pages/corpus.py",
+        "pages/validation.py",
+    ],
+)
+def test_failed_run_pages_say_it_failed(open_page, failed_run, page):
+    at = open_page(page, failed_run)
+    assert "This run failed" in _texts(at)
+
+
+def test_runs_page_lists_every_run(open_page, labelled_run, unlabelled_run, failed_run):
+    at = open_page("pages/runs.py", labelled_run)
+    table = at.dataframe[-1].value
+    assert {labelled_run.id, unlabelled_run.id, failed_run.id} <= set(table["id"])
+
+
+def test_bad_run_link_is_refused(fixture_store, monkeypatch, labelled_run):
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(fixture_store.root))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = "../../etc"
+    at.run()
+    assert not at.exception
+    assert any("invalid run id" in e.value for e in at.error)
+
+
+def test_viewer_only_mode_hides_run_controls(fixture_store, monkeypatch, labelled_run):
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(fixture_store.root))
+    monkeypatch.setenv("FLARE_VIEWER_ONLY", "1")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = labelled_run.id
+    at.run()
+    assert not at.exception
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the page is not registered at all
+        at.switch_page("pages/new_run.py").run()
+    assert os.environ["FLARE_VIEWER_ONLY"] == "1"
