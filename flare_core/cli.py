@@ -262,6 +262,65 @@ def cmd_collapse(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- validate / report / bundles ----------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from flare_core.pipeline import RunParams, summarise, validate_run
+
+    run = _store(args).get(args.run_id)
+    studies = [s.strip() for s in args.studies.split(",") if s.strip()]
+    params = RunParams.from_dict(run.manifest["params"])
+    digest = validate_run(run, studies, repeats=args.repeats or params.validation_repeats)
+    summarise(run)
+    if args.json:
+        _print_json(
+            {
+                "run_id": run.id,
+                "validation": digest,
+                "verdict": run.load_json("verdict.json") if run.has("verdict.json") else None,
+            }
+        )
+        return 0
+    for estimator, block in digest.items():
+        if estimator == "shuffle":
+            print("\nshuffled pairing (IS per dimension should fall to 0 at p = 1):")
+            print(_table(pd.DataFrame(block)))
+            continue
+        for study, rows in block.items():
+            if isinstance(rows, list):
+                print(f"\n{estimator} · {study}:")
+                print(_table(pd.DataFrame(rows)))
+    if run.has("verdict.json"):
+        print("\n" + run.load_json("verdict.json")["text"])
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from flare_core.report import write_report
+
+    run = _store(args).get(args.run_id)
+    out = write_report(run, args.output or Path(f"{run.id}.html"), include_texts=not args.no_texts)
+    print(out)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from flare_core.bundle import export_run
+
+    run = _store(args).get(args.run_id)
+    print(export_run(run, args.output or Path(f"{run.id}.zip"), include_texts=not args.no_texts))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from flare_core.bundle import import_run
+
+    run = import_run(_store(args), args.bundle, run_id=args.run_id)
+    print(run.id)
+    return 0
+
+
 # -- app / demo ---------------------------------------------------------------------------------------------
 
 
@@ -371,6 +430,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--texts", type=int, default=None, help="number of sampled texts (all pairs among them)")
     p.set_defaults(func=cmd_collapse)
+
+    p = sub.add_parser("validate", parents=[common, as_json], help="validation studies of a run's ranking")
+    p.add_argument("run_id")
+    p.add_argument(
+        "--studies", default="subsampling,aggregation,pool_size,shuffle",
+        help="comma-separated: subsampling, aggregation, pool_size, shuffle",
+    )  # fmt: skip
+    p.add_argument("--repeats", type=int, default=None, help="repeats per subsample fraction / pool size")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("report", parents=[common], help="self-contained HTML report of a run")
+    p.add_argument("run_id")
+    p.add_argument("-o", "--output", type=Path, default=None)
+    p.add_argument("--no-texts", action="store_true", help="leave every corpus text out of the report")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", parents=[common], help="zip a run to open it elsewhere")
+    p.add_argument("run_id")
+    p.add_argument("-o", "--output", type=Path, default=None)
+    p.add_argument("--no-texts", action="store_true", help="strip the corpus texts from the bundle")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", parents=[common], help="add a run bundle (zip) to the run store")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("--run-id", default=None, help="store it under this id")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("demo", parents=[common], help="build the demo corpus and demo run if missing")
     p.add_argument("--background", action="store_true")

@@ -459,7 +459,11 @@ def run_collapse(run: Run, models: list[str], texts: list[str], params: RunParam
         frame["row_i"] = sample[frame["i"].to_numpy()]
         frame["row_j"] = sample[frame["j"].to_numpy()]
         run.save_frame(frame, "collapse", f"{safe_name(model_id)}.parquet")
-        summaries.append({"model": model_id, **collapse.collapse_summary(frame)})
+        stats = collapse.collapse_summary(frame)
+        row = {"model": model_id, "n_pairs": stats["n_pairs"], "n_texts": n}
+        for quantity in ("socm", "d_mu", "d_sigma"):
+            row.update({f"{quantity}_{name}": value for name, value in stats[quantity].items()})
+        summaries.append(row)
         del encoder, tokens
     run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
     report("collapse", len(models), len(models), "collapse done")

@@ -1,0 +1,511 @@
+"""Run bundles: one zip file that carries a stored run from one machine to another.
+
+A bundle holds the run folder's manifest and artefacts (``manifest.json``, ``*.parquet``, ``*.npy``,
+``*.json``) at the root of the archive, with the folder structure of the run::
+
+    manifest.json
+    corpus.parquet
+    embeddings/<safe model name>.npy
+    sufficiency/flow/scores.parquet
+    ...
+
+Worker files (``worker.log``, ``worker.heartbeat``, ``cancel.requested``), unfinished ``.tmp-*`` files
+and every file of another kind (torch checkpoints ``*.pt`` kept for resuming, logs) are left out: a
+bundle never contains a pickle.
+
+``import_run`` treats a bundle as untrusted input and checks all of it before anything is written into
+the store: member names and types, sizes and compression ratios (from the central directory, and again
+while decompressing, since headers can lie), the manifest, every array (loaded without pickles, numeric,
+one embedding row per text) and every Parquet and JSON file. Only then is the run extracted into a
+staging folder inside the store and renamed into place.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+import zipfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flare_core import atomic
+from flare_core.runs import (
+    _ARTEFACT_PART,
+    FINISHED,
+    MANIFEST,
+    STATUSES,
+    Run,
+    RunStore,
+    safe_name,
+    utc_now,
+    validate_run_id,
+)
+
+ALLOWED_SUFFIXES = (".json", ".parquet", ".npy")
+SKIPPED_NAMES = ("worker.log", "worker.heartbeat", "cancel.requested")
+MAX_DEPTH = 5
+MAX_MEMBERS = 100_000
+MAX_RATIO = 200.0
+RATIO_MIN_BYTES = 1 << 20  # members (and archives) below 1 MiB cannot be bombs; their ratio is not checked
+REQUIRED_MANIFEST_KEYS = ("id", "models", "corpus", "params", "status")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CHUNK = 1 << 20
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member dates: the same run gives the same bundle
+
+
+class BundleError(ValueError):
+    """A bundle cannot be written or is refused on import (the message says why)."""
+
+
+# -- export ---------------------------------------------------------------------------------------------------
+
+
+def _is_text_column(name: str) -> bool:
+    lowered = str(name).lower()
+    return lowered == "text" or lowered.startswith("text_") or lowered.endswith("_text") or lowered == "texts"
+
+
+def _bundle_members(run: Run) -> Iterator[tuple[str, Path]]:
+    """``(archive name, file path)`` of every file of the run that belongs in a bundle, sorted."""
+    for path in sorted(run.path.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        parts = path.relative_to(run.path).parts
+        if path.name in SKIPPED_NAMES or path.suffix not in ALLOWED_SUFFIXES:
+            continue  # worker files, torch checkpoints (*.pt) and anything else that is not data
+        if len(parts) > MAX_DEPTH or not all(_ARTEFACT_PART.fullmatch(p) and ".." not in p for p in parts):
+            continue  # .tmp-* files, staging folders and names the importer would refuse
+        yield "/".join(parts), path
+
+
+def _strip_frame(frame: pd.DataFrame, corpus_texts: set[str], is_corpus: bool) -> pd.DataFrame:
+    """Blank the corpus ``text`` column, or drop any text column (by name or by content) elsewhere."""
+    if is_corpus:
+        out = frame.copy()
+        if "text" in out.columns:
+            out["text"] = ""
+        return out
+    drop = []
+    for column in frame.columns:
+        if not (frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column])):
+            continue  # numbers (e.g. a text index) are kept
+        values = frame[column].dropna()
+        if _is_text_column(column) or any(isinstance(v, str) and v and v in corpus_texts for v in values):
+            drop.append(column)
+    return frame.drop(columns=drop)
+
+
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) -> Path:
+    """Write ``run`` as a zip bundle at ``out`` (atomically) and return its path.
+
+    ``out`` may be a folder, in which case the bundle is ``<out>/<run id>.zip``. With
+    ``include_texts=False`` the corpus texts are replaced by ``""`` in ``corpus.parquet``, every text
+    column of the other Parquet files (``text``, ``text_a``, ``text_b``..., or any column holding
+    corpus texts) is dropped, and the bundled manifest says ``"texts_stripped": true``.
+
+    Raises ``BundleError`` when ``run`` is not a stored run or ``out`` cannot be written.
+    """
+    if not isinstance(run, Run):
+        raise BundleError(f"export_run expects a Run from a RunStore; got {type(run).__name__}")
+    if not isinstance(include_texts, bool):
+        raise BundleError(f"include_texts must be True or False; got {include_texts!r}")
+    if not (run.path / MANIFEST).is_file():
+        raise BundleError(f"run {run.id!r} has no manifest at {run.path / MANIFEST}")
+    out = Path(out)
+    if out.is_dir():
+        out = out / f"{run.id}.zip"
+    try:
+        out.resolve().relative_to(run.path.resolve())
+    except ValueError:
+        pass
+    else:
+        raise BundleError(f"cannot write the bundle of run {run.id!r} inside the run folder ({out})")
+
+    manifest = run.manifest
+    manifest["texts_stripped"] = bool(manifest.get("texts_stripped")) or not include_texts
+    corpus_texts: set[str] = set()
+    if not include_texts and run.has("corpus.parquet"):
+        corpus_texts = {t for t in run.corpus_frame()["text"].astype(str) if t}
+
+    def _write(tmp: str) -> None:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+            for name, path in _bundle_members(run):
+                if name == MANIFEST:
+                    data = atomic.to_json(manifest).encode("utf-8")
+                elif not include_texts and name.endswith(".parquet"):
+                    frame = pd.read_parquet(path)
+                    data = _parquet_bytes(
+                        _strip_frame(frame, corpus_texts, is_corpus=name == "corpus.parquet")
+                    )
+                else:
+                    data = path.read_bytes()
+                info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = (stat.S_IFREG | 0o644) << 16
+                zf.writestr(info, data)
+
+    try:
+        return atomic.atomic_write(out, _write)
+    except OSError as exc:
+        raise BundleError(f"cannot write the bundle to {out}: {exc}") from exc
+
+
+# -- import: checks of the archive ----------------------------------------------------------------------------
+
+
+def _open_zip(bundle: str | os.PathLike | bytes) -> zipfile.ZipFile:
+    if isinstance(bundle, bytes | bytearray | memoryview):
+        source: Any = io.BytesIO(bytes(bundle))
+    elif isinstance(bundle, str | os.PathLike):
+        path = Path(bundle)
+        if not path.is_file():
+            raise BundleError(f"no bundle file at {path}")
+        source = path
+    else:
+        raise BundleError(f"bundle must be a path or bytes; got {type(bundle).__name__}")
+    try:
+        return zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+        raise BundleError(f"the bundle is not a readable zip archive: {exc}") from exc
+
+
+def _check_name(info: zipfile.ZipInfo) -> tuple[str, ...] | None:
+    """Path parts of a member (``None`` for a directory entry); raises ``BundleError`` for a refused one."""
+    name = info.filename
+    if not name or "\x00" in name:
+        raise BundleError(f"bundle member {name!r} has an empty or invalid name")
+    if "\\" in name:
+        raise BundleError(f"bundle member {name!r} contains a backslash: refused")
+    if name.startswith("/"):
+        raise BundleError(f"bundle member {name!r} is an absolute path: refused")
+    if _DRIVE.match(name):
+        raise BundleError(f"bundle member {name!r} names a drive letter: refused")
+    is_dir = name.endswith("/")
+    parts = tuple(name.rstrip("/").split("/"))
+    if any(p in ("..", ".") for p in parts):
+        raise BundleError(
+            f"bundle member {name!r} contains '..' or '.': refused (it could escape the run folder)"
+        )
+    mode = info.external_attr >> 16
+    kind = stat.S_IFMT(mode)
+    if kind == stat.S_IFLNK:
+        raise BundleError(f"bundle member {name!r} is a symbolic link: refused")
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        raise BundleError(f"bundle member {name!r} is not a regular file: refused")
+    if len(parts) > MAX_DEPTH:
+        raise BundleError(f"bundle member {name!r} is nested {len(parts)} levels deep (at most {MAX_DEPTH})")
+    for part in parts:
+        if not _ARTEFACT_PART.fullmatch(part) or ".." in part:
+            raise BundleError(
+                f"bundle member {name!r} has an invalid path part {part!r} "
+                "(letters, digits, '_', '-', '.', starting with a letter or digit)"
+            )
+    if is_dir or kind == stat.S_IFDIR:
+        if info.file_size:
+            raise BundleError(f"bundle member {name!r} is a directory entry with data: refused")
+        return None
+    if Path(parts[-1]).suffix not in ALLOWED_SUFFIXES:
+        raise BundleError(
+            f"bundle member {name!r} has a file type that bundles never contain "
+            f"(allowed: {', '.join(ALLOWED_SUFFIXES)}): refused"
+        )
+    if info.flag_bits & 0x1:
+        raise BundleError(f"bundle member {name!r} is encrypted: refused")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise BundleError(
+            f"bundle member {name!r} uses an unsupported compression method ({info.compress_type})"
+        )
+    return parts
+
+
+def _check_sizes(files: list[zipfile.ZipInfo], max_bytes: int) -> None:
+    """Zip-bomb checks on the sizes the central directory declares."""
+    total = compressed = 0
+    for info in files:
+        if info.file_size > max_bytes:
+            raise BundleError(
+                f"bundle member {info.filename!r} declares {info.file_size:,} bytes uncompressed, "
+                f"more than the limit of {max_bytes:,} bytes (possible zip bomb)"
+            )
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > RATIO_MIN_BYTES and ratio > MAX_RATIO:
+            raise BundleError(
+                f"bundle member {info.filename!r} has a compression ratio of {ratio:,.0f} "
+                f"(more than {MAX_RATIO:.0f}): refused as a possible zip bomb"
+            )
+        total += info.file_size
+        compressed += info.compress_size
+    if total > max_bytes:
+        raise BundleError(
+            f"the bundle holds {total:,} bytes uncompressed, more than the limit of {max_bytes:,} bytes"
+        )
+    ratio = total / max(compressed, 1)
+    if total > RATIO_MIN_BYTES and ratio > MAX_RATIO:
+        raise BundleError(
+            f"the bundle has a compression ratio of {ratio:,.0f} (more than {MAX_RATIO:.0f}): "
+            "refused as a possible zip bomb"
+        )
+
+
+class _Budget:
+    """Bytes that may still be decompressed in all (enforced while streaming, whatever the headers say)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+
+    def chunks(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        """Decompressed chunks of ``info``; raises once it yields more than declared or than the budget."""
+        produced = 0
+        try:
+            with zf.open(info) as fh:
+                while True:
+                    chunk = fh.read(_CHUNK)
+                    if not chunk:
+                        break
+                    produced += len(chunk)
+                    self.used += len(chunk)
+                    if produced > info.file_size:
+                        raise BundleError(
+                            f"bundle member {info.filename!r} decompresses to more than the "
+                            f"{info.file_size:,} bytes its header declares: refused"
+                        )
+                    if self.used > self.max_bytes:
+                        raise BundleError(
+                            f"the bundle decompresses to more than the limit of {self.max_bytes:,} bytes "
+                            "(possible zip bomb)"
+                        )
+                    yield chunk
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+            raise BundleError(f"bundle member {info.filename!r} cannot be decompressed: {exc}") from exc
+        if produced != info.file_size:
+            raise BundleError(
+                f"bundle member {info.filename!r} decompresses to {produced:,} bytes, "
+                f"not the {info.file_size:,} its header declares: refused"
+            )
+
+    def read(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+        return b"".join(self.chunks(zf, info))
+
+
+# -- import: checks of the content ----------------------------------------------------------------------------
+
+
+def _check_manifest(data: bytes) -> dict[str, Any]:
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"the bundle's manifest.json is not valid JSON: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise BundleError(f"the bundle's manifest.json must be a JSON object; got {type(manifest).__name__}")
+    missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
+    if missing:
+        raise BundleError(f"the bundle's manifest.json lacks the required keys {missing}")
+    try:
+        validate_run_id(manifest["id"])
+    except ValueError as exc:
+        raise BundleError(f"the bundle's manifest names an invalid run id: {exc}") from exc
+    models = manifest["models"]
+    if not isinstance(models, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("id"), str) for m in models
+    ):
+        raise BundleError("the bundle's manifest 'models' must be a list of objects with a string 'id'")
+    if not isinstance(manifest["corpus"], dict):
+        raise BundleError("the bundle's manifest 'corpus' must be an object")
+    if not isinstance(manifest["params"], dict):
+        raise BundleError("the bundle's manifest 'params' must be an object")
+    if manifest["status"] not in STATUSES:
+        raise BundleError(
+            f"the bundle's manifest has an unknown status {manifest['status']!r} (one of {STATUSES})"
+        )
+    n_texts = manifest["corpus"].get("n_texts")
+    if isinstance(n_texts, bool) or not isinstance(n_texts, int) or n_texts < 0:
+        raise BundleError(
+            f"the bundle's manifest corpus 'n_texts' must be a non-negative integer; got {n_texts!r}"
+        )
+    return manifest
+
+
+def _check_npy(name: str, data: bytes, manifest: dict[str, Any], embedding_files: set[str]) -> None:
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
+            raise BundleError(
+                f"bundle member {name!r} holds a pickled (object) array: pickles are never loaded; refused"
+            ) from exc
+        raise BundleError(f"bundle member {name!r} is not a readable .npy array: {exc}") from exc
+    except (OSError, EOFError) as exc:
+        raise BundleError(f"bundle member {name!r} is not a readable .npy array: {exc}") from exc
+    if not isinstance(array, np.ndarray):
+        raise BundleError(f"bundle member {name!r} is not a single .npy array")
+    if array.dtype.kind not in "biufc":
+        raise BundleError(f"bundle member {name!r} holds {array.dtype} data, not numbers: refused")
+    if name.startswith("embeddings/"):
+        if name not in embedding_files:
+            raise BundleError(
+                f"bundle member {name!r} is not the embeddings file of any model of the manifest"
+            )
+        n_texts = manifest["corpus"]["n_texts"]
+        if array.ndim != 2 or array.shape[0] != n_texts:
+            raise BundleError(
+                f"bundle member {name!r} has shape {array.shape}; the manifest's corpus has {n_texts} texts, "
+                f"so embeddings must be ({n_texts}, d)"
+            )
+
+
+def _check_parquet(name: str, data: bytes, manifest: dict[str, Any]) -> None:
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise BundleError(f"bundle member {name!r} is not a readable Parquet file: {exc}") from exc
+    if name == "corpus.parquet":
+        if "text" not in table.column_names:
+            raise BundleError("the bundle's corpus.parquet has no 'text' column")
+        n_texts = manifest["corpus"]["n_texts"]
+        if table.num_rows != n_texts:
+            raise BundleError(
+                f"the bundle's corpus.parquet has {table.num_rows} rows but the manifest says {n_texts} texts"
+            )
+
+
+def _check_json(name: str, data: bytes) -> None:
+    try:
+        json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"bundle member {name!r} is not valid JSON: {exc}") from exc
+
+
+# -- import ---------------------------------------------------------------------------------------------------
+
+
+def import_run(
+    store: RunStore,
+    bundle: str | os.PathLike | bytes,
+    *,
+    run_id: str | None = None,
+    max_bytes: int = 2 * 1024**3,
+) -> Run:
+    """Check ``bundle`` (a path or the bytes of a zip made by ``export_run``) and add its run to ``store``.
+
+    The run keeps the manifest's id unless ``run_id`` is given; an id already in the store is refused.
+    A run that was ``queued`` or ``running`` when it was bundled is imported as ``failed`` with the
+    error ``"imported while still running"`` (no worker exists for it here). Nothing is written into
+    the store unless every check passes; the run appears at once (rename of a staging folder).
+
+    Raises ``BundleError`` (a ``ValueError``) with the reason for any refused bundle.
+    """
+    if not isinstance(store, RunStore):
+        raise BundleError(f"import_run expects a RunStore; got {type(store).__name__}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise BundleError(f"max_bytes must be a positive integer; got {max_bytes!r}")
+    if run_id is not None:
+        try:
+            validate_run_id(run_id)
+        except ValueError as exc:
+            raise BundleError(str(exc)) from exc
+
+    with _open_zip(bundle) as zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise BundleError(f"the bundle has {len(infos):,} members (at most {MAX_MEMBERS:,})")
+        files: list[tuple[zipfile.ZipInfo, tuple[str, ...]]] = []
+        seen: set[str] = set()
+        for info in infos:
+            parts = _check_name(info)
+            if parts is None:
+                continue
+            key = "/".join(parts).lower()
+            if key in seen:
+                raise BundleError(f"bundle member {info.filename!r} appears twice: refused")
+            seen.add(key)
+            files.append((info, parts))
+        _check_sizes([info for info, _ in files], max_bytes)
+        names = {"/".join(parts): info for info, parts in files}
+        dirs = {"/".join(parts[:k]).lower() for _, parts in files for k in range(1, len(parts))}
+        clash = sorted(n for n in names if n.lower() in dirs)
+        if clash:
+            raise BundleError(f"bundle member {clash[0]!r} is both a file and a folder: refused")
+        if MANIFEST not in names:
+            raise BundleError("the bundle has no manifest.json: it is not a FLARE Studio run bundle")
+        if "corpus.parquet" not in names:
+            raise BundleError("the bundle has no corpus.parquet: it is not a complete FLARE Studio run")
+
+        budget = _Budget(max_bytes)
+        manifest = _check_manifest(budget.read(zf, names[MANIFEST]))
+        embedding_files = {f"embeddings/{safe_name(m['id'])}.npy" for m in manifest["models"]}
+        for name, info in sorted(names.items()):
+            if name == MANIFEST:
+                continue
+            data = budget.read(zf, info)
+            if name.endswith(".npy"):
+                _check_npy(name, data, manifest, embedding_files)
+            elif name.endswith(".parquet"):
+                _check_parquet(name, data, manifest)
+            else:
+                _check_json(name, data)
+            del data
+
+        target = run_id or manifest["id"]
+        if (store.root / target).exists():
+            hint = "" if run_id else "; import it under another id (run_id=..., or flare import --run-id ID)"
+            raise BundleError(f"run {target!r} already exists in {store.root}{hint}")
+
+        manifest = dict(manifest)
+        manifest["imported"] = {"at": utc_now(), "from_id": manifest["id"]}
+        manifest["id"] = target
+        if manifest["status"] not in FINISHED:
+            manifest.update(status="failed", error="imported while still running", finished=utc_now())
+        manifest["updated"] = utc_now()
+        return _extract(store, zf, names, manifest, target, max_bytes)
+
+
+def _extract(
+    store: RunStore,
+    zf: zipfile.ZipFile,
+    names: dict[str, zipfile.ZipInfo],
+    manifest: dict[str, Any],
+    target: str,
+    max_bytes: int,
+) -> Run:
+    """Extract the checked members into a staging folder inside the store, then rename it into place."""
+    store.root.mkdir(parents=True, exist_ok=True)
+    staging = store.root / f".staging-import-{target}-{secrets.token_hex(4)}"
+    staging.mkdir()
+    budget = _Budget(max_bytes)
+    try:
+        for name, info in sorted(names.items()):
+            if name == MANIFEST:
+                continue
+            path = staging.joinpath(*name.split("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "xb") as fh:
+                for chunk in budget.chunks(zf, info):
+                    fh.write(chunk)
+        atomic.write_json(staging / MANIFEST, manifest)
+        final = store.root / target
+        if final.exists():
+            raise BundleError(f"run {target!r} already exists in {store.root}")
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Run(final)
