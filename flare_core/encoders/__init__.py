@@ -1,0 +1,42 @@
+"""Embedding models: the registry of offline models and controls, loading, pooling and the embedding cache.
+
+Typical use::
+
+    from flare_core.encoders import load_encoder, embed
+    enc = load_encoder("all-MiniLM-L6-v2")
+    emb = embed(enc, texts, corpus_hash=corpus.content_hash, cache_dir="runs/.emb-cache")  # (N, 384) float32
+"""
+
+from __future__ import annotations
+
+from .base import Encoder, ModelSpec, ModelUnavailable
+from .cache import cache_key, cache_key_fields, embed
+from .controls import TfidfSvdEncoder, texts_hash
+from .precomputed import PrecomputedEncoder, load_precomputed
+from .registry import BUILTIN_IDS, CONTROL_IDS, get_spec, is_available, list_models, load_encoder
+from .static import GloveEncoder, TokenlearnStaticEncoder
+from .transformer import SentenceTransformerEncoder, TransformerEncoder, random_init_transformer
+
+__all__ = [
+    "BUILTIN_IDS",
+    "CONTROL_IDS",
+    "Encoder",
+    "GloveEncoder",
+    "ModelSpec",
+    "ModelUnavailable",
+    "PrecomputedEncoder",
+    "SentenceTransformerEncoder",
+    "TfidfSvdEncoder",
+    "TokenlearnStaticEncoder",
+    "TransformerEncoder",
+    "cache_key",
+    "cache_key_fields",
+    "embed",
+    "get_spec",
+    "is_available",
+    "list_models",
+    "load_encoder",
+    "load_precomputed",
+    "random_init_transformer",
+    "texts_hash",
+]

@@ -1,0 +1,89 @@
+"""The encoder protocol, model metadata and the error raised for models that cannot be loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+ProgressFn = Callable[[int, int], None]
+
+KINDS = ("transformer", "static", "control", "hub", "precomputed")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the registry knows about one embedding model.
+
+    ``dim`` and ``layers`` are ``None`` when unknown before loading (hub ids, local folders) or not
+    applicable (``layers`` for static models). ``revision`` identifies the weights (package version,
+    or a hash of local files) and is part of every embedding-cache key.
+    """
+
+    id: str
+    dim: int | None
+    layers: int | None
+    max_tokens: int | None
+    source: str
+    licence: str
+    kind: str
+    description: str
+    revision: str
+
+
+class ModelUnavailable(RuntimeError):
+    """The model cannot be loaded on this machine (package missing, hub unreachable, bad folder)."""
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """Anything that turns texts into one float32 vector each."""
+
+    spec: ModelSpec
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """Embed ``texts``: float32 array of shape (N, d), rows in input order.
+
+        ``progress(done, total)`` is called after each batch when given.
+        """
+        ...
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """Validate a sequence of texts and return it as a list of ``str``."""
+    if isinstance(texts, str | bytes):
+        raise ValueError("texts must be a sequence of strings, not a single string")
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{i}] is {type(text).__name__}, expected str")
+    return out
+
+
+def check_batch_size(batch_size: int) -> int:
+    """Validate a batch size (a positive int)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return int(batch_size)
+
+
+def check_max_length(max_length: int | None) -> int | None:
+    """Validate an optional token limit (a positive int, at least 2 so special tokens fit)."""
+    if max_length is None:
+        return None
+    if isinstance(max_length, bool) or not isinstance(max_length, int | np.integer) or max_length < 2:
+        raise ValueError(f"max_length must be an integer >= 2 or None, got {max_length!r}")
+    return int(max_length)
+
+
+def empty_matrix(dim: int) -> np.ndarray:
+    """A float32 array of shape (0, dim)."""
+    return np.zeros((0, dim), dtype=np.float32)

@@ -1,0 +1,112 @@
+"""Control encoders built locally: TF-IDF + truncated SVD (random-init and truncated transformers live in
+``transformer.random_init_transformer`` and ``transformer.load_hf_folder``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import ModelSpec, ProgressFn, check_batch_size, check_texts
+
+
+def texts_hash(texts: Sequence[str]) -> str:
+    """sha256 over the texts, each length-prefixed (so boundaries are unambiguous)."""
+    h = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+class TfidfSvdEncoder:
+    """TF-IDF (sublinear tf, unigrams; words seen in one text only are dropped from corpora of 50+ texts,
+    at most 50,000 terms) followed by randomized truncated SVD, fitted on a corpus.
+
+    ``n_components = min(max_components, n_features - 1, n_docs - 1)`` (at least 1). Fitted on
+    ``corpus_texts`` when given, otherwise on the texts of the first ``encode`` call. Rows are
+    L2-normalised (zero rows stay zero). ``spec.dim`` and ``spec.revision`` are set once fitted;
+    the revision names the fitting corpus so cached embeddings never mix fits.
+    """
+
+    pooling = "tfidf-svd+l2"
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        corpus_texts: Sequence[str] | None = None,
+        *,
+        max_components: int = 256,
+        seed: int = 0,
+    ) -> None:
+        if isinstance(max_components, bool) or not isinstance(max_components, int) or max_components < 1:
+            raise ValueError(f"max_components must be a positive integer, got {max_components!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.max_components = max_components
+        self.seed = seed
+        self.vectorizer = None
+        self.svd = None
+        self.spec = spec
+        if corpus_texts is not None:
+            self.fit(corpus_texts)
+
+    @property
+    def fitted(self) -> bool:
+        return self.svd is not None
+
+    def fit(self, texts: Sequence[str]) -> TfidfSvdEncoder:
+        """Fit TF-IDF and the SVD on ``texts`` (at least 2 texts with at least 2 distinct terms)."""
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        items = check_texts(texts)
+        if len(items) < 2:
+            raise ValueError(f"tfidf-svd needs at least 2 texts to fit, got {len(items)}")
+        min_df = (
+            2 if len(items) >= 50 else 1
+        )  # hapaxes carry no shared direction; dropping them speeds the SVD
+        vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=min_df, max_features=50_000, dtype=np.float64)
+        try:
+            tfidf = vectorizer.fit_transform(items)  # (n, V) sparse
+        except ValueError as exc:  # empty vocabulary
+            raise ValueError(f"tfidf-svd cannot be fitted: {exc}") from None
+        n_features = tfidf.shape[1]
+        if n_features < 2:
+            raise ValueError(f"tfidf-svd needs at least 2 distinct terms in the corpus, got {n_features}")
+        k = max(1, min(self.max_components, n_features - 1, len(items) - 1))
+        svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
+        svd.fit(tfidf)
+        self.vectorizer, self.svd = vectorizer, svd
+        self.spec = dataclasses.replace(
+            self.spec,
+            dim=k,
+            revision=f"{self.spec.revision.split('|')[0]}|fit:{texts_hash(items)[:16]}|k{k}",
+        )
+        return self
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+        max_length: int | None = None,
+    ) -> np.ndarray:
+        """Project ``texts`` on the fitted components: float32 (N, k), unit-norm rows (zero for unknown words).
+
+        ``max_length`` is accepted for interface compatibility and ignored (TF-IDF reads whole texts).
+        """
+        items = check_texts(texts)
+        check_batch_size(batch_size)
+        if not self.fitted:
+            self.fit(items)
+        z = self.svd.transform(self.vectorizer.transform(items))  # (N, k)
+        norms = np.linalg.norm(z, axis=1, keepdims=True)
+        z = np.divide(z, norms, out=np.zeros_like(z), where=norms > 1e-12)
+        if progress is not None:
+            progress(len(items), len(items))
+        return z.astype(np.float32)
