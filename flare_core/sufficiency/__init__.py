@@ -1,0 +1,19 @@
+"""Information sufficiency between embedders: FLARE flows, EMIR/KNIFE mixtures, matrix and scores."""
+
+from __future__ import annotations
+
+from flare_core.sufficiency.flows import FlowConfig
+from flare_core.sufficiency.gmm import GMMConfig
+from flare_core.sufficiency.matrix import Cancelled, SufficiencyResult, sufficiency_matrix
+from flare_core.sufficiency.scores import all_scores, indistinguishable, model_scores
+
+__all__ = [
+    "Cancelled",
+    "FlowConfig",
+    "GMMConfig",
+    "SufficiencyResult",
+    "all_scores",
+    "indistinguishable",
+    "model_scores",
+    "sufficiency_matrix",
+]

@@ -1,0 +1,143 @@
+"""Private training loop shared by the flow and GMM estimators: Adam, minibatches, early stopping."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+LogProbFn = Callable[[Sequence[torch.Tensor]], torch.Tensor]
+PenaltyFn = Callable[[], torch.Tensor]
+
+
+@dataclass
+class FitOutcome:
+    """A trained density model and its per-sample log-likelihoods.
+
+    ``logp_train`` (n_train,) and ``logp_val`` (n_val,) are float64 nats per sample, computed with
+    the kept (best-validation) weights. ``history`` holds the monitored mean NLL after each epoch
+    (index 0 is the initial model when it was evaluated).
+    """
+
+    model: nn.Module
+    logp_train: np.ndarray
+    logp_val: np.ndarray
+    epochs: int
+    seconds: float
+    history: list[float] = field(default_factory=list)
+
+    @property
+    def nll_train(self) -> float:
+        return float(-self.logp_train.mean())
+
+    @property
+    def nll_val(self) -> float:
+        return float(-self.logp_val.mean())
+
+
+@torch.no_grad()
+def _evaluate(
+    model: nn.Module, log_prob: LogProbFn, tensors: Sequence[torch.Tensor], batch_size: int
+) -> np.ndarray:
+    """Per-sample log-likelihood (n,) float64 of the rows of ``tensors`` (each (n, ·))."""
+    was_training = model.training
+    model.eval()
+    n = tensors[0].shape[0]
+    out = []
+    for start in range(0, n, batch_size):
+        batch = [t[start : start + batch_size] for t in tensors]
+        out.append(log_prob(batch).detach().to("cpu", torch.float64))
+    model.train(was_training)
+    return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+def _state_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _train(
+    model: nn.Module,
+    log_prob: LogProbFn,
+    params: Sequence[nn.Parameter],
+    train: Sequence[torch.Tensor],
+    val: Sequence[torch.Tensor],
+    *,
+    lr: float,
+    batch_size: int,
+    max_epochs: int,
+    patience: int,
+    generator: torch.Generator,
+    early_stopping: bool = True,
+    evaluate_initial: bool = False,
+    penalty: PenaltyFn | None = None,
+    grad_clip: float | None = None,
+    eval_batch_size: int = 2048,
+) -> FitOutcome:
+    """Minimise the mean NLL of ``train`` (+ ``penalty()``) with Adam; keep the best weights.
+
+    ``train`` and ``val`` are sequences of row-aligned tensors ((n, d_v) target, optionally (n, d_u)
+    context) on the model's device. With ``early_stopping`` the mean NLL on ``val`` is checked after
+    every epoch (and before the first when ``evaluate_initial``); training stops after ``patience``
+    epochs without improvement and the best weights are restored. Without it, training runs
+    ``max_epochs`` and the last weights are kept. A non-finite training loss stops training and
+    restores the best weights seen so far.
+    """
+    start_time = time.perf_counter()
+    optimizer = torch.optim.Adam(params, lr=lr)
+    n = train[0].shape[0]
+    history: list[float] = []
+    best_state: dict[str, torch.Tensor] | None = None
+    best = math.inf
+    stale = 0
+    epochs = 0
+
+    def _monitor() -> float:
+        value = float(-_evaluate(model, log_prob, val, eval_batch_size).mean())
+        return value if math.isfinite(value) else math.inf
+
+    if early_stopping and evaluate_initial:
+        best = _monitor()
+        history.append(best)
+        best_state = _state_copy(model)
+
+    model.train()
+    diverged = False
+    for _epoch in range(max_epochs):
+        perm = torch.randperm(n, generator=generator).to(train[0].device)
+        for start in range(0, n, batch_size):
+            idx = perm[start : start + batch_size]
+            batch = [t[idx] for t in train]
+            loss = -log_prob(batch).mean()
+            if penalty is not None:
+                loss = loss + penalty()
+            if not torch.isfinite(loss):
+                diverged = True
+                break
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                nn.utils.clip_grad_norm_(params, grad_clip)
+            optimizer.step()
+        if diverged:
+            break
+        epochs += 1
+        if early_stopping:
+            value = _monitor()
+            history.append(value)
+            if value < best:
+                best, stale, best_state = value, 0, _state_copy(model)
+            else:
+                stale += 1
+                if stale >= patience:
+                    break
+    if best_state is not None and (early_stopping or diverged):
+        model.load_state_dict(best_state)
+    model.eval()
+    logp_train = _evaluate(model, log_prob, train, eval_batch_size)
+    logp_val = _evaluate(model, log_prob, val, eval_batch_size)
+    return FitOutcome(model, logp_train, logp_val, epochs, time.perf_counter() - start_time, history)

@@ -1,0 +1,272 @@
+"""EMIR / KNIFE estimator: a diagonal Gaussian mixture marginal and an MLP-parametrised conditional.
+
+Marginal p(v): ``n_modes`` diagonal Gaussians with learnable logits, means and log-scales; the std of
+every component and dimension is ``exp(log_scale_bound * tanh(raw))`` (EMIR's ``exp(tanh(.))`` for the
+default bound 1). Conditional p(v|u): an MLP ``2 x (LayerNorm -> Linear -> ReLU)`` of width ``d_v``
+(by default) maps u to mixture logits (K,), means (K, d_v) and raw log-scales (K, d_v).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from flare_core.device import pick_device, seed_everything
+from flare_core.sufficiency._training import FitOutcome, _train
+
+_LOG_2PI = math.log(2 * math.pi)
+_EVALUATE_ON = ("val", "train")
+
+
+@dataclass(frozen=True)
+class GMMConfig:
+    """Hyper-parameters of the EMIR/KNIFE estimator.
+
+    Reference (EMIR) training is Adam 1e-3, batch 128, 5 epochs for the marginal and 10 for the
+    conditional, evaluated on the training data: :meth:`emir` reproduces it (``evaluate_on="train"``
+    trains on every row for a fixed number of epochs and evaluates on the same rows). The default
+    instead holds out a validation split and early-stops on it (patience 3, at most 30 / 30 epochs,
+    best weights kept) with Adam 3e-3 (a 6-model matrix, dims 50-768, 2,000 texts: about 2.7 minutes
+    on a 2-core CPU): within the same epoch budget 1e-3 stops short of convergence
+    (on a 32-d Gaussian check it recovered 76% of the true IS against 80% for 3e-3).
+    """
+
+    n_modes: int = 8
+    hidden_features: int | None = None
+    log_scale_bound: float = 1.0
+    lr: float = 3e-3
+    batch_size: int = 128
+    max_epochs: int = 30
+    max_epochs_conditional: int = 30
+    patience: int = 3
+    evaluate_on: str = "val"
+    grad_clip: float | None = 5.0
+    eval_batch_size: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in (
+            "n_modes",
+            "batch_size",
+            "max_epochs",
+            "max_epochs_conditional",
+            "patience",
+            "eval_batch_size",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.hidden_features is not None and (
+            not isinstance(self.hidden_features, int) or self.hidden_features < 1
+        ):
+            raise ValueError(
+                f"hidden_features must be a positive integer or None, got {self.hidden_features!r}"
+            )
+        if not (self.log_scale_bound > 0 and np.isfinite(self.log_scale_bound)):
+            raise ValueError(f"log_scale_bound must be positive and finite, got {self.log_scale_bound!r}")
+        if not (self.lr > 0 and np.isfinite(self.lr)):
+            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
+        if self.evaluate_on not in _EVALUATE_ON:
+            raise ValueError(f"evaluate_on must be one of {_EVALUATE_ON}, got {self.evaluate_on!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be positive or None, got {self.grad_clip!r}")
+
+    @classmethod
+    def emir(cls) -> GMMConfig:
+        """EMIR's protocol: 5 / 10 epochs, no early stopping, NLLs measured on the training rows."""
+        return cls(lr=1e-3, max_epochs=5, max_epochs_conditional=10, evaluate_on="train")
+
+    @classmethod
+    def fast(cls) -> GMMConfig:
+        """A small preset for tests and demos (fewer epochs)."""
+        return cls(max_epochs=20, max_epochs_conditional=20, patience=2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GMMConfig:
+        """Build from ``to_dict`` output; unknown keys raise ValueError."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown GMMConfig fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+def _mixture_log_prob(
+    v: torch.Tensor, logits: torch.Tensor, means: torch.Tensor, log_scales: torch.Tensor
+) -> torch.Tensor:
+    """log p(v) (n,) of diagonal mixtures: v (n, d), logits (n|1, K), means and log_scales (n|1, K, d)."""
+    z = (v.unsqueeze(1) - means) * torch.exp(-log_scales)
+    comp = -0.5 * (z * z).sum(-1) - log_scales.sum(-1) - 0.5 * v.shape[1] * _LOG_2PI
+    return torch.logsumexp(torch.log_softmax(logits, dim=-1) + comp, dim=-1)
+
+
+class DiagonalGMM(nn.Module):
+    """Marginal mixture: ``forward(v (n, d)) -> log p(v) (n,)``."""
+
+    def __init__(self, features: int, n_modes: int, log_scale_bound: float, init_means: torch.Tensor) -> None:
+        super().__init__()
+        self.log_scale_bound = log_scale_bound
+        self.logits = nn.Parameter(torch.zeros(n_modes))
+        self.means = nn.Parameter(init_means.clone().reshape(n_modes, features))
+        self.raw_scales = nn.Parameter(torch.zeros(n_modes, features))
+
+    def forward(self, v: torch.Tensor) -> torch.Tensor:
+        log_scales = self.log_scale_bound * torch.tanh(self.raw_scales)
+        return _mixture_log_prob(v, self.logits[None], self.means[None], log_scales[None])
+
+
+class ConditionalGMM(nn.Module):
+    """Conditional mixture: ``forward(v (n, d_v), u (n, d_u)) -> log p(v|u) (n,)``."""
+
+    def __init__(
+        self, context_features: int, features: int, n_modes: int, hidden: int, log_scale_bound: float
+    ):
+        super().__init__()
+        self.features, self.n_modes, self.log_scale_bound = features, n_modes, log_scale_bound
+        self.trunk = nn.Sequential(
+            nn.LayerNorm(context_features),
+            nn.Linear(context_features, hidden),
+            nn.ReLU(),
+            nn.LayerNorm(hidden),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+        )
+        self.logits = nn.Linear(hidden, n_modes)
+        self.means = nn.Linear(hidden, n_modes * features)
+        self.raw_scales = nn.Linear(hidden, n_modes * features)
+
+    def forward(self, v: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        h = self.trunk(u)
+        shape = (-1, self.n_modes, self.features)
+        log_scales = self.log_scale_bound * torch.tanh(self.raw_scales(h).reshape(shape))
+        return _mixture_log_prob(v, self.logits(h), self.means(h).reshape(shape), log_scales)
+
+
+def _check(name: str, x: np.ndarray, d: int | None = None) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n, d), got shape {arr.shape}")
+    if arr.shape[0] < 2 or arr.shape[1] < 1:
+        raise ValueError(f"{name} needs at least 2 rows and 1 column, got shape {arr.shape}")
+    if d is not None and arr.shape[1] != d:
+        raise ValueError(f"{name} has {arr.shape[1]} columns, expected {d}")
+    if not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be numeric and finite")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _config(config: GMMConfig | None) -> GMMConfig:
+    config = config or GMMConfig()
+    if not isinstance(config, GMMConfig):
+        raise ValueError(f"config must be a GMMConfig, got {type(config).__name__}")
+    return config
+
+
+def fit_marginal_gmm(
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    config: GMMConfig | None = None,
+    *,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+) -> FitOutcome:
+    """Fit the marginal mixture on ``v_train`` (n_train, d); monitor/evaluate on ``v_val`` (n_val, d).
+
+    Means start at ``n_modes`` training rows drawn with the seed. With ``config.evaluate_on == "train"``
+    there is no early stopping (fixed ``max_epochs``); pass the training rows as ``v_val`` to reproduce
+    EMIR's train-set evaluation.
+    """
+    config = _config(config)
+    v_train = _check("v_train", v_train)
+    v_val = _check("v_val", v_val, v_train.shape[1])
+    dev = device if isinstance(device, torch.device) else pick_device(device)
+    return _fit_marginal(v_train, v_val, config, int(seed), dev)
+
+
+def _fit_marginal(
+    v_train: np.ndarray, v_val: np.ndarray, config: GMMConfig, seed: int, device: torch.device
+) -> FitOutcome:
+    generator = seed_everything(seed)
+    n, d = v_train.shape
+    pick = torch.randint(0, n, (config.n_modes,), generator=generator)
+    train = [torch.as_tensor(v_train, device=device)]
+    val = [torch.as_tensor(v_val, device=device)]
+    model = DiagonalGMM(d, config.n_modes, config.log_scale_bound, train[0][pick.to(device)]).to(device)
+    return _train(
+        model,
+        lambda batch: model(batch[0]),
+        list(model.parameters()),
+        train,
+        val,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        max_epochs=config.max_epochs,
+        patience=config.patience,
+        generator=generator,
+        early_stopping=config.evaluate_on == "val",
+        grad_clip=config.grad_clip,
+        eval_batch_size=config.eval_batch_size,
+    )
+
+
+def fit_conditional_gmm(
+    u_train: np.ndarray,
+    v_train: np.ndarray,
+    u_val: np.ndarray,
+    v_val: np.ndarray,
+    config: GMMConfig | None = None,
+    *,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+) -> FitOutcome:
+    """Fit p(v|u) with the KNIFE MLP; ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are row-aligned arrays."""
+    config = _config(config)
+    u_train = _check("u_train", u_train)
+    v_train = _check("v_train", v_train)
+    u_val = _check("u_val", u_val, u_train.shape[1])
+    v_val = _check("v_val", v_val, v_train.shape[1])
+    if len(u_train) != len(v_train) or len(u_val) != len(v_val):
+        raise ValueError(
+            f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"
+        )
+    dev = device if isinstance(device, torch.device) else pick_device(device)
+    return _fit_conditional(u_train, v_train, u_val, v_val, config, int(seed), dev)
+
+
+def _fit_conditional(
+    u_train: np.ndarray,
+    v_train: np.ndarray,
+    u_val: np.ndarray,
+    v_val: np.ndarray,
+    config: GMMConfig,
+    seed: int,
+    device: torch.device,
+) -> FitOutcome:
+    generator = seed_everything(seed)
+    d_v = v_train.shape[1]
+    hidden = config.hidden_features or d_v
+    model = ConditionalGMM(u_train.shape[1], d_v, config.n_modes, hidden, config.log_scale_bound).to(device)
+    train = [torch.as_tensor(v_train, device=device), torch.as_tensor(u_train, device=device)]
+    val = [torch.as_tensor(v_val, device=device), torch.as_tensor(u_val, device=device)]
+    return _train(
+        model,
+        lambda batch: model(batch[0], batch[1]),
+        list(model.parameters()),
+        train,
+        val,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        max_epochs=config.max_epochs_conditional,
+        patience=config.patience,
+        generator=generator,
+        early_stopping=config.evaluate_on == "val",
+        grad_clip=config.grad_clip,
+        eval_batch_size=config.eval_batch_size,
+    )

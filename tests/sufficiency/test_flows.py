@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from flare_core.sufficiency.flows import (
+    ConditionedMADE,
+    FlowConfig,
+    branches,
+    fit_conditional_flow,
+    fit_marginal_flow,
+    make_conditional,
+)
+from tests.properties import assert_finite, assert_shape
+
+
+def _trained_marginal(flow: str = "maf"):
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal((200, 5)).astype(np.float32)
+    cfg = FlowConfig(flow=flow, n_transforms=2, hidden_features=16, rank=4, max_epochs=2, patience=2)
+    return fit_marginal_flow(v[:160], v[160:], cfg, seed=0, device="cpu"), cfg, v
+
+
+@pytest.mark.parametrize("flow", ["maf", "nsf"])
+def test_conditional_equals_marginal_at_step_zero(flow):
+    outcome, cfg, v = _trained_marginal(flow)
+    marginal = outcome.model
+    conditional = make_conditional(marginal, 7, cfg, seed=3)
+    x = torch.as_tensor(v[:50])
+    u = torch.randn(50, 7) * 10.0
+    with torch.no_grad():
+        lp_marg = marginal.log_prob(x)
+        lp_cond = conditional.log_prob(x, context=u)
+    assert_shape(lp_cond, (50,))
+    assert_finite(lp_cond)
+    assert torch.equal(lp_marg, lp_cond)
+    # every MADE is wrapped, the marginal itself is untouched
+    assert len(branches(conditional)) == cfg.n_transforms
+    assert not any(isinstance(m, ConditionedMADE) for m in marginal.modules())
+
+
+def test_gradients_reach_both_low_rank_factors():
+    outcome, cfg, v = _trained_marginal()
+    conditional = make_conditional(outcome.model, 7, cfg, seed=3)
+    x = torch.as_tensor(v[:64])
+    u = torch.randn(64, 7)
+    params = list(conditional.parameters())
+    opt = torch.optim.Adam(params, lr=1e-2)
+    loss = -conditional.log_prob(x, context=u).mean()
+    loss.backward()
+    for branch in branches(conditional):
+        assert branch.B.weight.grad is not None and branch.B.weight.grad.abs().sum() > 0
+        # B = 0, so A receives exactly zero gradient before the first step
+        assert branch.A.weight.grad is not None and branch.A.weight.grad.abs().sum() == 0
+    opt.step()
+    opt.zero_grad()
+    loss = -conditional.log_prob(x, context=u).mean()
+    loss.backward()
+    for branch in branches(conditional):
+        assert branch.B.weight.abs().sum() > 0
+        assert branch.A.weight.grad.abs().sum() > 0
+
+
+def test_fit_conditional_never_worse_than_marginal_on_validation():
+    outcome, cfg, v = _trained_marginal()
+    rng = np.random.default_rng(1)
+    u = rng.standard_normal((200, 3)).astype(np.float32)
+    cond = fit_conditional_flow(outcome.model, u[:160], v[:160], u[160:], v[160:], cfg, seed=0)
+    assert_shape(cond.logp_val, (40,))
+    assert_finite(cond.logp_val)
+    assert cond.nll_val <= outcome.nll_val + 1e-9
+    assert cond.history[0] == pytest.approx(outcome.nll_val, rel=1e-6)
+
+
+def test_flow_config_validation():
+    with pytest.raises(ValueError, match="flow must be one of"):
+        FlowConfig(flow="realnvp")
+    with pytest.raises(ValueError, match="rank must be a positive integer"):
+        FlowConfig(rank=0)
+    with pytest.raises(ValueError, match="lr must be"):
+        FlowConfig(lr=-1.0)
+    with pytest.raises(ValueError, match="unknown FlowConfig fields"):
+        FlowConfig.from_dict({"flow": "maf", "depth": 3})
+    assert FlowConfig.from_dict(FlowConfig.fast().to_dict()) == FlowConfig.fast()
+
+
+def test_fit_inputs_validated():
+    v = np.zeros((10, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="2-D"):
+        fit_marginal_flow(v[:, 0], v, device="cpu")
+    with pytest.raises(ValueError, match="columns, expected 3"):
+        fit_marginal_flow(v, v[:, :2], device="cpu")
+    bad = v.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        fit_marginal_flow(bad, v, device="cpu")

@@ -1,0 +1,184 @@
+"""Bookkeeping of the sufficiency matrix: sharing, resume, seeds, persistence, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flare_core.sufficiency import Cancelled, FlowConfig, GMMConfig, SufficiencyResult, sufficiency_matrix
+from flare_core.sufficiency import flows as flows_module
+from flare_core.sufficiency.matrix import RECORD_COLUMNS
+from tests.properties import assert_finite, assert_shape
+
+TINY = FlowConfig(
+    n_transforms=1, hidden_features=8, rank=4, max_epochs=3, max_epochs_conditional=3, patience=2
+)
+NUMERIC = [c for c in RECORD_COLUMNS if c not in ("source", "target", "seconds")]
+
+
+def _pool(n: int = 120, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 3))
+    return {
+        "org/model a": z @ rng.standard_normal((3, 4)) + 0.3 * rng.standard_normal((n, 4)),
+        "b": np.tanh(z @ rng.standard_normal((3, 3))) + 0.3 * rng.standard_normal((n, 3)),
+        "c c": rng.standard_normal((n, 2)) + 5.0,
+    }
+
+
+def _assert_same_numbers(a: SufficiencyResult, b: SufficiencyResult) -> None:
+    pd.testing.assert_frame_equal(a.is_matrix, b.is_matrix, check_exact=True)
+    pd.testing.assert_frame_equal(a.records[NUMERIC], b.records[NUMERIC], check_exact=True)
+    assert list(a.val_logp_cond) == list(b.val_logp_cond)
+    for key in a.val_logp_cond:
+        np.testing.assert_array_equal(a.val_logp_cond[key], b.val_logp_cond[key])
+    for key in a.val_logp_marg:
+        np.testing.assert_array_equal(a.val_logp_marg[key], b.val_logp_marg[key])
+
+
+def test_matrix_shape_and_records():
+    result = sufficiency_matrix(_pool(), config=TINY, device="cpu")
+    names = list(_pool())
+    assert result.names == names and result.sources == names
+    assert_shape(result.is_matrix.to_numpy(), (3, 3))
+    assert np.isnan(np.diag(result.is_matrix.to_numpy())).all()
+    assert_finite(result.records[NUMERIC].to_numpy(dtype=float))
+    assert len(result.records) == 6
+    n_val = len(result.val_idx)
+    assert n_val == 12 and len(result.train_idx) == 108
+    assert not set(result.val_idx) & set(result.train_idx)
+    for arr in result.val_logp_cond.values():
+        assert_shape(arr, (n_val,))
+    row = result.records.iloc[0]
+    assert row["is_nats"] == pytest.approx(row["nll_marg_val"] - row["nll_cond_val"])
+    assert row["is_per_dim"] == pytest.approx(row["is_nats"] / row["d_target"])
+    np.testing.assert_allclose(
+        row["nll_cond_val"], -result.val_logp_cond[(row["source"], row["target"])].mean(), rtol=1e-12
+    )
+
+
+def test_marginal_trained_once_per_target(monkeypatch):
+    calls = []
+    original = flows_module._fit_marginal
+
+    def counting(*args, **kwargs):
+        calls.append(args[0].shape)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(flows_module, "_fit_marginal", counting)
+    events = []
+    result = sufficiency_matrix(_pool(), config=TINY, device="cpu", progress=events.append)
+    assert len(calls) == 3
+    assert [e["stage"] for e in events].count("marginal") == 3
+    assert [e["done"] for e in events] == list(range(1, 10))
+    assert all(e["total"] == 9 for e in events)
+    assert len(result.marginals) == 3
+
+
+def test_references_are_targets_only():
+    result = sufficiency_matrix(_pool(), config=TINY, sources=["b"], device="cpu")
+    assert list(result.is_matrix.index) == ["b"]
+    assert list(result.is_matrix.columns) == list(_pool())
+    assert len(result.records) == 2
+
+
+@pytest.mark.parametrize(
+    "estimator,config", [("flow", TINY), ("gmm", GMMConfig(max_epochs=2, max_epochs_conditional=2))]
+)
+def test_resume_after_crash_gives_identical_numbers(tmp_path, estimator, config):
+    pool = _pool()
+    fresh = sufficiency_matrix(pool, estimator=estimator, config=config, device="cpu")
+
+    # crash 1: cancellation after 4 units
+    events = []
+    with pytest.raises(Cancelled):
+        sufficiency_matrix(
+            pool,
+            estimator=estimator,
+            config=config,
+            device="cpu",
+            store_dir=tmp_path,
+            progress=events.append,
+            should_stop=lambda: len(events) >= 4,
+        )
+    assert len(events) == 4
+
+    # crash 2: an exception out of the progress callback after 2 more units
+    def boom(event):
+        if not event["resumed"] and event["done"] >= 6:
+            raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        sufficiency_matrix(
+            pool, estimator=estimator, config=config, device="cpu", store_dir=tmp_path, progress=boom
+        )
+
+    events = []
+    resumed = sufficiency_matrix(
+        pool, estimator=estimator, config=config, device="cpu", store_dir=tmp_path, progress=events.append
+    )
+    assert sum(e["resumed"] for e in events) == 6
+    _assert_same_numbers(fresh, resumed)
+
+
+def test_store_refuses_a_different_run(tmp_path):
+    sufficiency_matrix(_pool(), config=TINY, device="cpu", store_dir=tmp_path, sources=["b"])
+    with pytest.raises(ValueError, match="different run"):
+        sufficiency_matrix(_pool(), config=TINY, seed=1, device="cpu", store_dir=tmp_path)
+    with pytest.raises(ValueError, match="different run"):
+        sufficiency_matrix(_pool(seed=3), config=TINY, device="cpu", store_dir=tmp_path)
+
+
+def test_seed_reproducible_and_different_seed_differs():
+    a = sufficiency_matrix(_pool(), config=TINY, seed=4, device="cpu")
+    b = sufficiency_matrix(_pool(), config=TINY, seed=4, device="cpu")
+    c = sufficiency_matrix(_pool(), config=TINY, seed=5, device="cpu")
+    _assert_same_numbers(a, b)
+    assert not np.array_equal(a.val_idx, c.val_idx)
+    assert not np.allclose(a.records["is_nats"], c.records["is_nats"])
+
+
+def test_save_load_roundtrip(tmp_path):
+    result = sufficiency_matrix(_pool(), config=TINY, sources=["org/model a", "b"], device="cpu")
+    result.save(tmp_path / "res")
+    loaded = SufficiencyResult.load(tmp_path / "res")
+    _assert_same_numbers(result, loaded)
+    assert loaded.names == result.names and loaded.sources == result.sources
+    assert loaded.dims == result.dims and loaded.config == result.config and loaded.seed == result.seed
+    np.testing.assert_array_equal(loaded.val_idx, result.val_idx)
+    pd.testing.assert_frame_equal(loaded.marginals, result.marginals)
+    assert not list((tmp_path / "res").glob("*.pkl"))
+
+
+def test_gmm_evaluate_on_train_uses_every_row():
+    result = sufficiency_matrix(
+        _pool(), estimator="gmm", config=GMMConfig.emir(), sources=["b"], device="cpu"
+    )
+    assert len(result.val_idx) == len(result.train_idx) == 120
+    rec = result.records.iloc[0]
+    assert rec["nll_cond_val"] == pytest.approx(rec["nll_cond_train"])
+
+
+def test_input_validation():
+    pool = _pool()
+    with pytest.raises(ValueError, match="at least 2 embeddings"):
+        sufficiency_matrix({"a": pool["b"]})
+    with pytest.raises(ValueError, match="same rows"):
+        sufficiency_matrix({"a": pool["b"], "x": pool["b"][:50]})
+    bad = pool["b"].copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="non-finite"):
+        sufficiency_matrix({"a": pool["b"], "x": bad})
+    with pytest.raises(ValueError, match="2-D"):
+        sufficiency_matrix({"a": pool["b"], "x": pool["b"][:, 0]})
+    with pytest.raises(ValueError, match="estimator must be one of"):
+        sufficiency_matrix(pool, estimator="knn")
+    with pytest.raises(ValueError, match="needs a GMMConfig"):
+        sufficiency_matrix(pool, estimator="gmm", config=TINY)
+    with pytest.raises(ValueError, match="not in embeddings"):
+        sufficiency_matrix(pool, sources=["nope"])
+    with pytest.raises(ValueError, match="val_fraction"):
+        sufficiency_matrix(pool, val_fraction=1.5)
+    with pytest.raises(ValueError, match="at least 2 of each"):
+        sufficiency_matrix({"a": pool["b"][:5], "x": pool["b"][:5]}, val_fraction=0.1)
