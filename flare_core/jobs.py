@@ -156,4 +156,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the imported module, not ``__main__``, so that ``Cancelled`` raised by the pipeline
+    # (which imports ``flare_core.jobs``) is the class this worker catches.
+    from flare_core.jobs import main as _main
+
+    sys.exit(_main())
