@@ -30,7 +30,8 @@ def escape(text: Any) -> str:
 
 
 def _run_label(manifest: dict[str, Any], status: str) -> str:
-    return f"{STATUS_ICONS.get(status, '')} {manifest.get('name') or manifest['id']} · {manifest.get('created', '')[:16]}"
+    created = manifest.get("created", "")[:16].replace("T", " ")
+    return f"{manifest.get('name') or manifest['id']} · {status} · {created}"
 
 
 def run_picker() -> None:
