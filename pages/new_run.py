@@ -13,6 +13,7 @@ from flare_core.pipeline import RunParams, create_run
 from pages.common import store, viewer_only
 
 MAX_UPLOAD_MB = int(os.environ.get("FLARE_MAX_UPLOAD_MB", "200"))
+MAX_ROWS = int(os.environ.get("FLARE_MAX_ROWS", "200000"))
 
 st.title("New run")
 if viewer_only():
@@ -99,6 +100,12 @@ with st.expander("Analysis settings"):
 name = st.text_input("Run name", os.path.splitext(upload.name)[0])
 
 if st.button("Start run", type="primary", disabled=not (models or uploads)):
+    if len(frame) > MAX_ROWS and not (0 < max_rows <= MAX_ROWS):
+        st.error(
+            f"The file has {len(frame):,} rows; this dashboard analyses at most {MAX_ROWS:,} (FLARE_MAX_ROWS). "
+            f"Set 'Use at most this many texts' to {MAX_ROWS:,} or fewer to analyse a seeded sample."
+        )
+        st.stop()
     try:
         corpus = load_corpus(
             data,

@@ -40,7 +40,7 @@ def live_runs() -> None:
                 st.toast(f"Cancellation requested for {row['id']}")
     frame = pd.DataFrame(rows)
     frame.insert(0, "", frame["status"].map(STATUS_ICONS))
-    frame["link"] = "?run=" + frame["id"]
+    frame["link"] = "/?run=" + frame["id"]
     st.dataframe(
         frame[["", "name", "status", "texts", "models", "created", "stage", "progress", "link", "id"]],
         hide_index=True,
@@ -50,7 +50,74 @@ def live_runs() -> None:
 
 live_runs()
 
+
+def share_panel() -> None:
+    """Link, HTML report and bundle of the run chosen in the sidebar."""
+    run_id = st.session_state.get("run_id")
+    if not run_id:
+        return
+    run = store().get(run_id)
+    st.subheader("Share this run")
+    base = (st.context.url or "").split("?")[0].rstrip("/")
+    if base.endswith("/runs"):
+        base = base[: -len("/runs")]
+    st.caption("Anyone who can reach this dashboard opens the run read-only with this link:")
+    st.code(f"{base}/?run={run.id}", language=None)
+    strip = st.checkbox("Leave the corpus texts out of the report and bundle", value=False)
+    left, right = st.columns(2)
+    if left.button("Build HTML report", help="One self-contained file that opens offline in any browser."):
+        from flare_core.report import build_report
+
+        with st.spinner("Building the report…"):
+            st.session_state["report"] = (
+                run.id,
+                strip,
+                build_report(run, include_texts=not strip).encode("utf-8"),
+            )
+    report = st.session_state.get("report")
+    if report and report[0] == run.id and report[1] == strip:
+        left.download_button(
+            f"Download report ({len(report[2]) / 2**20:.1f} MB)",
+            report[2],
+            f"{run.id}-report.html",
+            "text/html",
+        )
+    if right.button("Build run bundle (zip)", help="Open the run on another machine with `flare import`."):
+        import tempfile
+        from pathlib import Path
+
+        from flare_core.bundle import export_run
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = export_run(run, Path(tmp) / f"{run.id}.zip", include_texts=not strip)
+            st.session_state["bundle"] = (run.id, strip, path.read_bytes())
+    bundle = st.session_state.get("bundle")
+    if bundle and bundle[0] == run.id and bundle[1] == strip:
+        right.download_button(
+            f"Download bundle ({len(bundle[2]) / 2**20:.1f} MB)",
+            bundle[2],
+            f"{run.id}.zip",
+            "application/zip",
+        )
+
+
+share_panel()
+
 if not viewer_only():
+    with st.expander("Import a run bundle"):
+        from flare_core.bundle import BundleError, import_run
+
+        upload = st.file_uploader(
+            "Run bundle (.zip made by `flare export` or the button above)", type=["zip"]
+        )
+        if upload is not None and st.button("Import"):
+            try:
+                imported = import_run(store(), upload.getvalue())
+            except BundleError as exc:
+                st.error(f"{upload.name} was not imported: {exc}")
+            else:
+                st.success(f"Imported run `{imported.id}`.")
+
     with st.expander("Delete a run"):
         ids = [m["id"] for m in store().list()]
         victim = st.selectbox("Run to delete", ids, index=None, key="delete-run")
