@@ -106,6 +106,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else []
     estimators = ["flow", "gmm"] if args.estimator == "both" else [args.estimator]
     references = [m.strip() for m in args.references.split(",") if m.strip()] if args.references else []
+    if references == ["builtin"]:
+        from flare_core.encoders import is_available, list_models
+
+        references = [s.id for s in list_models() if s.id not in models and is_available(s.id)]
     params = RunParams(
         models=models,
         estimators=estimators,
@@ -388,7 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow-preset", choices=["fast", "default"], default="default")
     p.add_argument("--max-texts-sufficiency", type=int, default=2000, help="texts used by the IS estimators")
     p.add_argument(
-        "--references", default="", help="comma-separated models used only as IS targets (not ranked)"
+        "--references",
+        default="",
+        help="comma-separated models used only as IS targets (not ranked); 'builtin' adds every available "
+        "built-in model and control",
     )
     p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
     p.add_argument("--collapse-texts", type=int, default=200)

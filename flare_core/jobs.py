@@ -81,7 +81,10 @@ def cancel(store: RunStore, run_id: str) -> None:
 
 def effective_status(run: Run) -> str:
     """The manifest's status, except that a running run whose worker stopped beating reads ``failed``."""
-    status = run.status
+    manifest = run.manifest
+    status = manifest.get("status", "queued")
+    if status == "queued" and not manifest.get("pid"):
+        return "queued"  # created, never started: nothing has died
     if status in ("queued", "running") and not _alive(run):
         return "failed"
     return status
@@ -101,6 +104,8 @@ def execute(run: Run, *, progress_bar: bool = False) -> str:
     """Execute ``run`` in this process with heartbeat, cancellation and failure handling; return its status."""
     from flare_core import pipeline  # imported here: pipeline imports torch and the models
 
+    for leftover in run.path.rglob(".tmp-*"):  # interrupted atomic writes of an earlier worker
+        leftover.unlink(missing_ok=True)
     stop = threading.Event()
     beater = threading.Thread(target=_beat_forever, args=(run, stop), daemon=True)
     beater.start()

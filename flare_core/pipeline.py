@@ -441,30 +441,51 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
     )
 
 
-def run_collapse(run: Run, models: list[str], texts: list[str], params: RunParams, report=None) -> None:
-    """SOCM of all pairs among ``params.collapse_texts`` sampled texts, per transformer model."""
+def run_collapse(
+    run: Run, models: list[str], texts: list[str], params: RunParams, report=None, *, recompute: bool = False
+) -> None:
+    """SOCM of all pairs among ``params.collapse_texts`` sampled texts, per transformer model.
+
+    Models whose pairs are already stored for the same sample are skipped unless ``recompute``.
+    With labels, the summary also splits SOCM between same-label and different-label pairs.
+    """
     report = report or _no_report
     from flare_core import collapse, encoders
 
     n = min(params.collapse_texts, len(texts))
     sample = np.sort(np.random.default_rng(params.seed).choice(len(texts), size=n, replace=False))
+    if run.has("collapse", "sample_rows.npy") and not np.array_equal(
+        run.load_array("collapse", "sample_rows.npy"), sample
+    ):
+        recompute = True
     run.save_array(sample.astype(np.int64), "collapse", "sample_rows.npy")
     pairs = collapse.sample_pairs(n, kind="all", seed=params.seed)
+    corpus = run.corpus_frame()
+    labels = corpus["label"].to_numpy() if run.manifest["corpus"].get("has_labels") else None
     summaries = []
     for index, model_id in enumerate(models):
         report("collapse", index, len(models), f"SOCM of {model_id} on {len(pairs)} pairs")
-        encoder = encoders.load_encoder(model_id, device=params.device)
-        tokens = encoder.token_states([texts[i] for i in sample], max_length=params.max_length)
-        frame = collapse.pair_distances(tokens, pairs, device=params.device)
-        frame["row_i"] = sample[frame["i"].to_numpy()]
-        frame["row_j"] = sample[frame["j"].to_numpy()]
-        run.save_frame(frame, "collapse", f"{safe_name(model_id)}.parquet")
+        parts = ("collapse", f"{safe_name(model_id)}.parquet")
+        if run.has(*parts) and not recompute:
+            frame = run.load_frame(*parts)
+        else:
+            encoder = encoders.load_encoder(model_id, device=params.device)
+            tokens = encoder.token_states([texts[i] for i in sample], max_length=params.max_length)
+            frame = collapse.pair_distances(tokens, pairs, device=params.device)
+            frame["row_i"] = sample[frame["i"].to_numpy()]
+            frame["row_j"] = sample[frame["j"].to_numpy()]
+            if labels is not None:
+                frame["same_label"] = labels[frame["row_i"]] == labels[frame["row_j"]]
+            run.save_frame(frame, *parts)
+            del encoder, tokens
         stats = collapse.collapse_summary(frame)
         row = {"model": model_id, "n_pairs": stats["n_pairs"], "n_texts": n}
         for quantity in ("socm", "d_mu", "d_sigma"):
             row.update({f"{quantity}_{name}": value for name, value in stats[quantity].items()})
+        if "same_label" in frame:
+            row["socm_same_label_mean"] = float(frame.loc[frame["same_label"], "socm"].mean())
+            row["socm_different_label_mean"] = float(frame.loc[~frame["same_label"], "socm"].mean())
         summaries.append(row)
-        del encoder, tokens
     run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
     report("collapse", len(models), len(models), "collapse done")
 

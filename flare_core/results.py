@@ -104,12 +104,26 @@ def collapse_for_run(run: Run, models: list[str] | None = None, n_texts: int | N
             f"no token states for {unknown}: collapse needs a transformer model of this run ({available})"
         )
     texts = run.corpus_frame()["text"].tolist()
-    pipeline.run_collapse(run, chosen, texts, params)
+    pipeline.run_collapse(run, chosen, texts, params, recompute=n_texts is not None)
     pipeline.run_concentration(run, chosen, texts, params)
     pipeline.summarise(run)
     results = run_results(run)
+    most_collapsed = {}
+    for model_id in chosen:
+        top = collapse_pairs(run, model_id).nlargest(10, "socm")
+        most_collapsed[model_id] = [
+            {
+                "socm": row.socm,
+                "d_mu": row.d_mu,
+                "d_sigma": row.d_sigma,
+                "text_a": texts[row.row_i],
+                "text_b": texts[row.row_j],
+            }
+            for row in top.itertuples()
+        ]
     return {
         "run_id": run.id,
         "summary": [row for row in results.get("collapse", []) if row["model"] in chosen],
         "layers": [row for row in results.get("concentration", []) if row["model"] in chosen],
+        "most_collapsed": most_collapsed,
     }

@@ -37,6 +37,14 @@ MANIFEST = "manifest.json"
 CANCEL_FLAG = "cancel.requested"
 
 
+class SymlinkRefused(ValueError):
+    """A run folder or artefact is a symbolic link: the store never follows links out of itself."""
+
+
+def _is_linked_run(path: Path) -> bool:
+    return path.is_symlink() or (path / MANIFEST).is_symlink()
+
+
 class RunNotFound(KeyError):
     """No run with this id exists in the store."""
 
@@ -132,13 +140,23 @@ class Run:
     # -- artefacts ------------------------------------------------------------------------------------
     def artefact(self, *parts: str) -> Path:
         """Path of an artefact inside the run folder; every part is checked (no separators, no ``..``)."""
+        path = self.path
         for part in parts:
             if not isinstance(part, str) or not _ARTEFACT_PART.fullmatch(part) or ".." in part:
                 raise ValueError(f"invalid artefact name {part!r}")
-        return self.path.joinpath(*parts)
+            path = path / part
+            if path.is_symlink():
+                raise SymlinkRefused(
+                    f"artefact {'/'.join(parts)!r} of run {self.id!r} is a symbolic link: refused"
+                )
+        return path
 
     def has(self, *parts: str) -> bool:
-        return self.artefact(*parts).exists()
+        """Whether the artefact exists (a symbolic link counts as missing)."""
+        try:
+            return self.artefact(*parts).exists()
+        except SymlinkRefused:
+            return False
 
     def save_frame(self, frame: pd.DataFrame, *parts: str) -> Path:
         return atomic.write_parquet(self.artefact(*parts), frame)
@@ -215,7 +233,7 @@ class RunStore:
 
     def get(self, run_id: str) -> Run:
         path = self._path(run_id)
-        if not (path / MANIFEST).is_file():
+        if _is_linked_run(path) or not (path / MANIFEST).is_file():
             raise RunNotFound(f"no run {run_id!r} in {self.root}")
         return Run(path)
 
@@ -230,7 +248,11 @@ class RunStore:
         if not self.root.is_dir():
             return
         for path in sorted(self.root.iterdir()):
-            if RUN_ID_PATTERN.fullmatch(path.name) and (path / MANIFEST).is_file():
+            if (
+                RUN_ID_PATTERN.fullmatch(path.name)
+                and not _is_linked_run(path)
+                and (path / MANIFEST).is_file()
+            ):
                 yield Run(path)
 
     def list(self) -> list[dict[str, Any]]:

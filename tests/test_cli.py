@@ -73,3 +73,24 @@ def test_bad_inputs_give_clear_errors_and_create_nothing(tmp_path):
     unsafe = flare("show", "../../etc", runs_dir=runs, check=False)
     assert unsafe.returncode == 2 and "invalid run id" in unsafe.stderr
     assert not runs.exists() or list(runs.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_collapse_command_recomputes_socm_with_more_texts(tmp_path, small_corpus_path):
+    runs = tmp_path / "runs"
+    run_id = flare(
+        "run", str(small_corpus_path), "--models", "all-MiniLM-L6-v2,glove-6b-50d", "--estimator", "gmm",
+        "--collapse-texts", "4", runs_dir=runs,
+    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    first = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
+    assert [row["n_pairs"] for row in first["collapse"]] == [6]  # 4 texts → 6 pairs, MiniLM only
+    out = json.loads(flare("collapse", run_id, "--texts", "8", "--json", runs_dir=runs).stdout)
+    (summary,) = out["summary"]
+    assert summary["model"] == "all-MiniLM-L6-v2" and summary["n_pairs"] == 28 and summary["n_texts"] == 8
+    assert 0 <= summary["socm_mean"] and summary["socm_same_label_mean"] is not None
+    assert sorted({row["layer"] for row in out["layers"]}) == [1, 2, 3, 4, 5, 6]
+    top = out["most_collapsed"]["all-MiniLM-L6-v2"]
+    assert len(top) == 10 and [t["socm"] for t in top] == sorted((t["socm"] for t in top), reverse=True)
+    assert all(t["text_a"] and t["text_b"] for t in top)
+    refused = flare("collapse", run_id, "--model", "glove-6b-50d", runs_dir=runs, check=False)
+    assert refused.returncode == 2 and "transformer" in refused.stderr
