@@ -94,7 +94,7 @@ def browser():
 
 @pytest.mark.parametrize(("path", "expected", "chart"), PAGES)
 def test_page_renders_in_chromium(app_url, browser, labelled_run, path, expected, chart):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 2200})
     try:
         page.goto(f"{app_url}/{path}?run={labelled_run.id}", wait_until="domcontentloaded", timeout=60_000)
         page.get_by_text(expected, exact=False).first.wait_for(timeout=60_000)
