@@ -2,9 +2,11 @@
 
 One seeded train/validation split is shared by every pair; each embedding is standardised per dimension
 with training-split statistics; the marginal of each target is trained once and shared by all its
-sources. With ``store_dir`` every finished unit (a target's marginal, a pair's conditional) is written
-atomically, so a later call with the same store skips it and returns the same numbers as an
-uninterrupted run.
+sources. The units (a target's marginal, then a pair's conditional) are pure functions of the
+standardised arrays, the config and their seeds, and run on an executor (:mod:`flare_core.executors`:
+in this process by default, or as Ray tasks on a cluster). With ``store_dir`` every finished unit is
+written atomically as it comes in, so a later call with the same store skips it and returns the same
+numbers as an uninterrupted run, whichever executor ran each unit.
 
 Store layout (indices are positions in the manifest's ``names``, so any model name is safe)::
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +32,7 @@ import torch
 
 from flare_core import atomic
 from flare_core.device import pick_device
+from flare_core.executors import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.sufficiency import flows, gmm
 from flare_core.sufficiency._standardize import _derive_seed, _fit_standardizer, _split_indices, _standardize
 from flare_core.sufficiency.flows import FlowConfig
@@ -52,6 +57,8 @@ RECORD_COLUMNS = [
     "seconds",
 ]
 MARGINAL_COLUMNS = ["target", "d_target", "nll_train", "nll_val", "epochs", "seconds"]
+FAILED_COLUMNS = ["stage", "source", "target", "error"]
+_ON_ERROR = ("raise", "continue")
 
 
 class Cancelled(RuntimeError):
@@ -71,6 +78,9 @@ class SufficiencyResult:
       ``val_logp_cond[(source, target)]``: (n_val,) log p(v|u). Row i refers to ``val_idx[i]``.
     - ``train_idx`` (n_train,), ``val_idx`` (n_val,): row indices of the split (EMIR's train-set
       evaluation uses every row for both).
+    - ``failed``: one row per unit that raised (``on_error="continue"``), columns
+      :data:`FAILED_COLUMNS` (``stage`` "marginal" or "conditional", ``source`` None for marginals,
+      ``error`` "ExceptionType: message"); empty when everything finished.
     """
 
     names: list[str]
@@ -86,10 +96,17 @@ class SufficiencyResult:
     val_idx: np.ndarray
     estimator: str = "flow"
     marginals: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MARGINAL_COLUMNS))
+    failed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILED_COLUMNS))
 
     @property
     def n_val(self) -> int:
         return int(len(self.val_idx))
+
+    @property
+    def failed_pairs(self) -> list[tuple[str, str]]:
+        """(source, target) of every pair without an estimate because a unit failed."""
+        rows = self.failed[self.failed["stage"] == "conditional"]
+        return [(str(s), str(t)) for s, t in zip(rows["source"], rows["target"], strict=True)]
 
     def save(self, directory: str | Path) -> Path:
         """Write the result under ``directory`` (JSON + Parquet + .npy, atomic per file, no pickles)."""
@@ -119,6 +136,8 @@ class SufficiencyResult:
         atomic.write_npy(directory / "val_idx.npy", np.asarray(self.val_idx, dtype=np.int64))
         atomic.write_parquet(directory / "records.parquet", self.records.reset_index(drop=True))
         atomic.write_parquet(directory / "marginals.parquet", self.marginals.reset_index(drop=True))
+        failed = self.failed.reindex(columns=FAILED_COLUMNS).astype(object).reset_index(drop=True)
+        atomic.write_parquet(directory / "failed.parquet", failed)
         atomic.write_json(directory / "result.json", meta)
         return directory
 
@@ -150,6 +169,11 @@ class SufficiencyResult:
             val_idx=atomic.read_npy(directory / "val_idx.npy"),
             estimator=meta["estimator"],
             marginals=pd.read_parquet(directory / "marginals.parquet"),
+            failed=(
+                pd.read_parquet(directory / "failed.parquet")
+                if (directory / "failed.parquet").is_file()
+                else pd.DataFrame(columns=FAILED_COLUMNS)
+            ),
         )
 
 
@@ -173,8 +197,9 @@ def _validate_embeddings(embeddings: Mapping[str, np.ndarray]) -> tuple[list[str
             )
         if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
             raise ValueError(f"embedding {name!r} must be real-valued, got dtype {arr.dtype}")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"embedding {name!r} has {int((~np.isfinite(arr)).sum())} non-finite entries")
+        bad = sum(int((~np.isfinite(block)).sum()) for block in _row_chunks(arr))
+        if bad:
+            raise ValueError(f"embedding {name!r} has {bad} non-finite entries")
         if n_rows is None:
             n_rows = arr.shape[0]
         elif arr.shape[0] != n_rows:
@@ -212,10 +237,20 @@ def _resolve_config(estimator: str, config: FlowConfig | GMMConfig | None) -> Fl
     return config
 
 
+_CHUNK_ROWS = 8192
+
+
+def _row_chunks(arr: np.ndarray) -> Sequence[np.ndarray]:
+    """Consecutive row blocks of ``arr`` (n, d), so a memory-mapped array is read a block at a time."""
+    return [arr[start : start + _CHUNK_ROWS] for start in range(0, max(len(arr), 1), _CHUNK_ROWS)]
+
+
 def _fingerprint(arr: np.ndarray) -> str:
+    """sha256 of the shape and the float64 C-order bytes of ``arr`` (hashed a row block at a time)."""
     h = hashlib.sha256()
     h.update(str(arr.shape).encode())
-    h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    for block in _row_chunks(arr):
+        h.update(np.ascontiguousarray(block, dtype=np.float64).tobytes())
     return h.hexdigest()
 
 
@@ -293,6 +328,95 @@ class _Store:
         atomic.write_json(self._pair(source, target, ".json"), record)
 
 
+def _task_device(device: str | torch.device | None) -> torch.device:
+    return device if isinstance(device, torch.device) else pick_device(device)
+
+
+def _quiet_readonly_arrays() -> None:
+    """Arrays shared through an object store are read-only; torch warns when it wraps them."""
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+def _fit_summary(outcome: Any) -> dict[str, Any]:
+    return {
+        "nll_train": outcome.nll_train,
+        "nll_val": outcome.nll_val,
+        "epochs": outcome.epochs,
+        "seconds": outcome.seconds,
+        "logp_val": outcome.logp_val,
+    }
+
+
+def _marginal_task(
+    cfg: FlowConfig | GMMConfig,
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    seed: int,
+    device: str | torch.device | None,
+) -> dict[str, Any]:
+    """Train the marginal of one target: a pure function of its arguments (any process, any executor).
+
+    ``v_train`` (n_train, d_v), ``v_val`` (n_val, d_v) are standardised. Returns the fit summary
+    (``logp_val`` (n_val,) float64) and, for flows, the CPU ``state`` dict the conditionals start from.
+    """
+    _quiet_readonly_arrays()
+    dev = _task_device(device)
+    if isinstance(cfg, FlowConfig):
+        outcome = flows._fit_marginal(v_train, v_val, cfg, seed, dev)
+        state = {k: v.detach().cpu().clone() for k, v in outcome.model.state_dict().items()}
+    else:
+        outcome = gmm._fit_marginal(v_train, v_val, cfg, seed, dev)
+        state = None
+    return {**_fit_summary(outcome), "state": state}
+
+
+def _conditional_task(
+    cfg: FlowConfig | GMMConfig,
+    u_train: np.ndarray,
+    u_val: np.ndarray,
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    marginal_state: dict[str, torch.Tensor] | None,
+    d_target: int,
+    marg_seed: int,
+    pair_seed: int,
+    device: str | torch.device | None,
+) -> dict[str, Any]:
+    """Train the conditional of one pair: a pure function of its arguments (any process, any executor).
+
+    ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are standardised and row-aligned. Flows start from the
+    marginal rebuilt from ``marginal_state`` (bit-identical to the trained one). Returns the fit summary.
+    """
+    _quiet_readonly_arrays()
+    dev = _task_device(device)
+    if isinstance(cfg, FlowConfig):
+        if marginal_state is None:
+            raise ValueError("a conditional flow needs its target's marginal weights")
+        marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
+        marginal.load_state_dict(marginal_state)
+        marginal.eval()
+        outcome = flows._fit_conditional(marginal, u_train, v_train, u_val, v_val, cfg, pair_seed)
+    else:
+        outcome = gmm._fit_conditional(u_train, v_train, u_val, v_val, cfg, pair_seed, dev)
+    return _fit_summary(outcome)
+
+
+def _resolve_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
+    """(executor, owned): an executor built here from a name is closed when the matrix is done."""
+    if executor is None:
+        return LocalExecutor(), True
+    if isinstance(executor, str):
+        return get_executor(executor), True
+    if isinstance(executor, Executor):
+        return executor, False
+    raise ValueError(f"executor must be an Executor, a name {list(EXECUTORS)} or None, got {executor!r}")
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[-1] if text else ''}".strip()
+
+
 def sufficiency_matrix(
     embeddings: Mapping[str, np.ndarray],
     *,
@@ -306,6 +430,8 @@ def sufficiency_matrix(
     store_dir: str | Path | None = None,
     progress: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    executor: Executor | str | None = None,
+    on_error: str | None = None,
 ) -> SufficiencyResult:
     """Estimate IS(a -> b) for every ordered pair a != b with a in ``sources`` and b in ``targets``.
 
@@ -314,9 +440,21 @@ def sufficiency_matrix(
     Targets default to every name, so reference models can be targets without being ranked (leave them
     out of ``sources``). Seeds: the split from ``seed``; the marginal of target b from (seed, b); the
     conditional of (a, b) from (seed, a, b) (SHA-256, independent of the order of the work).
+
+    Work units run on ``executor`` (an :class:`~flare_core.executors.Executor`, a name from
+    ``flare_core.executors.EXECUTORS``, or None for the in-process local executor): the marginal of
+    each target first, then its conditionals once it is done. Each unit is a pure function of the
+    standardised arrays, the config and its seeds, so every executor gives the same numbers (for the
+    same device and torch thread count). With a remote executor ``device`` is resolved inside each
+    task (None: that worker's best device; "cuda" makes each task ask for a GPU).
+
     ``progress`` receives ``{"stage", "source", "target", "done", "total", "resumed"}`` after each
-    unit; ``should_stop()`` is checked before each unit that needs training and raises
-    :class:`Cancelled`. With ``store_dir`` finished units are kept and skipped on the next call.
+    unit (plus ``"error"`` when the unit failed); ``should_stop()`` is checked before each unit that
+    needs training (and while waiting on a remote executor) and raises :class:`Cancelled`. With
+    ``store_dir`` finished units are written as they come in and skipped on the next call.
+    ``on_error``: "raise" (the default with the local executor) re-raises a unit's exception;
+    "continue" (the default with a remote executor) records it in ``result.failed`` (a failed marginal
+    fails its target's pairs), leaves NaN in the matrix, stores nothing for it, and goes on.
     """
     names, arrays = _validate_embeddings(embeddings)
     sources = _validate_subset("sources", sources, names)
@@ -331,7 +469,25 @@ def sufficiency_matrix(
         raise ValueError("progress must be callable or None")
     if should_stop is not None and not callable(should_stop):
         raise ValueError("should_stop must be callable or None")
-    dev = pick_device(device)
+    if on_error not in (None, *_ON_ERROR):
+        raise ValueError(f"on_error must be one of {_ON_ERROR} or None, got {on_error!r}")
+    if executor is not None and not isinstance(executor, str | Executor):
+        raise ValueError(f"executor must be an Executor, a name {list(EXECUTORS)} or None, got {executor!r}")
+    if isinstance(executor, str) and executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}: choose from {list(EXECUTORS)}")
+    remote = isinstance(executor, Executor) and executor.remote or executor == "ray"
+    if remote:
+        if device is not None:
+            try:
+                torch.device(device)
+            except (RuntimeError, TypeError) as exc:
+                raise ValueError(f"device {device!r} is not a torch device") from exc
+        task_device: str | torch.device | None = device
+        wants_gpu = device is not None and torch.device(device).type == "cuda"
+    else:
+        task_device = pick_device(device)
+        wants_gpu = task_device.type == "cuda"
+    resources = Resources(num_cpus=1.0, num_gpus=1.0 if wants_gpu else 0.0)
     n = next(iter(arrays.values())).shape[0]
 
     train_on_all = isinstance(cfg, GMMConfig) and cfg.evaluate_on == "train"
@@ -363,129 +519,218 @@ def sufficiency_matrix(
         }
     )
 
-    data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-    def _data(name: str) -> tuple[np.ndarray, np.ndarray]:
-        if name not in data:
-            mean, std = _fit_standardizer(arrays[name][train_idx])
-            z = _standardize(arrays[name], mean, std)
-            data[name] = (z[train_idx], z[val_idx])
-        return data[name]
-
+    ex, owned = _resolve_executor(executor)
+    mode = on_error or ("continue" if ex.remote else "raise")
+    is_flow = isinstance(cfg, FlowConfig)
+    n_val = len(val_idx)
     plan = [(t, [s for s in sources if s != t]) for t in targets]
     plan = [(t, srcs) for t, srcs in plan if srcs]
     total = sum(1 + len(srcs) for _, srcs in plan)
     done = 0
-    n_val = len(val_idx)
-    marg_records: list[dict[str, Any]] = []
-    pair_records: list[dict[str, Any]] = []
-    val_logp_marg: dict[str, np.ndarray] = {}
-    val_logp_cond: dict[tuple[str, str], np.ndarray] = {}
+    marg_done: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
+    pair_done: dict[tuple[str, str], tuple[dict[str, Any], np.ndarray]] = {}
+    failures: list[dict[str, Any]] = []
+    handles: dict[str, tuple[Any, Any]] = {}
+    states: dict[str, Any] = {}
+    pairs_left = {t: len(srcs) for t, srcs in plan}
+    sources_of = dict(plan)
 
-    def _report(stage: str, source: str | None, target: str, resumed: bool) -> None:
+    def _data(name: str) -> tuple[Any, Any]:
+        """Standardised (train, val) arrays of ``name``, shared through the executor once."""
+        if name not in handles:
+            mean, std = _fit_standardizer(arrays[name][train_idx])
+            z = _standardize(arrays[name], mean, std)
+            handles[name] = (ex.put(z[train_idx]), ex.put(z[val_idx]))
+        return handles[name]
+
+    def _state(target: str) -> Any:
+        if target not in states:
+            state = store.marginal_state(target, torch.device("cpu"))
+            if state is None:
+                raise ValueError(
+                    f"the stored marginal of {target!r} has no weights file; delete its record and rerun"
+                )
+            states[target] = ex.put(state)
+        return states[target]
+
+    def _report(stage: str, source: str | None, target: str, resumed: bool, error: str | None = None) -> None:
+        nonlocal done
+        done += 1
         if progress is not None:
-            progress(
-                {
-                    "stage": stage,
-                    "source": source,
-                    "target": target,
-                    "done": done,
-                    "total": total,
-                    "resumed": resumed,
-                }
-            )
+            event = {
+                "stage": stage,
+                "source": source,
+                "target": target,
+                "done": done,
+                "total": total,
+                "resumed": resumed,
+            }
+            if error is not None:
+                event["error"] = error
+            progress(event)
 
     def _check_stop() -> None:
         if should_stop is not None and should_stop():
             raise Cancelled(f"cancelled after {done} of {total} units")
 
-    for target, srcs in plan:
-        marg_seed = _derive_seed(seed, "marginal", target)
-        marginal_model = None
-        stored = store.load_marginal(target, n_val)
-        if stored is None:
+    def _pair_finished(target: str) -> None:
+        pairs_left[target] -= 1
+        if pairs_left[target] == 0:
+            states.pop(target, None)
+
+    def _fail(stage: str, source: str | None, target: str, error: str) -> None:
+        failures.append({"stage": stage, "source": source, "target": target, "error": error})
+        _report(stage, source, target, False, error)
+
+    def _marginal_finished(target: str, record: dict[str, Any], logp: np.ndarray, resumed: bool) -> None:
+        marg_done[target] = (record, logp)
+        _report("marginal", None, target, resumed)
+        ready.extend(("conditional", s, target) for s in sources_of[target])
+
+    def _pair_record(source: str, target: str, fit: dict[str, Any]) -> dict[str, Any]:
+        marg_record, marg_logp = marg_done[target]
+        nll_marg_val = float(-np.mean(marg_logp))
+        nll_cond_val = fit["nll_val"]
+        is_nats = nll_marg_val - nll_cond_val
+        return {
+            "source": source,
+            "target": target,
+            "d_source": dims[source],
+            "d_target": dims[target],
+            "nll_marg_train": marg_record["nll_train"],
+            "nll_marg_val": nll_marg_val,
+            "nll_cond_train": fit["nll_train"],
+            "nll_cond_val": nll_cond_val,
+            "is_nats": is_nats,
+            "is_per_dim": is_nats / dims[target],
+            "delta_emp_marg": abs(nll_marg_val - marg_record["nll_train"]),
+            "delta_emp_cond": abs(nll_cond_val - fit["nll_train"]),
+            "epochs": fit["epochs"],
+            "seconds": fit["seconds"],
+        }
+
+    def _start(unit: tuple) -> None:
+        """Take a unit from the stored results, or submit it to the executor."""
+        if unit[0] == "marginal":
+            target = unit[1]
+            stored = store.load_marginal(target, n_val)
+            if stored is not None:
+                _marginal_finished(target, stored[0], stored[1], True)
+                return
             _check_stop()
             v_tr, v_va = _data(target)
-            if isinstance(cfg, FlowConfig):
-                outcome = flows._fit_marginal(v_tr, v_va, cfg, marg_seed, dev)
+            args = (cfg, v_tr, v_va, _derive_seed(seed, "marginal", target), task_device)
+            ex.submit(unit, _marginal_task, args, resources)
+            return
+        _, source, target = unit
+        stored_pair = store.load_pair(source, target, n_val)
+        if stored_pair is not None:
+            pair_done[(source, target)] = stored_pair
+            _pair_finished(target)
+            _report("conditional", source, target, True)
+            return
+        _check_stop()
+        u_tr, u_va = _data(source)
+        v_tr, v_va = _data(target)
+        args = (
+            cfg,
+            u_tr,
+            u_va,
+            v_tr,
+            v_va,
+            _state(target) if is_flow else None,
+            dims[target],
+            _derive_seed(seed, "marginal", target),
+            _derive_seed(seed, "conditional", source, target),
+            task_device,
+        )
+        ex.submit(unit, _conditional_task, args, resources)
+
+    def _finish(outcome: Outcome) -> None:
+        """Store and record a unit the executor finished (or its failure)."""
+        unit = outcome.key
+        if not outcome.ok:
+            if mode == "raise":
+                raise outcome.error  # type: ignore[misc]
+            error = _error_text(outcome.error)  # type: ignore[arg-type]
+            if unit[0] == "marginal":
+                target = unit[1]
+                _fail("marginal", None, target, error)
+                for source in sources_of[target]:
+                    _fail("conditional", source, target, f"the marginal of {target!r} failed ({error})")
             else:
-                outcome = gmm._fit_marginal(v_tr, v_va, cfg, marg_seed, dev)
-            marg_record = {
+                _pair_finished(unit[2])
+                _fail("conditional", unit[1], unit[2], error)
+            return
+        fit = outcome.value
+        if unit[0] == "marginal":
+            target = unit[1]
+            record = {
                 "target": target,
                 "d_target": dims[target],
-                "nll_train": outcome.nll_train,
-                "nll_val": outcome.nll_val,
-                "epochs": outcome.epochs,
-                "seconds": outcome.seconds,
+                "nll_train": fit["nll_train"],
+                "nll_val": fit["nll_val"],
+                "epochs": fit["epochs"],
+                "seconds": fit["seconds"],
             }
-            marg_logp = outcome.logp_val
-            state = outcome.model.state_dict() if isinstance(cfg, FlowConfig) else None
-            store.save_marginal(target, marg_record, marg_logp, state)
-            marginal_model = outcome.model
-            resumed = False
-        else:
-            marg_record, marg_logp = stored
-            resumed = True
-        marg_records.append(marg_record)
-        val_logp_marg[target] = marg_logp
-        done += 1
-        _report("marginal", None, target, resumed)
+            store.save_marginal(target, record, fit["logp_val"], fit["state"])
+            if is_flow and sources_of[target]:
+                states[target] = ex.put(fit["state"])
+            _marginal_finished(target, record, fit["logp_val"], False)
+            return
+        _, source, target = unit
+        record = _pair_record(source, target, fit)
+        store.save_pair(source, target, record, fit["logp_val"])
+        pair_done[(source, target)] = (record, fit["logp_val"])
+        _pair_finished(target)
+        _report("conditional", source, target, False)
 
-        for source in srcs:
-            stored_pair = store.load_pair(source, target, n_val)
-            if stored_pair is None:
+    # pairs whose marginal is done go before the next marginal: with one task in flight (local) this
+    # is the order of a plain loop; with many, all marginals start at once and pairs follow each one
+    ready: deque[tuple] = deque()
+    marginals_todo: deque[tuple] = deque(("marginal", t) for t, _ in plan)
+    poll = 0.5 if should_stop is not None else None
+    try:
+        while True:
+            while ex.in_flight() < ex.max_in_flight and (ready or marginals_todo):
+                _start(ready.popleft() if ready else marginals_todo.popleft())
+            if not ex.in_flight():
+                break
+            outcome = ex.wait(timeout=poll)
+            if outcome is None:
                 _check_stop()
-                pair_seed = _derive_seed(seed, "conditional", source, target)
-                u_tr, u_va = _data(source)
-                v_tr, v_va = _data(target)
-                if isinstance(cfg, FlowConfig):
-                    if marginal_model is None:
-                        marginal_model = _reload_marginal(store, target, dims[target], cfg, marg_seed, dev)
-                    outcome = flows._fit_conditional(marginal_model, u_tr, v_tr, u_va, v_va, cfg, pair_seed)
-                else:
-                    outcome = gmm._fit_conditional(u_tr, v_tr, u_va, v_va, cfg, pair_seed, dev)
-                nll_marg_val = float(-np.mean(marg_logp))
-                nll_cond_val = outcome.nll_val
-                is_nats = nll_marg_val - nll_cond_val
-                record = {
-                    "source": source,
-                    "target": target,
-                    "d_source": dims[source],
-                    "d_target": dims[target],
-                    "nll_marg_train": marg_record["nll_train"],
-                    "nll_marg_val": nll_marg_val,
-                    "nll_cond_train": outcome.nll_train,
-                    "nll_cond_val": nll_cond_val,
-                    "is_nats": is_nats,
-                    "is_per_dim": is_nats / dims[target],
-                    "delta_emp_marg": abs(nll_marg_val - marg_record["nll_train"]),
-                    "delta_emp_cond": abs(nll_cond_val - outcome.nll_train),
-                    "epochs": outcome.epochs,
-                    "seconds": outcome.seconds,
-                }
-                logp = outcome.logp_val
-                store.save_pair(source, target, record, logp)
-                resumed = False
-            else:
-                record, logp = stored_pair
-                resumed = True
-            pair_records.append(record)
-            val_logp_cond[(source, target)] = logp
-            done += 1
-            _report("conditional", source, target, resumed)
-        del marginal_model
+                continue
+            _finish(outcome)
+            if ex.in_flight():  # others still running (remote executors): stop them now if asked
+                _check_stop()
+    finally:
+        if ex.in_flight():
+            ex.cancel()
+        if owned:
+            ex.close()
+
+    marg_records: list[dict[str, Any]] = []
+    pair_records: list[dict[str, Any]] = []
+    val_logp_marg: dict[str, np.ndarray] = {}
+    val_logp_cond: dict[tuple[str, str], np.ndarray] = {}
+    for target, srcs in plan:
+        if target in marg_done:
+            marg_records.append(marg_done[target][0])
+            val_logp_marg[target] = marg_done[target][1]
+        for source in srcs:
+            if (source, target) in pair_done:
+                pair_records.append(pair_done[(source, target)][0])
+                val_logp_cond[(source, target)] = pair_done[(source, target)][1]
 
     is_matrix = pd.DataFrame(np.nan, index=list(sources), columns=list(targets), dtype=np.float64)
     for rec in pair_records:
         is_matrix.loc[rec["source"], rec["target"]] = rec["is_nats"]
-    records = pd.DataFrame(pair_records, columns=RECORD_COLUMNS)
-    marginals = pd.DataFrame(marg_records, columns=MARGINAL_COLUMNS)
     return SufficiencyResult(
         names=list(targets),
         sources=list(sources),
         dims=dims,
         is_matrix=is_matrix,
-        records=records,
+        records=pd.DataFrame(pair_records, columns=RECORD_COLUMNS),
         val_logp_marg=val_logp_marg,
         val_logp_cond=val_logp_cond,
         config=config_dict,
@@ -493,20 +738,6 @@ def sufficiency_matrix(
         train_idx=train_idx,
         val_idx=val_idx,
         estimator=estimator,
-        marginals=marginals,
+        marginals=pd.DataFrame(marg_records, columns=MARGINAL_COLUMNS),
+        failed=pd.DataFrame(failures, columns=FAILED_COLUMNS),
     )
-
-
-def _reload_marginal(
-    store: _Store, target: str, features: int, cfg: FlowConfig, marg_seed: int, device: torch.device
-) -> torch.nn.Module:
-    """Rebuild a stored marginal flow from its state_dict."""
-    state = store.marginal_state(target, device)
-    if state is None:
-        raise ValueError(
-            f"the stored marginal of {target!r} has no weights file; delete its record and rerun"
-        )
-    model = flows.build_marginal(features, cfg, marg_seed).to(device)
-    model.load_state_dict(state)
-    model.eval()
-    return model
