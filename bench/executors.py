@@ -1,0 +1,95 @@
+"""Benchmark: the same sufficiency matrix on the local executor and on a local Ray instance.
+
+Usage::
+
+    python bench/executors.py                          # 6 synthetic models, GMM fast, 2 Ray CPUs
+    python bench/executors.py --n 2000 --num-cpus 4 --estimator flow
+    python bench/executors.py --address auto           # an existing cluster instead of a local instance
+
+Prints the wall time of each executor (the Ray figure includes starting the instance and its
+workers, and is also given without it), whether the two IS matrices are identical, and the ratio
+Ray / local: below 1 when the cluster's parallelism beats the per-task overhead (scheduling, shipping
+arrays and marginal weights, importing torch in each worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flare_core.executors import LocalExecutor, RayExecutor  # noqa: E402
+from flare_core.sufficiency import FlowConfig, GMMConfig, sufficiency_matrix  # noqa: E402
+
+
+def synthetic_pool(n: int, dims: list[int], seed: int, latent: int = 16) -> dict[str, np.ndarray]:
+    """Models x_k = tanh(z W_k) + sigma_k * noise (n, d_k), z ~ N(0, I_latent); sigma grows with k."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, latent))
+    pool = {}
+    for k, (d, sigma) in enumerate(zip(dims, np.linspace(0.2, 1.6, len(dims)), strict=True)):
+        w = rng.standard_normal((latent, d)) / np.sqrt(latent)
+        pool[f"m{k}-d{d}"] = (np.tanh(z @ w) + sigma * rng.standard_normal((n, d))).astype(np.float32)
+    return pool
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=1000, help="rows (texts)")
+    parser.add_argument("--dims", default="32,48,16,24,64,32", help="comma-separated model widths")
+    parser.add_argument("--estimator", choices=["gmm", "flow"], default="gmm")
+    parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray instance")
+    parser.add_argument("--address", default=None, help="join this Ray cluster instead")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    dims = [int(d) for d in args.dims.split(",")]
+    pool = synthetic_pool(args.n, dims, args.seed)
+    config = GMMConfig.fast() if args.estimator == "gmm" else FlowConfig.fast()
+    kwargs = {"estimator": args.estimator, "config": config, "seed": args.seed, "device": "cpu"}
+    units = len(dims) + len(dims) * (len(dims) - 1)
+    print(f"pool: {len(dims)} models, dims {dims}, n={args.n}, {args.estimator}, {units} units")
+
+    torch.set_num_threads(1)  # as inside each Ray task, so that the numbers are comparable bit for bit
+    start = time.perf_counter()
+    local = sufficiency_matrix(pool, executor=LocalExecutor(), **kwargs)
+    t_local = time.perf_counter() - start
+    print(f"local (1 process, 1 thread):   {t_local:7.2f} s")
+
+    start = time.perf_counter()
+    if args.address:
+        ray_ex = RayExecutor(address=args.address)
+    else:
+        ray_ex = RayExecutor(num_cpus=args.num_cpus, init_kwargs={"logging_level": "ERROR"})
+    t_init = time.perf_counter() - start
+    try:
+        start = time.perf_counter()
+        remote = sufficiency_matrix(pool, executor=ray_ex, **kwargs)
+        t_ray = time.perf_counter() - start
+        start = time.perf_counter()
+        sufficiency_matrix(pool, executor=ray_ex, **kwargs)  # warm workers: torch already imported
+        t_warm = time.perf_counter() - start
+    finally:
+        ray_ex.close()
+    where = args.address or f"local instance, {args.num_cpus} CPUs"
+    print(f"ray ({where}): init {t_init:6.2f} s + first matrix {t_ray:7.2f} s, warm matrix {t_warm:7.2f} s")
+    same = bool(
+        np.array_equal(local.is_matrix.to_numpy(), remote.is_matrix.to_numpy(), equal_nan=True)
+        and remote.failed.empty
+    )
+    print(f"identical IS matrices: {same}")
+    print(f"ratio ray / local: {(t_init + t_ray) / t_local:.2f} (with init), {t_ray / t_local:.2f} (cold "
+          f"workers), {t_warm / t_local:.2f} (warm workers)")  # fmt: skip
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,406 @@
+"""Executors: local and Ray give the same IS matrix; failures are reported; killed workers are retried."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from flare_core.executors import Executor, LocalExecutor, Outcome, Resources, get_executor
+from flare_core.sufficiency import (
+    Cancelled,
+    FlowConfig,
+    GMMConfig,
+    SufficiencyResult,
+    sufficiency_matrix,
+)
+from flare_core.sufficiency import gmm as gmm_module
+from flare_core.sufficiency.matrix import FAILED_COLUMNS, RECORD_COLUMNS
+
+TINY_FLOW = FlowConfig(
+    n_transforms=1, hidden_features=16, rank=4, max_epochs=4, max_epochs_conditional=4, patience=2
+)
+QUICK_GMM = GMMConfig(max_epochs=3, max_epochs_conditional=3)
+NUMERIC = [c for c in RECORD_COLUMNS if c not in ("source", "target", "seconds")]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Ray tasks use one torch thread; the local reference must too for bit-identical numbers."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def _pool(n: int = 300, seed: int = 0) -> dict[str, np.ndarray]:
+    """Three related embeddings (n, 8), (n, 6), (n, 12) of a common 4-d latent."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 4))
+    return {
+        "a": z @ rng.standard_normal((4, 8)) + 0.3 * rng.standard_normal((n, 8)),
+        "b": np.tanh(z @ rng.standard_normal((4, 6))) + 0.2 * rng.standard_normal((n, 6)),
+        "c": (z[:, :2] @ rng.standard_normal((2, 12))) ** 2 + 0.5 * rng.standard_normal((n, 12)),
+    }
+
+
+def _assert_same_numbers(a: SufficiencyResult, b: SufficiencyResult, skip: set | None = None) -> None:
+    skip = skip or set()
+    pd.testing.assert_frame_equal(a.marginals.drop(columns="seconds"), b.marginals.drop(columns="seconds"))
+    keep_a = [(s, t) not in skip for s, t in zip(a.records["source"], a.records["target"], strict=True)]
+    keep_b = [(s, t) not in skip for s, t in zip(b.records["source"], b.records["target"], strict=True)]
+    pd.testing.assert_frame_equal(
+        a.records.loc[keep_a, NUMERIC].reset_index(drop=True),
+        b.records.loc[keep_b, NUMERIC].reset_index(drop=True),
+        check_exact=True,
+    )
+    for key in a.val_logp_marg:
+        np.testing.assert_array_equal(a.val_logp_marg[key], b.val_logp_marg[key])
+    for key in a.val_logp_cond:
+        if key not in skip:
+            np.testing.assert_array_equal(a.val_logp_cond[key], b.val_logp_cond[key])
+    matrix_a, matrix_b = a.is_matrix.copy(), b.is_matrix.copy()
+    for s, t in skip:
+        matrix_a.loc[s, t] = matrix_b.loc[s, t] = np.nan
+    pd.testing.assert_frame_equal(matrix_a, matrix_b, check_exact=True)
+
+
+def _square(x: int) -> int:
+    if x < 0:
+        raise ValueError(f"negative {x}")
+    return x * x
+
+
+# ---------------------------------------------------------------- local executor and the matrix
+
+
+def test_local_executor_runs_in_submission_order_and_reports_errors():
+    calls: list[int] = []
+
+    def task(x: int) -> int:
+        calls.append(x)
+        return _square(x)
+
+    outcomes = list(LocalExecutor().map_unordered(task, [(i, (x,)) for i, x in enumerate([3, -1, 2])]))
+    assert calls == [3, -1, 2]
+    assert [o.key for o in outcomes] == [0, 1, 2]
+    assert [o.value for o in outcomes] == [9, None, 4]
+    assert isinstance(outcomes[1].error, ValueError) and not outcomes[1].ok
+
+
+def test_executor_validation():
+    ex = get_executor("local")
+    ex.submit("k", _square, (1,))
+    with pytest.raises(ValueError, match="already in flight"):
+        ex.submit("k", _square, (2,))
+    assert ex.in_flight() == 1
+    ex.cancel()
+    with pytest.raises(ValueError, match="no task in flight"):
+        ex.wait()
+    with pytest.raises(ValueError, match="unknown executor"):
+        get_executor("dask")
+    with pytest.raises(ValueError, match="no options"):
+        get_executor("local", address="auto")
+    with pytest.raises(ValueError, match="num_gpus"):
+        Resources(num_gpus=-1)
+    with pytest.raises(ValueError, match="executor"):
+        sufficiency_matrix(_pool(60), executor=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="on_error"):
+        sufficiency_matrix(_pool(60), on_error="ignore")
+
+
+def test_explicit_local_executor_matches_default():
+    cfg = QUICK_GMM
+    default = sufficiency_matrix(_pool(), estimator="gmm", config=cfg, device="cpu")
+    explicit = sufficiency_matrix(
+        _pool(), estimator="gmm", config=cfg, device="cpu", executor=LocalExecutor()
+    )
+    _assert_same_numbers(default, explicit)
+    assert default.failed.empty and default.failed_pairs == []
+
+
+def test_local_failures_raise_by_default_and_continue_on_request(monkeypatch, tmp_path):
+    cfg = QUICK_GMM
+    fresh = sufficiency_matrix(_pool(), estimator="gmm", config=cfg, device="cpu")
+    original = gmm_module._fit_conditional
+
+    def flaky(u_train, *args, **kwargs):
+        if u_train.shape[1] == 6:  # every pair whose source is "b"
+            raise RuntimeError("diverged on purpose")
+        return original(u_train, *args, **kwargs)
+
+    monkeypatch.setattr(gmm_module, "_fit_conditional", flaky)
+    with pytest.raises(RuntimeError, match="on purpose"):
+        sufficiency_matrix(_pool(), estimator="gmm", config=cfg, device="cpu")
+
+    events: list[dict] = []
+    result = sufficiency_matrix(
+        _pool(),
+        estimator="gmm",
+        config=cfg,
+        device="cpu",
+        on_error="continue",
+        store_dir=tmp_path,
+        progress=events.append,
+    )
+    bad = {("b", "a"), ("b", "c")}
+    assert set(result.failed_pairs) == bad
+    assert list(result.failed.columns) == FAILED_COLUMNS
+    assert all(result.failed["error"].str.startswith("RuntimeError: diverged"))
+    assert [e["done"] for e in events] == list(range(1, 10))
+    assert sum("error" in e for e in events) == 2
+    assert np.isnan(result.is_matrix.loc["b", "a"]) and np.isnan(result.is_matrix.loc["b", "c"])
+    _assert_same_numbers(fresh, result, skip=bad)
+
+    result.save(tmp_path / "res")
+    assert SufficiencyResult.load(tmp_path / "res").failed_pairs == result.failed_pairs
+
+    # the failed pairs were not stored: a resume computes only them
+    monkeypatch.setattr(gmm_module, "_fit_conditional", original)
+    events = []
+    resumed = sufficiency_matrix(
+        _pool(), estimator="gmm", config=cfg, device="cpu", store_dir=tmp_path, progress=events.append
+    )
+    assert sum(not e["resumed"] for e in events) == 2
+    _assert_same_numbers(fresh, resumed)
+
+
+def test_failed_marginal_fails_its_pairs(monkeypatch):
+    original = gmm_module._fit_marginal
+
+    def flaky(v_train, *args, **kwargs):
+        if v_train.shape[1] == 12:
+            raise FloatingPointError("no marginal for c")
+        return original(v_train, *args, **kwargs)
+
+    monkeypatch.setattr(gmm_module, "_fit_marginal", flaky)
+    result = sufficiency_matrix(_pool(), estimator="gmm", config=QUICK_GMM, device="cpu", on_error="continue")
+    assert set(result.failed_pairs) == {("a", "c"), ("b", "c")}
+    assert list(result.failed["stage"]).count("marginal") == 1
+    assert "c" not in result.val_logp_marg and len(result.records) == 4
+    assert result.is_matrix["c"].isna().all()
+
+
+# ---------------------------------------------------------------- Ray (a local instance, 2 CPUs)
+
+
+def _killed_once(marker: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Kill this worker process the first time (no marker yet); run ``fn(*args)`` on the retry."""
+    if not os.path.exists(marker):
+        Path(marker).touch()
+        os._exit(1)
+    return fn(*args)
+
+
+def _raises(*args: Any) -> Any:
+    raise ArithmeticError("this pair fails on purpose")
+
+
+class _Faults(Executor):
+    """Wraps an executor; the tasks named in ``faults`` run ``wrapper(*extra, fn, *args)`` instead."""
+
+    def __init__(self, inner: Executor, faults: dict[Hashable, tuple[Callable[..., Any], tuple]]) -> None:
+        self.inner, self.faults = inner, faults
+        self.remote, self.max_in_flight, self.name = inner.remote, inner.max_in_flight, inner.name
+
+    def put(self, value: Any) -> Any:
+        return self.inner.put(value)
+
+    def submit(self, key, fn, args=(), resources=None) -> None:
+        if key in self.faults:
+            wrapper, extra = self.faults[key]
+            fn, args = wrapper, (*extra, fn, *args)
+        self.inner.submit(key, fn, args, resources)
+
+    def in_flight(self) -> int:
+        return self.inner.in_flight()
+
+    def wait(self, timeout: float | None = None) -> Outcome | None:
+        return self.inner.wait(timeout)
+
+    def cancel(self) -> None:
+        self.inner.cancel()
+
+    def close(self) -> None:
+        self.cancel()
+
+
+@pytest.fixture(scope="module")
+def ray_executor():
+    ray = pytest.importorskip("ray")
+    from flare_core.executors import RayExecutor
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ex = RayExecutor(num_cpus=2, max_retries=2, init_kwargs={"logging_level": "ERROR"})
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ex
+    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    ex.close()
+    assert not ray.is_initialized()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator,config", [("gmm", GMMConfig.fast()), ("flow", TINY_FLOW)])
+def test_ray_matrix_equals_local_matrix(ray_executor, tmp_path, estimator, config):
+    pool = _pool()
+    local = sufficiency_matrix(pool, estimator=estimator, config=config, device="cpu", seed=3)
+    events: list[dict] = []
+    remote = sufficiency_matrix(
+        pool,
+        estimator=estimator,
+        config=config,
+        device="cpu",
+        seed=3,
+        executor=ray_executor,
+        store_dir=tmp_path,
+        progress=events.append,
+    )
+    _assert_same_numbers(local, remote)
+    assert remote.failed.empty
+    assert sorted(e["done"] for e in events) == list(range(1, 10))
+    stages = [(e["stage"], e["target"]) for e in events]
+    for target in pool:  # every pair is reported after its target's marginal
+        first = stages.index(("marginal", target))
+        assert all(i > first for i, s in enumerate(stages) if s == ("conditional", target))
+    assert len(list((tmp_path / "pairs").glob("*.json"))) == 6
+    # and the store the Ray run wrote resumes in-process to the same numbers
+    resumed = sufficiency_matrix(
+        pool, estimator=estimator, config=config, device="cpu", seed=3, store_dir=tmp_path
+    )
+    _assert_same_numbers(local, resumed)
+
+
+@pytest.mark.slow
+def test_ray_reports_a_raising_task_and_retries_a_killed_worker(ray_executor, tmp_path):
+    pool, cfg = _pool(), GMMConfig.fast()
+    local = sufficiency_matrix(pool, estimator="gmm", config=cfg, device="cpu")
+    marker = tmp_path / "killed-once"
+    faulty = _Faults(
+        ray_executor,
+        {
+            ("conditional", "a", "b"): (_killed_once, (str(marker),)),
+            ("conditional", "c", "a"): (_raises, ()),
+        },
+    )
+    events: list[dict] = []
+    result = sufficiency_matrix(
+        pool, estimator="gmm", config=cfg, device="cpu", executor=faulty, progress=events.append
+    )
+    assert marker.exists()  # the first attempt of (a, b) died with its worker and was run again
+    assert result.failed_pairs == [("c", "a")]
+    assert result.failed["error"].iloc[0] == "ArithmeticError: this pair fails on purpose"
+    assert [e.get("error") is not None for e in events].count(True) == 1
+    assert len(events) == 9
+    _assert_same_numbers(local, result, skip={("c", "a")})
+
+
+@pytest.mark.slow
+def test_ray_cancel_then_resume(ray_executor, tmp_path):
+    pool, cfg = _pool(), QUICK_GMM
+    local = sufficiency_matrix(pool, estimator="gmm", config=cfg, device="cpu")
+    events: list[dict] = []
+    with pytest.raises(Cancelled):
+        sufficiency_matrix(
+            pool,
+            estimator="gmm",
+            config=cfg,
+            device="cpu",
+            executor=ray_executor,
+            store_dir=tmp_path,
+            progress=events.append,
+            should_stop=lambda: len(events) >= 4,
+        )
+    assert ray_executor.in_flight() == 0
+    stored = len(list(tmp_path.glob("*/*.json")))
+    assert stored == len(events) >= 4
+    events = []
+    resumed = sufficiency_matrix(
+        pool,
+        estimator="gmm",
+        config=cfg,
+        device="cpu",
+        executor=ray_executor,
+        store_dir=tmp_path,
+        progress=events.append,
+    )
+    assert sum(e["resumed"] for e in events) == stored
+    _assert_same_numbers(local, resumed)
+
+
+@pytest.mark.slow
+def test_ray_executor_map_unordered(ray_executor):
+    outcomes = {o.key: o for o in ray_executor.map_unordered(_square, [(x, (x,)) for x in (-2, 3, 4)])}
+    assert outcomes[3].value == 9 and outcomes[4].value == 16
+    assert isinstance(outcomes[-2].error, ValueError) and "negative -2" in str(outcomes[-2].error)
+    assert ray_executor.in_flight() == 0
+
+
+# ---------------------------------------------------------------- memory of embedding large corpora
+
+_EMBED_SCRIPT = textwrap.dedent(
+    """
+    import json, resource, sys
+    import numpy as np
+    from flare_core.encoders import embed, load_encoder
+
+    def rss_kib(field):
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+
+    enc = load_encoder("glove-6b-50d", device="cpu")
+    words = [w for w, i in sorted(enc.vocab.items(), key=lambda kv: kv[1])[:5000] if w.isalpha()]
+    rng = np.random.default_rng(0)
+    texts = [" ".join(words[j] for j in rng.integers(0, len(words), 12)) for _ in range(50_000)]
+    before = rss_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as fh:  # reset the peak (VmHWM) to the current RSS
+        fh.write("5")
+    emb = embed(enc, texts, corpus_hash="bench", cache_dir=sys.argv[1], batch_size=256)
+    again = embed(enc, texts, corpus_hash="bench", cache_dir=sys.argv[1], batch_size=256)
+    print(json.dumps({
+        "shape": list(emb.shape), "same": bool(np.array_equal(emb, again)),
+        "rss_before_kib": before, "peak_during_kib": rss_kib("VmHWM"),
+        "ru_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }))
+    """
+)
+
+
+@pytest.mark.slow
+def test_embedding_50k_texts_keeps_memory_bounded(tmp_path):
+    from flare_core.encoders import is_available
+
+    if not is_available("glove-6b-50d"):
+        pytest.skip("glove-6b-50d is not installed")
+    if not Path("/proc/self/clear_refs").exists():
+        pytest.skip("needs Linux /proc to reset the peak RSS")
+    done = subprocess.run(
+        [sys.executable, "-c", _EMBED_SCRIPT, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    stats = json.loads(done.stdout.strip().splitlines()[-1])
+    assert stats["shape"] == [50_000, 50] and stats["same"]
+    # output 50,000 x 50 float32 = 9.5 MiB, read back once from the cache = another 9.5 MiB; 48 MiB
+    # leaves room for allocator slack but not for any (N, words, 50) intermediate (~115 MiB here)
+    growth_mib = (stats["peak_during_kib"] - stats["rss_before_kib"]) / 1024
+    assert growth_mib < 48, stats
+    # the whole process (interpreter, torch, GloVe 400k x 50 + vocabulary, 50k texts: ~500 MiB) stays small
+    assert stats["ru_maxrss_kib"] / 1024 < 1024, stats
