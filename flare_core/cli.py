@@ -121,6 +121,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         concentration=not args.no_collapse,
         seed=args.seed,
         device=args.device,
+        executor=args.executor,
+        ray_address=args.ray_address,
     )
     if not models and not precomputed:
         raise ValueError("choose at least one model with --models or --embeddings")

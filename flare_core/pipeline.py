@@ -30,7 +30,7 @@ ESTIMATORS = ("flow", "gmm")
 FLOW_PRESETS = ("fast", "default")
 _VERSIONED = (
     "flare-studio", "torch", "transformers", "sentence-transformers", "nflows", "numpy", "scipy",
-    "scikit-learn", "pandas", "pyarrow", "networkx", "umap-learn", "streamlit",
+    "scikit-learn", "pandas", "pyarrow", "networkx", "umap-learn", "streamlit", "ray",
 )  # fmt: skip
 
 
@@ -53,6 +53,8 @@ class RunParams:
     map_points: int = 3000
     validation: list[str] = field(default_factory=lambda: ["subsampling", "aggregation", "pool_size"])
     validation_repeats: int = 20
+    executor: str = "local"
+    ray_address: str | None = None
     seed: int = 0
     device: str | None = None
     batch_size: int = 32
@@ -71,6 +73,12 @@ class RunParams:
         for name in ("collapse_texts", "concentration_texts", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        from flare_core.executors import EXECUTORS
+
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
+        if self.ray_address and self.executor != "ray":
+            raise ValueError("a Ray address needs the Ray executor (--executor ray)")
         if self.collapse_texts < 2:
             raise ValueError("collapse_texts must be at least 2 (SOCM compares pairs of texts)")
         return self
@@ -201,9 +209,18 @@ def execute(run: Run, *, progress_bar: bool = False) -> None:
     if params.downstream and (labels is not None or run.has("pairs.parquet")):
         with _Stage(run, "downstream"):
             _downstream(run, ok, labels, params, report)
-    for estimator in params.estimators:
-        with _Stage(run, f"sufficiency_{estimator}"):
-            _sufficiency(run, ok, estimator, params, report)
+    executor = None
+    if params.executor == "ray" and params.estimators:
+        from flare_core.executors import get_executor
+
+        executor = get_executor("ray", address=params.ray_address)
+    try:
+        for estimator in params.estimators:
+            with _Stage(run, f"sufficiency_{estimator}"):
+                _sufficiency(run, ok, estimator, params, report, executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
     transformers_ok = [m for m in ok if _model_kind(run, m) in ("transformer", "control-transformer")]
     if params.collapse and transformers_ok:
         with _Stage(run, "collapse"):
@@ -392,7 +409,7 @@ def _sufficiency_rows(n: int, limit: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
-def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, report) -> None:
+def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, report, executor=None) -> None:
     from flare_core import sufficiency
 
     candidates = _candidates(run, ok)
@@ -416,7 +433,8 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
             if event.get("stage") == "marginal"
             else f"{event.get('source')} → {event.get('target')}"
         )
-        report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}")
+        failed = f" (failed: {event['error']})" if event.get("error") else ""
+        report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}{failed}")
 
     try:
         result = sufficiency.sufficiency_matrix(
@@ -430,10 +448,16 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
             store_dir=run.artefact("sufficiency", estimator, "pairs"),
             progress=tick,
             should_stop=run.cancel_requested,
+            executor=executor,
         )
     except sufficiency.Cancelled as exc:
         raise Cancelled(str(exc)) from exc
     result.save(run.artefact("sufficiency", estimator, "result"))
+    if not result.failed.empty:
+        run.save_frame(result.failed.astype(str), "sufficiency", estimator, "failed.parquet")
+        warnings = run.manifest.get("warnings", [])
+        warnings.append(f"{estimator}: {len(result.failed)} units failed; `flare resume` retries them")
+        run.update(warnings=warnings)
     scores = sufficiency.model_scores(result, seed=params.seed)
     run.save_frame(scores, "sufficiency", estimator, "scores.parquet")
     run.save_frame(
