@@ -460,9 +460,7 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
         run.update(warnings=warnings)
     scores = sufficiency.model_scores(result, seed=params.seed)
     run.save_frame(scores, "sufficiency", estimator, "scores.parquet")
-    run.save_frame(
-        sufficiency.all_scores(result).reset_index(), "sufficiency", estimator, "all_scores.parquet"
-    )
+    run.save_frame(sufficiency.all_scores(result), "sufficiency", estimator, "all_scores.parquet")
 
 
 def run_collapse(
@@ -591,7 +589,7 @@ def _correlations(run: Run, table: pd.DataFrame) -> None:
     for estimator in ESTIMATORS:
         if run.has("sufficiency", estimator, "all_scores.parquet"):
             variants = run.load_frame("sufficiency", estimator, "all_scores.parquet").set_index("model")
-            variants = variants.select_dtypes("number")
+            variants = variants.select_dtypes("number").drop(columns=["index", "n_targets"], errors="ignore")
             label_free = label_free.join(variants.add_prefix(f"{estimator}_"), how="left")
     downstream = run.load_frame("downstream.parquet").set_index("model").select_dtypes("number")
     downstream = downstream[[c for c in downstream.columns if not c.startswith("n_")]]
