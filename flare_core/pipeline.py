@@ -683,6 +683,7 @@ def validate_run(run: Run, studies: Sequence[str], *, repeats: int = 20, report=
         frame = validation.shuffle_study(
             embeddings,
             estimator="gmm",
+            config=sufficiency.GMMConfig.fast(),  # 7 retrainings of the whole matrix: the fast mixture
             seed=params.seed,
             progress=lambda done, total: report(
                 "validation", len(estimators), len(estimators) + 1, f"shuffle study {done}/{total}"
