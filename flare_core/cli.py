@@ -407,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--background", action="store_true", help="start the run in a background worker and return"
     )
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where the IS pairs run")
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="'auto' joins the cluster of this machine; ray://host:10001; default: a local Ray instance",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("runs", parents=[common, as_json], help="list stored runs")
