@@ -37,8 +37,12 @@ def max_concurrent_jobs() -> int:
 
 
 def active_runs(store: RunStore) -> list[str]:
-    """Ids of runs that are queued or running with a live worker."""
-    return [m["id"] for m in store.list() if effective_status(store.get(m["id"])) in ("queued", "running")]
+    """Ids of runs whose worker was started and is still alive (created-but-unstarted runs do not count)."""
+    return [
+        m["id"]
+        for m in store.list()
+        if m.get("pid") and effective_status(store.get(m["id"])) in ("queued", "running")
+    ]
 
 
 def start(store: RunStore, run_id: str) -> int:

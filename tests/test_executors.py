@@ -402,5 +402,6 @@ def test_embedding_50k_texts_keeps_memory_bounded(tmp_path):
     # leaves room for allocator slack but not for any (N, words, 50) intermediate (~115 MiB here)
     growth_mib = (stats["peak_during_kib"] - stats["rss_before_kib"]) / 1024
     assert growth_mib < 48, stats
-    # the whole process (interpreter, torch, GloVe 400k x 50 + vocabulary, 50k texts: ~500 MiB) stays small
-    assert stats["ru_maxrss_kib"] / 1024 < 1024, stats
+    # while embedding, the whole process (interpreter, torch, GloVe 400k x 50 + vocabulary, 50k texts:
+    # ~550 MiB) stays under 1 GiB
+    assert stats["peak_during_kib"] / 1024 < 1024, stats
