@@ -64,8 +64,9 @@ def test_concurrent_job_limit_is_enforced(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs")
     monkeypatch.setenv("FLARE_MAX_JOBS", "1")
     busy = store.create({"name": "busy"})
-    busy.update(status="running")
+    busy.update(status="running", pid=12345)
     (busy.path / jobs.HEARTBEAT).write_text(repr(time.time()))
+    store.create({"name": "created, never started"})  # does not count towards the limit
     other = store.create({"name": "other"})
     with pytest.raises(RuntimeError, match="limit 1"):
         jobs.start(store, other.id)
