@@ -1,6 +1,6 @@
 """Time every dashboard page on a stored run: first load and cached reloads (Streamlit AppTest, no browser).
 
-    .venv/bin/python bench/page_render.py --runs-dir runs --run demo-bbc-news
+.venv/bin/python bench/page_render.py --runs-dir runs --run demo-bbc-news
 """
 
 from __future__ import annotations
