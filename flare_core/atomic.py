@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp_path)`` then rename ``tmp_path`` onto ``path`` atomically."""
@@ -26,6 +29,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
         write(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
