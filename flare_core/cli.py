@@ -85,8 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flare_core.pipeline import RunParams, create_run
 
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
-    if pair_columns is not AUTO and len(pair_columns) != 3:
-        raise ValueError("--pair-cols expects three comma-separated columns: text_a,text_b,score")
+    if pair_columns is not AUTO and len(pair_columns) not in (2, 3):
+        raise ValueError("--pair-cols expects text_a,text_b,score (STS) or query,document (retrieval)")
     corpus = load_corpus(
         args.corpus,
         text_column=args.text_col,
@@ -387,7 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-col", default=None)
     p.add_argument("--label-col", default=None, help="label column (default: detected)")
     p.add_argument("--no-labels", action="store_true", help="ignore any label column")
-    p.add_argument("--pair-cols", default=None, help="text_a,text_b,score columns for STS")
+    p.add_argument(
+        "--pair-cols", default=None, help="text_a,text_b,score columns (STS) or query,document (retrieval)"
+    )
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
     p.add_argument("--estimator", choices=["flow", "gmm", "both"], default="both")

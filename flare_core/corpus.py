@@ -67,6 +67,8 @@ _PAIR_NAMES = (
     ("sentence1", "sentence2", "score"),
     ("sentence1", "sentence2", "label"),
     ("sentence_a", "sentence_b", "score"),
+    ("query", "document", None),  # retrieval: each query's relevant document is on its row
+    ("query", "passage", None),
 )
 _FORMATS_BY_SUFFIX = {
     ".csv": "csv",
@@ -551,8 +553,8 @@ def detect_columns(frame: pd.DataFrame) -> dict:
     lower = {c.lower(): c for c in columns}
     pairs = None
     for a, b, s in _PAIR_NAMES:
-        if a in lower and b in lower and s in lower:
-            pairs = (lower[a], lower[b], lower[s])
+        if a in lower and b in lower and (s is None or s in lower):
+            pairs = (lower[a], lower[b], lower[s] if s else None)
             break
 
     text_candidates: list[tuple[int, float, int, str]] = []
@@ -697,12 +699,16 @@ def load_corpus(
         pair_columns = detected.get("pairs")
     elif pair_columns is None or (isinstance(pair_columns, tuple | list) and len(pair_columns) == 0):
         pair_columns = None
-    elif not isinstance(pair_columns, tuple | list) or len(pair_columns) != 3:
-        raise CorpusError(f"pair_columns must name 3 columns (text_a, text_b, score), got {pair_columns!r}")
+    elif not isinstance(pair_columns, tuple | list) or len(pair_columns) not in (2, 3):
+        raise CorpusError(
+            "pair_columns must name 3 columns (text_a, text_b, score) for STS or 2 (query, document) for "
+            f"retrieval, got {pair_columns!r}"
+        )
     if pair_columns is not None:
-        pair_columns = tuple(pair_columns)  # type: ignore[arg-type]
+        pair_columns = (*pair_columns, None)[:3] if len(pair_columns) == 2 else tuple(pair_columns)  # type: ignore[arg-type]
         for col in pair_columns:
-            _require_column(frame, col, "pair", src)
+            if col is not None:
+                _require_column(frame, col, "pair", src)
 
     if label_column is AUTO:
         label_column = detected.get("label")
@@ -870,6 +876,17 @@ def _pairs_frame(
 ) -> tuple[pd.DataFrame | None, int]:
     a_col, b_col, s_col = columns
     sub = frame.iloc[keep]
+    if s_col is None:  # retrieval pairs (query, document): no score
+        a = _text_values(sub[a_col], a_col, src, keep)
+        b = _text_values(sub[b_col], b_col, src, keep)
+        rows = [
+            (i, ta, tb, np.nan)
+            for i, ta, tb in zip(keep, a, b, strict=True)
+            if ta is not None and tb is not None
+        ]
+        pairs = pd.DataFrame(rows, columns=["id", "text_a", "text_b", "score"]).set_index("id")
+        pairs["score"] = pairs["score"].astype(float)
+        return pairs, len(keep) - len(rows)
     scores = pd.to_numeric(sub[s_col], errors="coerce")
     bad = [
         int(i)

@@ -376,11 +376,24 @@ def _downstream(run: Run, ok: list[str], labels, params: RunParams, report) -> N
         pair_embeddings = _pair_embeddings(run, model_id, pairs, params) if pairs is not None else None
         if labels is None and pair_embeddings is None:
             continue
+        gold = qrels = None
+        if pair_embeddings is not None:
+            if pairs["score"].notna().any():
+                gold = pairs["score"].to_numpy(dtype=float)
+            else:  # retrieval: rank the distinct documents for each query; its own row's document is relevant
+                documents, doc_index = np.unique(pairs["text_b"].to_numpy(dtype=object), return_inverse=True)
+                first_row = {d: int(np.flatnonzero(doc_index == d)[0]) for d in range(len(documents))}
+                pair_embeddings = (
+                    pair_embeddings[0],
+                    pair_embeddings[1][[first_row[d] for d in range(len(documents))]],
+                )
+                qrels = {q: {int(doc_index[q]): 1} for q in range(len(pairs))}
         result = downstream_report(
             x if labels is not None else None,
             labels=labels,
             pairs=pair_embeddings,
-            gold=pairs["score"].to_numpy(dtype=float) if pair_embeddings is not None else None,
+            gold=gold,
+            qrels=qrels,
             seed=params.seed,
         )
         rows.append({"model": model_id, **result["scores"]})

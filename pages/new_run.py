@@ -54,7 +54,9 @@ label_default = label_choices.index(detected["label"]) if detected.get("label") 
 label_column = right.selectbox("Label column (optional)", label_choices, index=label_default)
 pair_columns = None
 if detected.get("pairs") and st.checkbox(
-    f"Use pair columns {', '.join(detected['pairs'])} for STS", value=True
+    f"Use pair columns {', '.join(c for c in detected['pairs'] if c)} for "
+    + ("STS" if detected["pairs"][2] else "retrieval"),
+    value=True,
 ):
     pair_columns = tuple(detected["pairs"])
 
