@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.validation import partially_shuffled, pool_size_study
+from flare_core.validation import partially_shuffled, pool_size_study, shuffle_study
 
 
 def test_partial_shuffle_moves_about_a_fraction_p_of_rows():
@@ -36,3 +36,20 @@ def test_pool_size_study_needs_three_models():
     matrix = pd.DataFrame([[np.nan, 1.0], [2.0, np.nan]], index=["a", "b"], columns=["a", "b"])
     with pytest.raises(ValueError, match="at least 3"):
         pool_size_study(matrix)
+
+
+@pytest.mark.slow
+def test_shuffle_study_destroys_the_is_signal_at_p_1():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(500, 4))
+    pool = {
+        "a": base,
+        "b": base @ rng.normal(size=(4, 5)) + 0.3 * rng.normal(size=(500, 5)),
+        "c": base[:, :3] + 0.3 * rng.normal(size=(500, 3)),
+    }
+    from flare_core.sufficiency import FlowConfig
+
+    frame = shuffle_study(pool, ps=(0.0, 1.0), estimator="flow", config=FlowConfig.fast(), seed=0)
+    intact, shuffled = frame.set_index("p")["mean_is_per_dim"].loc[[0.0, 1.0]]
+    assert intact > 0.3  # strongly dependent models share a lot of information
+    assert abs(shuffled) <= 0.05  # with the pairing destroyed, nothing is left (≤ 0.05 nats/dim)
