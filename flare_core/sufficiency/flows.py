@@ -23,7 +23,7 @@ when B = 0). The penalty is not part of any reported NLL.
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,13 +41,14 @@ from nflows.transforms.permutations import Permutation
 from torch import nn
 
 from flare_core.device import pick_device, seed_everything
+from flare_core.sufficiency._config import DictConfig
 from flare_core.sufficiency._training import FitOutcome, _train
 
 _FLOWS = ("maf", "nsf")
 
 
 @dataclass(frozen=True)
-class FlowConfig:
+class FlowConfig(DictConfig):
     """Hyper-parameters of the FLARE flow estimator.
 
     Defaults are sized for a 6-model matrix (dims 50-768) on 2,000 texts on a 2-core CPU (about
@@ -103,18 +104,6 @@ class FlowConfig:
         return cls(
             n_transforms=2, hidden_features=64, rank=16, max_epochs=30, max_epochs_conditional=30, patience=3
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FlowConfig:
-        """Build from ``to_dict`` output; unknown keys raise ValueError."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown FlowConfig fields: {sorted(unknown)}")
-        return cls(**data)
 
 
 class LowRankBranch(nn.Module):

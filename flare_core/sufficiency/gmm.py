@@ -9,14 +9,14 @@ default bound 1). Conditional p(v|u): an MLP ``2 x (LayerNorm -> Linear -> ReLU)
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from flare_core.device import pick_device, seed_everything
+from flare_core.sufficiency._config import DictConfig
 from flare_core.sufficiency._training import FitOutcome, _train
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -24,7 +24,7 @@ _EVALUATE_ON = ("val", "train")
 
 
 @dataclass(frozen=True)
-class GMMConfig:
+class GMMConfig(DictConfig):
     """Hyper-parameters of the EMIR/KNIFE estimator.
 
     Reference (EMIR) training is Adam 1e-3, batch 128, 5 epochs for the marginal and 10 for the
@@ -84,18 +84,6 @@ class GMMConfig:
     def fast(cls) -> GMMConfig:
         """A small preset for tests and demos (fewer epochs)."""
         return cls(max_epochs=20, max_epochs_conditional=20, patience=2)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GMMConfig:
-        """Build from ``to_dict`` output; unknown keys raise ValueError."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown GMMConfig fields: {sorted(unknown)}")
-        return cls(**data)
 
 
 def _mixture_log_prob(
