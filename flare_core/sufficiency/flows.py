@@ -42,6 +42,7 @@ from torch import nn
 
 from flare_core.device import pick_device, seed_everything
 from flare_core.sufficiency._config import DictConfig
+from flare_core.sufficiency._standardize import _check_matrix
 from flare_core.sufficiency._training import FitOutcome, _train
 
 _FLOWS = ("maf", "nsf")
@@ -208,19 +209,6 @@ def branches(conditional: Flow) -> list[LowRankBranch]:
     return [t.autoregressive_net.branch for t in _made_transforms(conditional)]
 
 
-def _check_xy(name: str, x: np.ndarray, d: int | None = None) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n, d), got shape {arr.shape}")
-    if arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 2 rows and 1 column, got shape {arr.shape}")
-    if d is not None and arr.shape[1] != d:
-        raise ValueError(f"{name} has {arr.shape[1]} columns, expected {d}")
-    if not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be numeric and finite")
-    return arr.astype(np.float32)
-
-
 def _as_tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32), device=device)
 
@@ -241,8 +229,8 @@ def fit_marginal_flow(
     config = config or FlowConfig()
     if not isinstance(config, FlowConfig):
         raise ValueError(f"config must be a FlowConfig, got {type(config).__name__}")
-    v_train = _check_xy("v_train", v_train)
-    v_val = _check_xy("v_val", v_val, v_train.shape[1])
+    v_train = _check_matrix("v_train", v_train)
+    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
     dev = device if isinstance(device, torch.device) else pick_device(device)
     return _fit_marginal(v_train, v_val, config, int(seed), dev)
 
@@ -291,10 +279,10 @@ def fit_conditional_flow(
     if not isinstance(marginal, Flow):
         raise ValueError(f"marginal must be an nflows Flow, got {type(marginal).__name__}")
     d_v = _made_transforms(marginal)[0].features if _made_transforms(marginal) else None
-    u_train = _check_xy("u_train", u_train)
-    v_train = _check_xy("v_train", v_train, d_v)
-    u_val = _check_xy("u_val", u_val, u_train.shape[1])
-    v_val = _check_xy("v_val", v_val, v_train.shape[1])
+    u_train = _check_matrix("u_train", u_train)
+    v_train = _check_matrix("v_train", v_train, d_v)
+    u_val = _check_matrix("u_val", u_val, u_train.shape[1])
+    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
     if len(u_train) != len(v_train) or len(u_val) != len(v_val):
         raise ValueError(
             f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"

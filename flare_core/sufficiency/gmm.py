@@ -17,6 +17,7 @@ from torch import nn
 
 from flare_core.device import pick_device, seed_everything
 from flare_core.sufficiency._config import DictConfig
+from flare_core.sufficiency._standardize import _check_matrix
 from flare_core.sufficiency._training import FitOutcome, _train
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -137,19 +138,6 @@ class ConditionalGMM(nn.Module):
         return _mixture_log_prob(v, self.logits(h), self.means(h).reshape(shape), log_scales)
 
 
-def _check(name: str, x: np.ndarray, d: int | None = None) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n, d), got shape {arr.shape}")
-    if arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 2 rows and 1 column, got shape {arr.shape}")
-    if d is not None and arr.shape[1] != d:
-        raise ValueError(f"{name} has {arr.shape[1]} columns, expected {d}")
-    if not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be numeric and finite")
-    return np.ascontiguousarray(arr, dtype=np.float32)
-
-
 def _config(config: GMMConfig | None) -> GMMConfig:
     config = config or GMMConfig()
     if not isinstance(config, GMMConfig):
@@ -172,8 +160,8 @@ def fit_marginal_gmm(
     EMIR's train-set evaluation.
     """
     config = _config(config)
-    v_train = _check("v_train", v_train)
-    v_val = _check("v_val", v_val, v_train.shape[1])
+    v_train = _check_matrix("v_train", v_train)
+    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
     dev = device if isinstance(device, torch.device) else pick_device(device)
     return _fit_marginal(v_train, v_val, config, int(seed), dev)
 
@@ -216,10 +204,10 @@ def fit_conditional_gmm(
 ) -> FitOutcome:
     """Fit p(v|u) with the KNIFE MLP; ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are row-aligned arrays."""
     config = _config(config)
-    u_train = _check("u_train", u_train)
-    v_train = _check("v_train", v_train)
-    u_val = _check("u_val", u_val, u_train.shape[1])
-    v_val = _check("v_val", v_val, v_train.shape[1])
+    u_train = _check_matrix("u_train", u_train)
+    v_train = _check_matrix("v_train", v_train)
+    u_val = _check_matrix("u_val", u_val, u_train.shape[1])
+    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
     if len(u_train) != len(v_train) or len(u_val) != len(v_val):
         raise ValueError(
             f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"
