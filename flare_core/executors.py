@@ -77,7 +77,6 @@ class Executor(ABC):
         """A handle to ``value`` that tasks receive as an argument (shared once, not copied per task)."""
         return value
 
-    @abstractmethod
     def submit(
         self,
         key: Hashable,
@@ -86,6 +85,18 @@ class Executor(ABC):
         resources: Resources | None = None,
     ) -> None:
         """Queue ``fn(*args)`` under ``key`` (unique among the tasks in flight)."""
+        if not callable(fn):
+            raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+        _check_key(key, self._keys_in_flight())
+        self._submit(key, fn, tuple(args), resources or Resources())
+
+    @abstractmethod
+    def _keys_in_flight(self) -> Iterable[Hashable]:
+        """Keys of the tasks submitted and not yet returned by :meth:`wait`."""
+
+    @abstractmethod
+    def _submit(self, key: Hashable, fn: Callable[..., Any], args: tuple, resources: Resources) -> None:
+        """Start or queue one validated task."""
 
     @abstractmethod
     def in_flight(self) -> int:
@@ -167,17 +178,11 @@ class LocalExecutor(Executor):
     def __init__(self) -> None:
         self._queue: deque[tuple[Hashable, Callable[..., Any], tuple]] = deque()
 
-    def submit(
-        self,
-        key: Hashable,
-        fn: Callable[..., Any],
-        args: tuple = (),
-        resources: Resources | None = None,
-    ) -> None:
-        if not callable(fn):
-            raise ValueError(f"fn must be callable, got {type(fn).__name__}")
-        _check_key(key, (k for k, _, _ in self._queue))
-        self._queue.append((key, fn, tuple(args)))
+    def _keys_in_flight(self) -> Iterable[Hashable]:
+        return (k for k, _, _ in self._queue)
+
+    def _submit(self, key: Hashable, fn: Callable[..., Any], args: tuple, resources: Resources) -> None:
+        self._queue.append((key, fn, args))
 
     def in_flight(self) -> int:
         return len(self._queue)
@@ -269,17 +274,10 @@ class RayExecutor(Executor):
     def put(self, value: Any) -> Any:
         return self._ray.put(value)
 
-    def submit(
-        self,
-        key: Hashable,
-        fn: Callable[..., Any],
-        args: tuple = (),
-        resources: Resources | None = None,
-    ) -> None:
-        if not callable(fn):
-            raise ValueError(f"fn must be callable, got {type(fn).__name__}")
-        _check_key(key, self._refs.values())
-        res = resources or Resources()
+    def _keys_in_flight(self) -> Iterable[Hashable]:
+        return self._refs.values()
+
+    def _submit(self, key: Hashable, fn: Callable[..., Any], args: tuple, res: Resources) -> None:
         threads = self.threads_per_task or max(1, int(res.num_cpus))
         ref = self._remote.options(
             num_cpus=res.num_cpus,

@@ -217,7 +217,10 @@ class _Faults(Executor):
     def put(self, value: Any) -> Any:
         return self.inner.put(value)
 
-    def submit(self, key, fn, args=(), resources=None) -> None:
+    def _keys_in_flight(self):
+        return self.inner._keys_in_flight()
+
+    def _submit(self, key, fn, args, resources) -> None:
         if key in self.faults:
             wrapper, extra = self.faults[key]
             fn, args = wrapper, (*extra, fn, *args)
