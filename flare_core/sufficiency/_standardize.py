@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 _MIN_STD = 1e-8
+_CHUNK_ROWS = 8192
 
 
 def _check_matrix(name: str, x: np.ndarray, d: int | None = None) -> np.ndarray:
@@ -24,14 +25,27 @@ def _check_matrix(name: str, x: np.ndarray, d: int | None = None) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-def _fit_standardizer(x_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-dimension mean and std of ``x_train`` (n, d); a std below 1e-8 is replaced by 1.
+def _fit_standardizer(x: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-dimension mean and std of ``x[rows]`` (all rows when None), both (d,) float64.
 
-    Returns ``(mean, std)``, both (d,) float64.
+    ``x`` (n, d) may be memory-mapped: it is read 8192 rows at a time, in two float64 passes (the mean,
+    then the mean squared deviation), so with at most 8192 rows the result is exactly
+    ``x[rows].mean(0)`` and ``x[rows].std(0)``. A std below 1e-8 is replaced by 1.
     """
-    x = np.asarray(x_train, dtype=np.float64)
-    mean = x.mean(axis=0)
-    std = x.std(axis=0)
+    rows = np.arange(x.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    n = len(rows)
+    if n == 0:
+        raise ValueError("cannot standardise zero rows")
+    blocks = range(0, n, _CHUNK_ROWS)
+    total = np.zeros(x.shape[1], dtype=np.float64)
+    for start in blocks:
+        total += np.asarray(x[rows[start : start + _CHUNK_ROWS]], dtype=np.float64).sum(axis=0)
+    mean = total / n
+    squares = np.zeros(x.shape[1], dtype=np.float64)
+    for start in blocks:
+        dev = np.asarray(x[rows[start : start + _CHUNK_ROWS]], dtype=np.float64) - mean
+        squares += np.multiply(dev, dev).sum(axis=0)
+    std = np.sqrt(squares / n)
     std = np.where(std < _MIN_STD, 1.0, std)
     return mean, std
 

@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from flare_core.sufficiency._rows import TrainingData, gather, n_rows, row_slice
+
 LogProbFn = Callable[[Sequence[torch.Tensor]], torch.Tensor]
 PenaltyFn = Callable[[], torch.Tensor]
 
@@ -42,18 +44,25 @@ class FitOutcome:
 
 @torch.no_grad()
 def _evaluate(
-    model: nn.Module, log_prob: LogProbFn, tensors: Sequence[torch.Tensor], batch_size: int
+    model: nn.Module, log_prob: LogProbFn, data: Sequence[TrainingData], batch_size: int
 ) -> np.ndarray:
-    """Per-sample log-likelihood (n,) float64 of the rows of ``tensors`` (each (n, ·))."""
+    """Per-sample log-likelihood (n,) float64 of the rows of ``data`` (each (n, ·))."""
     was_training = model.training
     model.eval()
-    n = tensors[0].shape[0]
-    out = []
+    n = n_rows(data[0])
+    device = _device_of(model)
+    # one preallocated output: a list of per-batch results kept alive between the batches' temporaries
+    # fragments the heap (anonymous memory grew by 230 bytes per row over 540k memory-mapped rows)
+    out = np.empty(n, dtype=np.float64)
     for start in range(0, n, batch_size):
-        batch = [t[start : start + batch_size] for t in tensors]
-        out.append(log_prob(batch).detach().to("cpu", torch.float64))
+        batch = [row_slice(t, start, start + batch_size, device) for t in data]
+        out[start : start + batch_size] = log_prob(batch).detach().to("cpu", torch.float64).numpy()
     model.train(was_training)
-    return torch.cat(out).numpy() if out else np.zeros(0)
+    return out
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 def _state_copy(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -64,8 +73,8 @@ def _train(
     model: nn.Module,
     log_prob: LogProbFn,
     params: Sequence[nn.Parameter],
-    train: Sequence[torch.Tensor],
-    val: Sequence[torch.Tensor],
+    train: Sequence[TrainingData],
+    val: Sequence[TrainingData],
     *,
     lr: float,
     batch_size: int,
@@ -80,8 +89,9 @@ def _train(
 ) -> FitOutcome:
     """Minimise the mean NLL of ``train`` (+ ``penalty()``) with Adam; keep the best weights.
 
-    ``train`` and ``val`` are sequences of row-aligned tensors ((n, d_v) target, optionally (n, d_u)
-    context) on the model's device. With ``early_stopping`` the mean NLL on ``val`` is checked after
+    ``train`` and ``val`` are sequences of row-aligned data ((n, d_v) target, optionally (n, d_u)
+    context): tensors on the model's device, or :class:`~flare_core.sufficiency._rows.StandardizedRows`
+    read one mini-batch at a time (a memory-mapped corpus of any size; the same numbers). With ``early_stopping`` the mean NLL on ``val`` is checked after
     every epoch (and before the first when ``evaluate_initial``); training stops after ``patience``
     epochs without improvement and the best weights are restored. Without it, training runs
     ``max_epochs`` and the last weights are kept. A non-finite training loss stops training and
@@ -89,7 +99,8 @@ def _train(
     """
     start_time = time.perf_counter()
     optimizer = torch.optim.Adam(params, lr=lr)
-    n = train[0].shape[0]
+    n = n_rows(train[0])
+    device = _device_of(model)
     history: list[float] = []
     best_state: dict[str, torch.Tensor] | None = None
     best = math.inf
@@ -108,10 +119,10 @@ def _train(
     model.train()
     diverged = False
     for _epoch in range(max_epochs):
-        perm = torch.randperm(n, generator=generator).to(train[0].device)
+        perm = torch.randperm(n, generator=generator).to(device)
         for start in range(0, n, batch_size):
             idx = perm[start : start + batch_size]
-            batch = [t[idx] for t in train]
+            batch = [gather(t, idx, device) for t in train]
             loss = -log_prob(batch).mean()
             if penalty is not None:
                 loss = loss + penalty()

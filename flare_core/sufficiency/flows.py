@@ -42,6 +42,7 @@ from torch import nn
 
 from flare_core.device import pick_device, seed_everything
 from flare_core.sufficiency._config import DictConfig
+from flare_core.sufficiency._rows import StandardizedRows, as_training_data
 from flare_core.sufficiency._standardize import _check_matrix
 from flare_core.sufficiency._training import FitOutcome, _train
 
@@ -209,10 +210,6 @@ def branches(conditional: Flow) -> list[LowRankBranch]:
     return [t.autoregressive_net.branch for t in _made_transforms(conditional)]
 
 
-def _as_tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32), device=device)
-
-
 def fit_marginal_flow(
     v_train: np.ndarray,
     v_val: np.ndarray,
@@ -236,11 +233,15 @@ def fit_marginal_flow(
 
 
 def _fit_marginal(
-    v_train: np.ndarray, v_val: np.ndarray, config: FlowConfig, seed: int, device: torch.device
+    v_train: np.ndarray | StandardizedRows,
+    v_val: np.ndarray | StandardizedRows,
+    config: FlowConfig,
+    seed: int,
+    device: torch.device,
 ) -> FitOutcome:
     generator = seed_everything(seed)
     flow = _build_flow(v_train.shape[1], config, generator).to(device)
-    train, val = [_as_tensor(v_train, device)], [_as_tensor(v_val, device)]
+    train, val = [as_training_data(v_train, device)], [as_training_data(v_val, device)]
     return _train(
         flow,
         lambda batch: flow.log_prob(batch[0]),
@@ -315,10 +316,10 @@ def _deviation_penalty(conditional: Flow, config: FlowConfig) -> tuple[list[nn.P
 
 def _fit_conditional(
     marginal: Flow,
-    u_train: np.ndarray,
-    v_train: np.ndarray,
-    u_val: np.ndarray,
-    v_val: np.ndarray,
+    u_train: np.ndarray | StandardizedRows,
+    v_train: np.ndarray | StandardizedRows,
+    u_val: np.ndarray | StandardizedRows,
+    v_val: np.ndarray | StandardizedRows,
     config: FlowConfig,
     seed: int,
 ) -> FitOutcome:
@@ -332,8 +333,8 @@ def _fit_conditional(
             for p in branch.parameters():
                 p.requires_grad_(True)
     params, penalty = _deviation_penalty(conditional, config)
-    train = [_as_tensor(v_train, device), _as_tensor(u_train, device)]
-    val = [_as_tensor(v_val, device), _as_tensor(u_val, device)]
+    train = [as_training_data(v_train, device), as_training_data(u_train, device)]
+    val = [as_training_data(v_val, device), as_training_data(u_val, device)]
     return _train(
         conditional,
         lambda batch: conditional.log_prob(batch[0], context=batch[1]),

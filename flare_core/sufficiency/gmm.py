@@ -17,6 +17,7 @@ from torch import nn
 
 from flare_core.device import pick_device, seed_everything
 from flare_core.sufficiency._config import DictConfig
+from flare_core.sufficiency._rows import as_training_data, gather
 from flare_core.sufficiency._standardize import _check_matrix
 from flare_core.sufficiency._training import FitOutcome, _train
 
@@ -172,9 +173,10 @@ def _fit_marginal(
     generator = seed_everything(seed)
     n, d = v_train.shape
     pick = torch.randint(0, n, (config.n_modes,), generator=generator)
-    train = [torch.as_tensor(v_train, device=device)]
-    val = [torch.as_tensor(v_val, device=device)]
-    model = DiagonalGMM(d, config.n_modes, config.log_scale_bound, train[0][pick.to(device)]).to(device)
+    train = [as_training_data(v_train, device)]
+    val = [as_training_data(v_val, device)]
+    start_means = gather(train[0], pick.to(device), device)
+    model = DiagonalGMM(d, config.n_modes, config.log_scale_bound, start_means).to(device)
     return _train(
         model,
         lambda batch: model(batch[0]),
@@ -229,8 +231,8 @@ def _fit_conditional(
     d_v = v_train.shape[1]
     hidden = config.hidden_features or d_v
     model = ConditionalGMM(u_train.shape[1], d_v, config.n_modes, hidden, config.log_scale_bound).to(device)
-    train = [torch.as_tensor(v_train, device=device), torch.as_tensor(u_train, device=device)]
-    val = [torch.as_tensor(v_val, device=device), torch.as_tensor(u_val, device=device)]
+    train = [as_training_data(v_train, device), as_training_data(u_train, device)]
+    val = [as_training_data(v_val, device), as_training_data(u_val, device)]
     return _train(
         model,
         lambda batch: model(batch[0], batch[1]),

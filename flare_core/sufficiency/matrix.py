@@ -34,6 +34,7 @@ from flare_core import atomic
 from flare_core.device import pick_device
 from flare_core.executors import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.sufficiency import flows, gmm
+from flare_core.sufficiency._rows import StandardizedRows
 from flare_core.sufficiency._standardize import _derive_seed, _fit_standardizer, _split_indices, _standardize
 from flare_core.sufficiency.flows import FlowConfig
 from flare_core.sufficiency.gmm import GMMConfig
@@ -190,7 +191,7 @@ def _validate_embeddings(embeddings: Mapping[str, np.ndarray]) -> tuple[list[str
     for name in names:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"embedding names must be non-empty strings, got {name!r}")
-        arr = np.asarray(embeddings[name])
+        arr = np.asanyarray(embeddings[name])
         if arr.ndim != 2 or arr.shape[1] < 1:
             raise ValueError(
                 f"embedding {name!r} must be a 2-D array (n, d) with d >= 1, got shape {arr.shape}"
@@ -412,6 +413,16 @@ def _resolve_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
     raise ValueError(f"executor must be an Executor, a name {list(EXECUTORS)} or None, got {executor!r}")
 
 
+_STREAM_BYTES = 256 * 2**20
+
+
+def _streams(x: np.ndarray, stream: bool | None) -> bool:
+    """Whether ``x`` is trained from on-the-fly mini-batches (see ``stream`` in :func:`sufficiency_matrix`)."""
+    if stream is not None:
+        return stream
+    return isinstance(x, np.memmap) and x.nbytes > _STREAM_BYTES
+
+
 def _error_text(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[-1] if text else ''}".strip()
@@ -432,6 +443,7 @@ def sufficiency_matrix(
     should_stop: Callable[[], bool] | None = None,
     executor: Executor | str | None = None,
     on_error: str | None = None,
+    stream: bool | None = None,
 ) -> SufficiencyResult:
     """Estimate IS(a -> b) for every ordered pair a != b with a in ``sources`` and b in ``targets``.
 
@@ -455,6 +467,12 @@ def sufficiency_matrix(
     ``on_error``: "raise" (the default with the local executor) re-raises a unit's exception;
     "continue" (the default with a remote executor) records it in ``result.failed`` (a failed marginal
     fails its target's pairs), leaves NaN in the matrix, stores nothing for it, and goes on.
+
+    ``stream``: True trains every unit from mini-batches gathered and standardised on the fly
+    (:class:`~flare_core.sufficiency._rows.StandardizedRows`), so no standardised copy of an embedding
+    is held in memory and a memory-mapped ``.npy`` (``np.load(path, mmap_mode="r")``) reaches remote
+    tasks as its path; False standardises each embedding in memory once; None (default) streams the
+    memory-mapped embeddings larger than 256 MiB. Both paths give bit-identical numbers.
     """
     names, arrays = _validate_embeddings(embeddings)
     sources = _validate_subset("sources", sources, names)
@@ -469,6 +487,8 @@ def sufficiency_matrix(
         raise ValueError("progress must be callable or None")
     if should_stop is not None and not callable(should_stop):
         raise ValueError("should_stop must be callable or None")
+    if stream is not None and not isinstance(stream, bool):
+        raise ValueError(f"stream must be True, False or None, got {stream!r}")
     if on_error not in (None, *_ON_ERROR):
         raise ValueError(f"on_error must be one of {_ON_ERROR} or None, got {on_error!r}")
     if executor is not None and not isinstance(executor, str | Executor):
@@ -536,11 +556,16 @@ def sufficiency_matrix(
     sources_of = dict(plan)
 
     def _data(name: str) -> tuple[Any, Any]:
-        """Standardised (train, val) arrays of ``name``, shared through the executor once."""
+        """Standardised (train, val) data of ``name``, shared through the executor once."""
         if name not in handles:
-            mean, std = _fit_standardizer(arrays[name][train_idx])
-            z = _standardize(arrays[name], mean, std)
-            handles[name] = (ex.put(z[train_idx]), ex.put(z[val_idx]))
+            x = arrays[name]
+            mean, std = _fit_standardizer(x, train_idx)
+            if _streams(x, stream):
+                train = StandardizedRows(x, train_idx, mean, std)
+                handles[name] = (ex.put(train), ex.put(StandardizedRows(x, val_idx, mean, std)))
+            else:
+                z = _standardize(x, mean, std)
+                handles[name] = (ex.put(z[train_idx]), ex.put(z[val_idx]))
         return handles[name]
 
     def _state(target: str) -> Any:
