@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -43,8 +44,19 @@ class FitOutcome:
 
 
 @torch.no_grad()
+def _autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on ``device`` when ``enabled`` (matrix products in bf16, sums in float32)."""
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
 def _evaluate(
-    model: nn.Module, log_prob: LogProbFn, data: Sequence[TrainingData], batch_size: int
+    model: nn.Module,
+    log_prob: LogProbFn,
+    data: Sequence[TrainingData],
+    batch_size: int,
+    autocast: bool = False,
 ) -> np.ndarray:
     """Per-sample log-likelihood (n,) float64 of the rows of ``data`` (each (n, ·))."""
     was_training = model.training
@@ -56,7 +68,9 @@ def _evaluate(
     out = np.empty(n, dtype=np.float64)
     for start in range(0, n, batch_size):
         batch = [row_slice(t, start, start + batch_size, device) for t in data]
-        out[start : start + batch_size] = log_prob(batch).detach().to("cpu", torch.float64).numpy()
+        with _autocast(device, autocast):
+            logp = log_prob(batch)
+        out[start : start + batch_size] = logp.detach().to("cpu", torch.float64).numpy()
     model.train(was_training)
     return out
 
@@ -86,6 +100,7 @@ def _train(
     penalty: PenaltyFn | None = None,
     grad_clip: float | None = None,
     eval_batch_size: int = 2048,
+    autocast: bool = False,
 ) -> FitOutcome:
     """Minimise the mean NLL of ``train`` (+ ``penalty()``) with Adam; keep the best weights.
 
@@ -95,7 +110,8 @@ def _train(
     every epoch (and before the first when ``evaluate_initial``); training stops after ``patience``
     epochs without improvement and the best weights are restored. Without it, training runs
     ``max_epochs`` and the last weights are kept. A non-finite training loss stops training and
-    restores the best weights seen so far.
+    restores the best weights seen so far. ``autocast`` runs the forward passes under bfloat16 autocast
+    (the model decides which of its parts stay float32; see ``FlowConfig.autocast``).
     """
     start_time = time.perf_counter()
     optimizer = torch.optim.Adam(params, lr=lr)
@@ -108,7 +124,7 @@ def _train(
     epochs = 0
 
     def _monitor() -> float:
-        value = float(-_evaluate(model, log_prob, val, eval_batch_size).mean())
+        value = float(-_evaluate(model, log_prob, val, eval_batch_size, autocast).mean())
         return value if math.isfinite(value) else math.inf
 
     if early_stopping and evaluate_initial:
@@ -123,7 +139,8 @@ def _train(
         for start in range(0, n, batch_size):
             idx = perm[start : start + batch_size]
             batch = [gather(t, idx, device) for t in train]
-            loss = -log_prob(batch).mean()
+            with _autocast(device, autocast):
+                loss = -log_prob(batch).mean()
             if penalty is not None:
                 loss = loss + penalty()
             if not torch.isfinite(loss):
@@ -149,6 +166,6 @@ def _train(
     if best_state is not None and (early_stopping or diverged):
         model.load_state_dict(best_state)
     model.eval()
-    logp_train = _evaluate(model, log_prob, train, eval_batch_size)
-    logp_val = _evaluate(model, log_prob, val, eval_batch_size)
+    logp_train = _evaluate(model, log_prob, train, eval_batch_size, autocast)
+    logp_val = _evaluate(model, log_prob, val, eval_batch_size, autocast)
     return FitOutcome(model, logp_train, logp_val, epochs, time.perf_counter() - start_time, history)

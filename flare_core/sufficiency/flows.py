@@ -61,6 +61,10 @@ class FlowConfig(DictConfig):
     conditions each output on at most the first ``hidden_features`` inputs of its ordering; the random
     permutations change that ordering between transforms. The conditional flow is fine-tuned from the
     marginal (``train_backbone``) with a rank-64 branch and ``l2_deviation`` 1e-3.
+
+    ``autocast`` (for GPUs with bfloat16 tensor cores) runs the MADE conditioners' matrix products in
+    bfloat16 and casts each conditioner's output back to float32, so the affine or spline transform, its
+    log|det J| and the base log-density are computed and summed in float32.
     """
 
     flow: str = "maf"
@@ -79,6 +83,7 @@ class FlowConfig(DictConfig):
     train_backbone: bool = True
     grad_clip: float | None = 5.0
     eval_batch_size: int = 2048
+    autocast: bool = False
 
     def __post_init__(self) -> None:
         if self.flow not in _FLOWS:
@@ -97,6 +102,8 @@ class FlowConfig(DictConfig):
             raise ValueError(f"tail_bound must be positive, got {self.tail_bound!r}")
         if not (self.l2_deviation >= 0 and np.isfinite(self.l2_deviation)):
             raise ValueError(f"l2_deviation must be a finite number >= 0, got {self.l2_deviation!r}")
+        if not isinstance(self.autocast, bool):
+            raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
         if self.grad_clip is not None and not self.grad_clip > 0:
             raise ValueError(f"grad_clip must be positive or None, got {self.grad_clip!r}")
 
@@ -184,6 +191,19 @@ def _made_transforms(flow: Flow) -> list[AutoregressiveTransform]:
     return [t for t in flow._transform._transforms if isinstance(t, AutoregressiveTransform)]
 
 
+def _float32_output(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
+    return output.float()
+
+
+def _keep_transforms_in_float32(flow: Flow) -> Flow:
+    """Cast every conditioner's output to float32 (under autocast its last layer returns bfloat16)."""
+    for transform in _made_transforms(flow):
+        net = transform.autoregressive_net
+        if _float32_output not in net._forward_hooks.values():
+            net.register_forward_hook(_float32_output)
+    return flow
+
+
 def make_conditional(marginal: Flow, context_features: int, config: FlowConfig, seed: int) -> Flow:
     """Deep-copy ``marginal`` and wrap each MADE in a :class:`ConditionedMADE` of rank ``config.rank``.
 
@@ -241,6 +261,8 @@ def _fit_marginal(
 ) -> FitOutcome:
     generator = seed_everything(seed)
     flow = _build_flow(v_train.shape[1], config, generator).to(device)
+    if config.autocast:
+        _keep_transforms_in_float32(flow)
     train, val = [as_training_data(v_train, device)], [as_training_data(v_val, device)]
     return _train(
         flow,
@@ -255,6 +277,7 @@ def _fit_marginal(
         generator=generator,
         grad_clip=config.grad_clip,
         eval_batch_size=config.eval_batch_size,
+        autocast=config.autocast,
     )
 
 
@@ -326,6 +349,8 @@ def _fit_conditional(
     generator = seed_everything(seed)
     device = next(marginal.parameters()).device
     conditional = make_conditional(marginal, u_train.shape[1], config, seed)
+    if config.autocast:
+        _keep_transforms_in_float32(conditional)
     if not config.train_backbone:
         for p in conditional.parameters():
             p.requires_grad_(False)
@@ -350,6 +375,7 @@ def _fit_conditional(
         penalty=penalty,
         grad_clip=config.grad_clip,
         eval_batch_size=config.eval_batch_size,
+        autocast=config.autocast,
     )
 
 

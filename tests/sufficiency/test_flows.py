@@ -7,6 +7,7 @@ import torch
 from flare_core.sufficiency.flows import (
     ConditionedMADE,
     FlowConfig,
+    _made_transforms,
     branches,
     fit_conditional_flow,
     fit_marginal_flow,
@@ -38,6 +39,40 @@ def test_conditional_equals_marginal_at_step_zero(flow):
     # every MADE is wrapped, the marginal itself is untouched
     assert len(branches(conditional)) == cfg.n_transforms
     assert not any(isinstance(m, ConditionedMADE) for m in marginal.modules())
+
+
+def test_autocast_keeps_transforms_and_log_det_in_float32():
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal((120, 5)).astype(np.float32)
+    cfg = FlowConfig(n_transforms=2, hidden_features=16, rank=4, max_epochs=1, patience=1, autocast=True)
+    outcome = fit_marginal_flow(v[:100], v[100:], cfg, seed=0, device="cpu")
+    flow = outcome.model
+    seen: dict[str, torch.dtype] = {}
+
+    def record(name):
+        def hook(module, inputs, output):
+            seen.setdefault(name, output.dtype)
+
+        return hook
+
+    made = _made_transforms(flow)[0].autoregressive_net
+    hooks = [
+        made.initial_layer.register_forward_hook(record("layer")),
+        made.register_forward_hook(record("conditioner")),
+    ]
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        logp = flow.log_prob(torch.as_tensor(v[:10]))
+    for hook in hooks:
+        hook.remove()
+    assert seen == {"layer": torch.bfloat16, "conditioner": torch.float32}
+    assert logp.dtype == torch.float32
+    assert_finite(outcome.logp_val)
+    # the conditional built from it casts its conditioners too
+    conditional = make_conditional(flow, 3, cfg, seed=1)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert (
+            conditional.log_prob(torch.as_tensor(v[:10]), context=torch.randn(10, 3)).dtype == torch.float32
+        )
 
 
 def test_gradients_reach_both_low_rank_factors():
@@ -80,6 +115,8 @@ def test_flow_config_validation():
         FlowConfig(rank=0)
     with pytest.raises(ValueError, match="lr must be"):
         FlowConfig(lr=-1.0)
+    with pytest.raises(ValueError, match="autocast must be True or False"):
+        FlowConfig(autocast="bf16")
     with pytest.raises(ValueError, match="unknown FlowConfig fields"):
         FlowConfig.from_dict({"flow": "maf", "depth": 3})
     assert FlowConfig.from_dict(FlowConfig.fast().to_dict()) == FlowConfig.fast()
