@@ -1,15 +1,17 @@
-"""Benchmark: the same sufficiency matrix on the local executor and on a local Ray instance.
+"""Benchmark: the same sufficiency matrix serially in this process, on a local process pool and on Ray.
 
 Usage::
 
-    python bench/executors.py                          # 6 synthetic models, GMM fast, 2 Ray CPUs
-    python bench/executors.py --n 2000 --num-cpus 4 --estimator flow
+    python bench/executors.py                          # 6 synthetic models, GMM fast, 2 workers, 2 Ray CPUs
+    python bench/executors.py --n 2000 --workers 4 --num-cpus 4 --estimator flow
     python bench/executors.py --address auto           # an existing cluster instead of a local instance
 
-Prints the wall time of each executor (the Ray figure includes starting the instance and its
-workers, and is also given without it), whether the two IS matrices are identical, and the ratio
-Ray / local: below 1 when the cluster's parallelism beats the per-task overhead (scheduling, shipping
-arrays and marginal weights, importing torch in each worker).
+Prints the wall time of each executor: serial local (the reference), the local process pool
+(``LocalExecutor(workers=N)``, one torch thread per worker; the first matrix includes starting the
+workers, the second reuses them) and Ray (the figure includes starting the instance and its workers,
+and is also given without it); whether each IS matrix is identical to the serial one, and the ratios
+to serial: below 1 when the parallelism beats the per-task overhead (pickling arrays and marginal
+weights, importing torch in each worker).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flare_core.executors import LocalExecutor, RayExecutor  # noqa: E402
-from flare_core.sufficiency import FlowConfig, GMMConfig, sufficiency_matrix  # noqa: E402
+from flare_core.sufficiency import FlowConfig, GMMConfig, SufficiencyResult, sufficiency_matrix  # noqa: E402
 
 
 def synthetic_pool(n: int, dims: list[int], seed: int, latent: int = 16) -> dict[str, np.ndarray]:
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=1000, help="rows (texts)")
     parser.add_argument("--dims", default="32,48,16,24,64,32", help="comma-separated model widths")
     parser.add_argument("--estimator", choices=["gmm", "flow"], default="gmm")
+    parser.add_argument("--workers", type=int, default=2, help="processes of the local pool")
     parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray instance")
+    parser.add_argument("--no-ray", action="store_true", help="skip Ray (serial and process pool only)")
     parser.add_argument("--address", default=None, help="join this Ray cluster instead")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -63,6 +67,23 @@ def main(argv: list[str] | None = None) -> int:
     local = sufficiency_matrix(pool, executor=LocalExecutor(), **kwargs)
     t_local = time.perf_counter() - start
     print(f"local (1 process, 1 thread):   {t_local:7.2f} s")
+
+    pool_ex = LocalExecutor(workers=args.workers, threads_per_worker=1)
+    try:
+        start = time.perf_counter()
+        pooled = sufficiency_matrix(pool, executor=pool_ex, **kwargs)
+        t_pool = time.perf_counter() - start
+        start = time.perf_counter()
+        sufficiency_matrix(pool, executor=pool_ex, **kwargs)  # warm workers: torch already imported
+        t_pool_warm = time.perf_counter() - start
+    finally:
+        pool_ex.close()
+    pool_same = _same(local, pooled)
+    print(f"local pool ({args.workers} processes, 1 thread each): first matrix {t_pool:7.2f} s "
+          f"(starts the workers), warm matrix {t_pool_warm:7.2f} s; identical IS matrix: {pool_same}")  # fmt: skip
+    print(f"ratio pool / serial: {t_pool / t_local:.2f} (cold workers), {t_pool_warm / t_local:.2f} (warm)")
+    if args.no_ray:
+        return 0 if pool_same else 1
 
     start = time.perf_counter()
     if args.address:
@@ -81,14 +102,17 @@ def main(argv: list[str] | None = None) -> int:
         ray_ex.close()
     where = args.address or f"local instance, {args.num_cpus} CPUs"
     print(f"ray ({where}): init {t_init:6.2f} s + first matrix {t_ray:7.2f} s, warm matrix {t_warm:7.2f} s")
-    same = bool(
-        np.array_equal(local.is_matrix.to_numpy(), remote.is_matrix.to_numpy(), equal_nan=True)
-        and remote.failed.empty
-    )
-    print(f"identical IS matrices: {same}")
-    print(f"ratio ray / local: {(t_init + t_ray) / t_local:.2f} (with init), {t_ray / t_local:.2f} (cold "
+    same = _same(local, remote)
+    print(f"identical IS matrix (ray): {same}")
+    print(f"ratio ray / serial: {(t_init + t_ray) / t_local:.2f} (with init), {t_ray / t_local:.2f} (cold "
           f"workers), {t_warm / t_local:.2f} (warm workers)")  # fmt: skip
-    return 0 if same else 1
+    return 0 if same and pool_same else 1
+
+
+def _same(reference: SufficiencyResult, other: SufficiencyResult) -> bool:
+    """Whether ``other`` has no failure and the same IS matrix as ``reference``, bit for bit."""
+    matrix_a, matrix_b = reference.is_matrix.to_numpy(), other.is_matrix.to_numpy()
+    return bool(np.array_equal(matrix_a, matrix_b, equal_nan=True) and other.failed.empty)
 
 
 if __name__ == "__main__":

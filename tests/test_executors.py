@@ -1,12 +1,17 @@
-"""Executors: local and Ray give the same IS matrix; failures are reported; killed workers are retried."""
+"""Executors: serial local, the local process pool and Ray give the same IS matrix; failures are reported;
+killed workers are retried; cancel and close stop the worker processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -97,6 +102,8 @@ def test_local_executor_runs_in_submission_order_and_reports_errors():
     assert [o.key for o in outcomes] == [0, 1, 2]
     assert [o.value for o in outcomes] == [9, None, 4]
     assert isinstance(outcomes[1].error, ValueError) and not outcomes[1].ok
+    here = f"{socket.gethostname()}:{os.getpid()}"
+    assert all(o.worker == here and o.seconds is not None and o.seconds >= 0 for o in outcomes)
 
 
 def test_executor_validation():
@@ -110,7 +117,7 @@ def test_executor_validation():
         ex.wait()
     with pytest.raises(ValueError, match="unknown executor"):
         get_executor("dask")
-    with pytest.raises(ValueError, match="no options"):
+    with pytest.raises(ValueError, match=r"unknown options \['address'\]"):
         get_executor("local", address="auto")
     with pytest.raises(ValueError, match="num_gpus"):
         Resources(num_gpus=-1)
@@ -348,6 +355,280 @@ def test_ray_executor_map_unordered(ray_executor):
     assert outcomes[3].value == 9 and outcomes[4].value == 16
     assert isinstance(outcomes[-2].error, ValueError) and "negative -2" in str(outcomes[-2].error)
     assert ray_executor.in_flight() == 0
+    for key in (3, 4):  # the Ray worker that ran the task, and the task's time there
+        assert _pid(outcomes[key].worker) != os.getpid() and outcomes[key].seconds >= 0
+
+
+# ---------------------------------------------------------------- local process pool (2 spawned workers)
+#
+# A spawned worker rebuilds each task's function by importing its module by name: the helpers below are
+# module-level functions of ``tests.test_executors``, importable in the workers because pytest puts the
+# repository root on ``sys.path`` (``pythonpath = ["."]``) and spawn passes ``sys.path`` on to them.
+
+_SERIAL: dict[tuple[str, str, int], SufficiencyResult] = {}
+
+
+def _serial(estimator: str, config: FlowConfig | GMMConfig, seed: int = 0) -> SufficiencyResult:
+    """The in-process, one-thread matrix of ``_pool()`` (computed once per test session)."""
+    key = (estimator, repr(config), seed)
+    if key not in _SERIAL:
+        assert torch.get_num_threads() == 1
+        _SERIAL[key] = sufficiency_matrix(
+            _pool(), estimator=estimator, config=config, device="cpu", seed=seed
+        )
+    return _SERIAL[key]
+
+
+def _pid(worker: str | None) -> int:
+    assert worker is not None and worker.startswith(f"{socket.gethostname()}:"), worker
+    return int(worker.rsplit(":", 1)[1])
+
+
+def _sleep_then(seconds: float, value: Any) -> Any:
+    time.sleep(seconds)
+    return value
+
+
+def _sigkilled_once(marker: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """SIGKILL this worker process the first time (no marker yet); run ``fn(*args)`` on the retry."""
+    if not os.path.exists(marker):
+        Path(marker).touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return fn(*args)
+
+
+def _sigkilled_always(attempts_dir: str, *task: Any) -> None:
+    """Leave one file per attempt in ``attempts_dir``, then SIGKILL this worker (``task`` never runs)."""
+    Path(attempts_dir, f"attempt-{os.getpid()}").touch()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _announce_then_sleep(folder: str, name: str, seconds: float) -> None:
+    """Write this worker's pid to ``folder/name`` once started, then sleep ``seconds``."""
+    Path(folder, f"{name}.tmp").write_text(str(os.getpid()))
+    os.replace(Path(folder, f"{name}.tmp"), Path(folder, name))
+    time.sleep(seconds)
+
+
+def _children() -> dict[int, str]:
+    """pid -> command line of every live child process of this one (Linux /proc)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def process_pool():
+    """One pool for the tests below (they run in file order; the last one cancels and closes it, and
+    a closed pool starts new workers when given a task, so any order works, only slower)."""
+    ex = LocalExecutor(workers=2, threads_per_worker=1, max_retries=1)
+    yield ex
+    ex.close()
+
+
+def test_local_executor_arguments():
+    serial = LocalExecutor()
+    assert (serial.workers, serial.remote, serial.max_in_flight) == (1, False, 1)
+    assert isinstance(get_executor("local", workers=1), LocalExecutor)
+    pool = get_executor("local", workers=3, threads_per_worker=2, max_retries=0)
+    assert isinstance(pool, LocalExecutor) and pool.remote and pool.max_in_flight == 4
+    assert (pool.workers, pool.threads_per_worker, pool.max_retries) == (3, 2, 0)
+    pool.close()
+    for kwargs, match in [
+        ({"workers": 0}, "workers must be an integer >= 1"),
+        ({"workers": -2}, "workers must be an integer >= 1"),
+        ({"workers": True}, "workers must be an integer >= 1"),
+        ({"workers": 2.0}, "workers must be an integer >= 1"),
+        ({"workers": "2"}, "workers must be an integer >= 1"),
+        ({"workers": None}, "workers must be an integer >= 1"),
+        ({"threads_per_worker": 0}, "threads_per_worker must be an integer >= 1 or None"),
+        ({"threads_per_worker": False}, "threads_per_worker must be an integer >= 1 or None"),
+        ({"threads_per_worker": 1.5}, "threads_per_worker must be an integer >= 1 or None"),
+        ({"max_retries": -1}, "max_retries must be an integer >= 0"),
+        ({"max_retries": True}, "max_retries must be an integer >= 0"),
+        ({"max_retries": None}, "max_retries must be an integer >= 0"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            LocalExecutor(**kwargs)
+        with pytest.raises(ValueError, match=match):
+            get_executor("local", **kwargs)
+    with pytest.raises(ValueError, match=r"unknown options \['threads'\]"):
+        get_executor("local", workers=2, threads=2)
+    with pytest.raises(TypeError):
+        LocalExecutor(2, 1)  # type: ignore[misc]  # threads_per_worker is keyword-only
+
+
+def test_process_pool_refuses_tasks_it_cannot_send():
+    ex = LocalExecutor(workers=2)
+    with pytest.raises(ValueError, match="cannot be sent to a worker process"):
+        ex.submit("lambda", lambda: 1)
+    with pytest.raises(ValueError, match="cannot be sent to a worker process"):
+        ex.submit("args", _square, (lambda: 1,))
+    assert ex.in_flight() == 0
+    with pytest.raises(ValueError, match="no task in flight"):
+        ex.wait(timeout=0)
+    ex.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator,config", [("gmm", GMMConfig.fast()), ("flow", FlowConfig.fast())])
+def test_process_pool_matrix_equals_serial_matrix(process_pool, tmp_path, estimator, config):
+    serial = _serial(estimator, config, seed=3)
+    events: list[dict] = []
+    pooled = sufficiency_matrix(
+        _pool(),
+        estimator=estimator,
+        config=config,
+        device="cpu",
+        seed=3,
+        executor=process_pool,
+        store_dir=tmp_path,
+        progress=events.append,
+    )
+    _assert_same_numbers(serial, pooled)
+    assert pooled.failed.empty and process_pool.in_flight() == 0
+    assert sorted(e["done"] for e in events) == list(range(1, 10))
+    stages = [(e["stage"], e["target"]) for e in events]
+    for target in ("a", "b", "c"):  # every pair is reported after its target's marginal
+        first = stages.index(("marginal", target))
+        assert all(i > first for i, s in enumerate(stages) if s == ("conditional", target))
+    resumed = sufficiency_matrix(
+        _pool(), estimator=estimator, config=config, device="cpu", seed=3, store_dir=tmp_path
+    )
+    _assert_same_numbers(serial, resumed)
+
+
+@pytest.mark.slow
+def test_process_pool_outcomes_name_their_worker_time_and_error(process_pool):
+    tasks = [(("sleep", i), (_sleep_then, (0.3, i))) for i in range(4)]
+    tasks += [("square", (_square, (3,))), ("raises", (_square, (-1,)))]
+    for key, (fn, args) in tasks:
+        process_pool.submit(key, fn, args)
+    outcomes = {}
+    while process_pool.in_flight():
+        outcome = process_pool.wait()
+        outcomes[outcome.key] = outcome
+    assert [outcomes[("sleep", i)].value for i in range(4)] == [0, 1, 2, 3]
+    assert all(0.3 <= outcomes[("sleep", i)].seconds < 5 for i in range(4))
+    pids = {_pid(o.worker) for o in outcomes.values()}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    assert outcomes["square"].value == 9 and outcomes["square"].seconds >= 0
+    raised = outcomes["raises"]
+    assert isinstance(raised.error, ValueError) and str(raised.error) == "negative -1" and not raised.ok
+    assert "in _square" in str(raised.error.__cause__)  # the worker's traceback
+    assert _pid(raised.worker) in pids and raised.seconds >= 0
+
+
+@pytest.mark.slow
+def test_process_pool_matrix_with_raising_and_killed_tasks(process_pool, tmp_path):
+    marker, attempts = tmp_path / "killed-once", tmp_path / "attempts"
+    attempts.mkdir()
+    faulty = _Faults(
+        process_pool,
+        {
+            ("conditional", "a", "b"): (_sigkilled_once, (str(marker),)),
+            ("conditional", "b", "c"): (_sigkilled_always, (str(attempts),)),
+            ("conditional", "c", "a"): (_raises, ()),
+        },
+    )
+    events: list[dict] = []
+    result = sufficiency_matrix(
+        _pool(),
+        estimator="gmm",
+        config=GMMConfig.fast(),
+        device="cpu",
+        seed=3,
+        executor=faulty,
+        progress=events.append,
+    )
+    assert marker.exists()  # the first attempt of (a, b) died with its worker and was run again
+    assert len(list(attempts.iterdir())) == 2  # (b, c) killed its worker on the first run and the retry
+    assert sorted(result.failed_pairs) == [("b", "c"), ("c", "a")]  # remote: on_error is "continue"
+    errors = {(row.source, row.target): row.error for row in result.failed.itertuples()}
+    assert errors[("c", "a")] == "ArithmeticError: this pair fails on purpose"
+    assert errors[("b", "c")] == (
+        "WorkerDied: the worker process running task ('conditional', 'b', 'c') died (killed by SIGKILL) "
+        "on each of its 2 attempts (max_retries=1)"
+    )
+    assert len(events) == 9 and sum("error" in e for e in events) == 2
+    _assert_same_numbers(_serial("gmm", GMMConfig.fast(), seed=3), result, skip={("b", "c"), ("c", "a")})
+
+
+@pytest.mark.slow
+def test_process_pool_cancel_then_resume(process_pool, tmp_path):
+    events: list[dict] = []
+    with pytest.raises(Cancelled):
+        sufficiency_matrix(
+            _pool(),
+            estimator="gmm",
+            config=QUICK_GMM,
+            device="cpu",
+            executor=process_pool,
+            store_dir=tmp_path,
+            progress=events.append,
+            should_stop=lambda: len(events) >= 4,
+        )
+    assert process_pool.in_flight() == 0
+    stored = len(list(tmp_path.glob("*/*.json")))
+    assert stored == len(events) >= 4
+    events = []
+    resumed = sufficiency_matrix(
+        _pool(),
+        estimator="gmm",
+        config=QUICK_GMM,
+        device="cpu",
+        executor=process_pool,
+        store_dir=tmp_path,
+        progress=events.append,
+    )
+    assert sum(e["resumed"] for e in events) == stored
+    _assert_same_numbers(_serial("gmm", QUICK_GMM), resumed)
+
+
+@pytest.mark.slow
+def test_process_pool_cancel_stops_running_tasks_and_close_leaves_no_process(process_pool, tmp_path):
+    ex = process_pool
+    for name in ("first", "second", "queued"):
+        ex.submit(name, _announce_then_sleep, (str(tmp_path), name, 60.0))
+    assert ex.wait(timeout=0.2) is None and ex.in_flight() == 3
+    deadline = time.monotonic() + 120  # workers that are not running yet start (spawn, import torch)
+    while not ((tmp_path / "first").exists() and (tmp_path / "second").exists()):
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.05)
+    sleepers = [int((tmp_path / name).read_text()) for name in ("first", "second")]
+    assert len(set(sleepers)) == 2 and os.getpid() not in sleepers
+
+    start = time.monotonic()
+    ex.cancel()
+    assert time.monotonic() - start < 5
+    assert ex.in_flight() == 0 and not (tmp_path / "queued").exists()
+    assert not any(_alive(pid) for pid in sleepers)
+    with pytest.raises(ValueError, match="no task in flight"):
+        ex.wait()
+
+    ex.submit("after cancel", _square, (5,))  # a fresh worker takes over
+    outcome = ex.wait(timeout=120)
+    assert outcome is not None and outcome.value == 25 and _pid(outcome.worker) not in sleepers
+    ex.close()
+    assert not _alive(_pid(outcome.worker))
+    # no worker survives close(); multiprocessing's resource tracker (started by the first spawn, one per
+    # interpreter, shared by everything that uses multiprocessing) stays until the interpreter exits
+    left = [cmd for cmd in _children().values() if "multiprocessing" in cmd]
+    assert all("resource_tracker" in cmd for cmd in left), left
 
 
 # ---------------------------------------------------------------- memory of embedding large corpora
