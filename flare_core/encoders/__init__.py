@@ -5,21 +5,24 @@ Typical use::
     from flare_core.encoders import load_encoder, embed
     enc = load_encoder("all-MiniLM-L6-v2")
     emb = embed(enc, texts, corpus_hash=corpus.content_hash, cache_dir="runs/.emb-cache")  # (N, 384) float32
+    states = write_token_states(enc, texts, "runs/tokens")  # on disk; states[i] is (n_i, 384) float32
 """
 
 from __future__ import annotations
 
 from .base import Encoder, ModelSpec, ModelUnavailable
-from .cache import cache_key, cache_key_fields, embed
+from .cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
 from .controls import TfidfSvdEncoder, texts_hash
 from .precomputed import PrecomputedEncoder, load_precomputed
 from .registry import BUILTIN_IDS, CONTROL_IDS, get_spec, is_available, list_models, load_encoder
 from .static import GloveEncoder, TokenlearnStaticEncoder
+from .token_store import TokenStates, write_token_states
 from .transformer import SentenceTransformerEncoder, TransformerEncoder, random_init_transformer
 
 __all__ = [
     "BUILTIN_IDS",
     "CONTROL_IDS",
+    "DEFAULT_CHUNK_SIZE",
     "Encoder",
     "GloveEncoder",
     "ModelSpec",
@@ -27,6 +30,7 @@ __all__ = [
     "PrecomputedEncoder",
     "SentenceTransformerEncoder",
     "TfidfSvdEncoder",
+    "TokenStates",
     "TokenlearnStaticEncoder",
     "TransformerEncoder",
     "cache_key",
@@ -39,4 +43,5 @@ __all__ = [
     "load_precomputed",
     "random_init_transformer",
     "texts_hash",
+    "write_token_states",
 ]

@@ -81,8 +81,8 @@ def test_no_cache_dir_always_computes(inner):
 
 def test_corrupt_entry_is_recomputed(inner, tmp_path):
     enc = CountingEncoder(inner)
-    first = embed(enc, CORPUS, corpus_hash=CORPUS_HASH, cache_dir=tmp_path)
-    (npy,) = tmp_path.glob("*.npy")
+    first = np.array(embed(enc, CORPUS, corpus_hash=CORPUS_HASH, cache_dir=tmp_path))  # a copy: the file
+    (npy,) = tmp_path.glob("*.npy")  # is about to be overwritten in place, under any memmap of it
     npy.write_bytes(b"not an npy file")
     again = embed(enc, CORPUS, corpus_hash=CORPUS_HASH, cache_dir=tmp_path)
     assert enc.calls == 2
