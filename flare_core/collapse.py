@@ -58,6 +58,7 @@ import pandas as pd
 import torch
 
 from flare_core.device import pick_device
+from flare_core.encoders.token_store import TokenStates
 
 ArrayLike = np.ndarray | torch.Tensor
 Progress = Callable[[int, int], None]
@@ -416,6 +417,33 @@ def _nuclear_from_g(g: torch.Tensor) -> torch.Tensor:
     return torch.linalg.eigvalsh(m).clamp_min(0.0).sqrt().sum(dim=-1)
 
 
+class _TextBlocks(Sequence[torch.Tensor]):
+    """The blocks of texts read from a token store on demand: ``[t]`` is text t's centred, scaled
+    ``(n_t, d)`` matrix in ``dtype``, computed exactly as :func:`pair_distances` computes it in memory."""
+
+    def __init__(
+        self,
+        tokens: Sequence[Any],
+        means: torch.Tensor,
+        scales: list[float],
+        dtype: torch.dtype,
+        normalize: bool,
+    ) -> None:
+        self.tokens, self.means, self.scales = tokens, means, scales
+        self.dtype, self.normalize = dtype, normalize
+        self.device = torch.device("cpu")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __getitem__(self, t: int) -> torch.Tensor:  # type: ignore[override]
+        x = _as_matrix(self.tokens[t], f"tokens[{t}]").cpu().to(torch.float64)
+        if self.normalize:
+            x = x / self.scales[t]
+        block = (x - self.means[t]) / math.sqrt(x.shape[0])
+        return block.to(self.dtype).to(self.device)
+
+
 class _Store:
     """Normalised, centred, ``1/sqrt(n)``-scaled token matrices of all texts, ready to gather.
 
@@ -498,10 +526,15 @@ def _batched_nuclear(
     padded = None
     if len(blocks) * n_max * d * itemsize <= budget:
         padded = torch.zeros((len(blocks), n_max, d), dtype=dtype, device=dev)
-        for t, b in enumerate(blocks):
+        for t in range(len(blocks)):
+            b = blocks[t]
             padded[t, : b.shape[0]] = b
-        blocks.clear()  # the padded copy replaces them (internal list owned by pair_distances)
+        if isinstance(blocks, list):
+            blocks.clear()  # the padded copy replaces them (internal list owned by pair_distances)
         store = _Store([], lengths, padded)
+    elif isinstance(blocks, _TextBlocks):
+        blocks.device = dev  # each text's block is rebuilt from disk when a chunk needs it
+        store = _Store(blocks, lengths, None)
     else:
         store = _Store([b.to(dev) for b in blocks], lengths, None)
 
@@ -599,18 +632,15 @@ def pair_distances(
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     if isinstance(tokens, np.ndarray | torch.Tensor) and getattr(tokens, "ndim", 0) == 2:
         raise ValueError("tokens must be a sequence of (n_i, d) matrices, one per text, not a single matrix")
-    mats = [_as_matrix(x, f"tokens[{k}]").cpu() for k, x in enumerate(tokens)]
-    if len(mats) < 1:
+    n_texts = len(tokens)
+    if n_texts < 1:
         raise ValueError("tokens is empty: need at least one text")
-    dims = {m.shape[1] for m in mats}
-    if len(dims) != 1:
-        raise ValueError(f"all token matrices must have the same dimension, got {sorted(dims)}")
     if pairs is None:
-        if len(mats) < 2:
+        if n_texts < 2:
             raise ValueError("need at least 2 texts for all pairs")
-        pairs_arr = sample_pairs(len(mats), "all")
+        pairs_arr = sample_pairs(n_texts, "all")
     else:
-        pairs_arr = _check_pairs(pairs, len(mats))
+        pairs_arr = _check_pairs(pairs, n_texts)
     if chunk_size is not None and (
         isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
     ):
@@ -621,12 +651,23 @@ def pair_distances(
     if dev.type == "mps" and dtype == torch.float64:
         raise ValueError("float64 is not supported on MPS; use dtype=torch.float32 or device='cpu'")
 
-    # per text, in float64: scale, mean, centred 1/sqrt(n) block (kept in `dtype` only), trace
-    means_l, traces_l, blocks = [], [], []
+    # per text, in float64: scale, mean, trace, and the centred 1/sqrt(n) block in `dtype`: kept for
+    # texts held in memory, rebuilt from the store on demand for a TokenStates store on disk
+    on_disk = isinstance(tokens, TokenStates)
+    means_l, traces_l, scales, lengths_l, blocks = [], [], [], [], []
     bad = []
-    for k, m in enumerate(mats):
+    dim = None
+    for k in range(n_texts):
+        m = _as_matrix(tokens[k], f"tokens[{k}]").cpu()
+        if dim is None:
+            dim = m.shape[1]
+        elif m.shape[1] != dim:
+            raise ValueError(
+                f"all token matrices must have the same dimension, got {sorted({dim, m.shape[1]})}"
+            )
         x = m.to(torch.float64)
         mu = x.mean(dim=0)
+        norm = 1.0
         if normalize:
             norm = float(torch.linalg.vector_norm(mu))
             if not norm > 0.0:
@@ -635,14 +676,18 @@ def pair_distances(
             x, mu = x / norm, mu / norm
         b = (x - mu) / math.sqrt(x.shape[0])
         means_l.append(mu)
+        scales.append(norm)
+        lengths_l.append(x.shape[0])
         traces_l.append(float((b * b).sum()))  # tr Sigma_t
-        if eps is None:
+        if eps is None and not on_disk:
             blocks.append(b.to(dtype))
     if bad:
         raise ValueError(f"texts {bad[:5]} have a zero mean token state: cannot normalise")
     means = torch.stack(means_l)  # (T, d)
     traces = np.array(traces_l)  # (T,)
-    lengths = np.array([m.shape[0] for m in mats], dtype=np.int64)
+    lengths = np.array(lengths_l, dtype=np.int64)
+    if eps is None and on_disk:
+        blocks = _TextBlocks(tokens, means, scales, dtype, normalize)
 
     n_pairs = len(pairs_arr)
     ii, jj = pairs_arr[:, 0], pairs_arr[:, 1]
@@ -655,7 +700,8 @@ def pair_distances(
     bw2 = np.zeros(n_pairs, dtype=np.float64)
     if eps is not None:
         for k in range(n_pairs):
-            x1, x2 = mats[ii[k]].to(torch.float64), mats[jj[k]].to(torch.float64)
+            x1 = _as_matrix(tokens[ii[k]], f"tokens[{ii[k]}]").cpu().to(torch.float64)
+            x2 = _as_matrix(tokens[jj[k]], f"tokens[{jj[k]}]").cpu().to(torch.float64)
             if normalize:
                 x1, x2 = _normalize(x1), _normalize(x2)
             bw2[k] = _bw2_reference(x1, x2, float(eps))
