@@ -78,6 +78,21 @@ def _parse_embeddings(values: Sequence[str]) -> dict[str, Path]:
     return found
 
 
+def _text_limit(value: str) -> int | None:
+    """``--max-texts-sufficiency``: a positive count, or ``all``."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of texts or 'all', got {value!r}"
+        ) from None
+    if count < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 texts or 'all', got {count}")
+    return count
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from flare_core import jobs
     from flare_core.corpus import AUTO, load_corpus
@@ -123,6 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=args.device,
         executor=args.executor,
         ray_address=args.ray_address,
+        workers=args.workers,
+        autocast=args.autocast,
     )
     if not models and not precomputed:
         raise ValueError("choose at least one model with --models or --embeddings")
@@ -394,7 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drop-duplicates", action="store_true")
     p.add_argument("--estimator", choices=["flow", "gmm", "both"], default="both")
     p.add_argument("--flow-preset", choices=["fast", "default"], default="default")
-    p.add_argument("--max-texts-sufficiency", type=int, default=2000, help="texts used by the IS estimators")
+    p.add_argument(
+        "--max-texts-sufficiency",
+        type=_text_limit,
+        default=2000,
+        help="texts used by the IS estimators (a seeded sample), or 'all'",
+    )
     p.add_argument(
         "--references",
         default="",
@@ -409,7 +431,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--background", action="store_true", help="start the run in a background worker and return"
     )
-    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where the IS pairs run")
+    p.add_argument(
+        "--executor", choices=["local", "ray"], default="local", help="where embedding and IS units run"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="local executor: worker processes running units side by side (1: in this process)",
+    )
+    p.add_argument(
+        "--autocast",
+        action="store_true",
+        help="flows: bfloat16 matrix products in the conditioners (GPU); transforms stay float32",
+    )
     p.add_argument(
         "--ray-address",
         default=None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class RunParams:
     validation_repeats: int = 20
     executor: str = "local"
     ray_address: str | None = None
+    workers: int = 1
+    autocast: bool = False
     seed: int = 0
     device: str | None = None
     batch_size: int = 32
@@ -79,6 +82,12 @@ class RunParams:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
         if self.ray_address and self.executor != "ray":
             raise ValueError("a Ray address needs the Ray executor (--executor ray)")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
+        if self.workers > 1 and self.executor != "local":
+            raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
+        if not isinstance(self.autocast, bool):
+            raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
         if self.collapse_texts < 2:
             raise ValueError("collapse_texts must be at least 2 (SOCM compares pairs of texts)")
         return self
@@ -103,6 +112,13 @@ def versions() -> dict[str, str]:
 def cache_dir() -> Path:
     """``$FLARE_CACHE_DIR`` or ``~/.cache/flare-studio`` (embeddings and extracted models)."""
     return Path(os.environ.get("FLARE_CACHE_DIR") or Path.home() / ".cache" / "flare-studio")
+
+
+def _scratch_dir() -> Path:
+    """``<cache>/scratch``: temporary files too large for memory (token states), removed after use."""
+    path = cache_dir() / "scratch"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def create_run(
@@ -194,27 +210,23 @@ def execute(run: Run, *, progress_bar: bool = False) -> None:
     texts = corpus["text"].tolist()
     labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
 
-    with _Stage(run, "embeddings"):
-        _embed_all(run, params, texts, report)
-    ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
-    if not ok:
-        raise RuntimeError("no model could be embedded; see each model's error in the run")
-
-    if params.geometry:
-        with _Stage(run, "geometry"):
-            _geometry(run, ok, labels, params, report)
-    if params.maps:
-        with _Stage(run, "maps"):
-            _maps(run, ok, params, report)
-    if params.downstream and (labels is not None or run.has("pairs.parquet")):
-        with _Stage(run, "downstream"):
-            _downstream(run, ok, labels, params, report)
-    executor = None
-    if params.executor == "ray" and params.estimators:
-        from flare_core.executors import get_executor
-
-        executor = get_executor("ray", address=params.ray_address)
+    executor = _make_executor(params)
     try:
+        with _Stage(run, "embeddings"):
+            _embed_all(run, params, texts, report, executor)
+        ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
+        if not ok:
+            raise RuntimeError("no model could be embedded; see each model's error in the run")
+
+        if params.geometry:
+            with _Stage(run, "geometry"):
+                _geometry(run, ok, labels, params, report)
+        if params.maps:
+            with _Stage(run, "maps"):
+                _maps(run, ok, params, report)
+        if params.downstream and (labels is not None or run.has("pairs.parquet")):
+            with _Stage(run, "downstream"):
+                _downstream(run, ok, labels, params, report)
         for estimator in params.estimators:
             with _Stage(run, f"sufficiency_{estimator}"):
                 _sufficiency(run, ok, estimator, params, report, executor=executor)
@@ -233,6 +245,34 @@ def execute(run: Run, *, progress_bar: bool = False) -> None:
             validate_run(run, params.validation, repeats=params.validation_repeats, report=report)
     with _Stage(run, "summary"):
         summarise(run)
+
+
+def _make_executor(params: RunParams):
+    """The executor of the embedding and sufficiency units: None runs them in this process."""
+    if params.executor == "ray":
+        from flare_core.executors import get_executor
+
+        return get_executor("ray", address=params.ray_address)
+    if params.workers > 1:
+        from flare_core.executors import get_executor
+
+        return get_executor("local", workers=params.workers)
+    return None
+
+
+def _record_worker(
+    run: Run, stage: str, unit: str, worker: str | None, seconds: float | None, ok: bool
+) -> None:
+    """Count a finished unit against the worker process that ran it (shown on the Runs page)."""
+    if not worker:
+        return
+    workers = run.manifest.get("workers", {})
+    entry = workers.setdefault(worker, {"units": 0, "failed": 0, "busy_s": 0.0})
+    entry["units"] += 1
+    entry["failed"] += 0 if ok else 1
+    entry["busy_s"] = round(entry["busy_s"] + float(seconds or 0.0), 3)
+    entry.update(stage=stage, last_unit=unit, last_seen=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    run.update(workers=workers)
 
 
 def _progress_reporter(run: Run, progress_bar: bool) -> Callable[..., None]:
@@ -276,54 +316,111 @@ def _model_kind(run: Run, model_id: str) -> str:
     return ""
 
 
-def _embed_all(run: Run, params: RunParams, texts: list[str], report: Callable[..., None]) -> None:
-    from flare_core import encoders
+def _embed_all(
+    run: Run, params: RunParams, texts: list[str], report: Callable[..., None], executor: Any = None
+) -> None:
+    """Embed the corpus with every model not stored yet, one unit per model on ``executor``.
+
+    Each unit streams its embeddings into the shared embedding cache and returns the file; the run
+    store then copies it. With no executor (or a serial local one) the units run here, in order, with
+    per-batch progress; on a pool or cluster they run side by side and report when each finishes.
+    """
+    from flare_core.executors import LocalExecutor, Resources
 
     models = run.manifest["models"]
     corpus_hash = run.manifest["corpus"]["content_hash"]
-    for index, model in enumerate(models):
+    todo = []
+    for model in models:
         model_id = model["id"]
-        report("embeddings", index, len(models), f"embedding with {model_id}", model=model_id)
         if run.embedding_path(model_id).exists():
             array = run.load_embeddings(model_id, mmap=True)
             _set_model(run, model_id, status="done", dim=int(array.shape[1]))
-            continue
-        started = time.perf_counter()
-        try:
-            encoder = encoders.load_encoder(model_id, device=params.device, corpus_texts=texts)
+        else:
+            todo.append(model_id)
+    done_count = len(models) - len(todo)
+    report("embeddings", done_count, len(models), f"embedding with {len(todo)} models")
+    ex = executor or LocalExecutor()
+    in_process = not ex.remote
+    shared_texts = ex.put(texts)
+    wants_gpu = not in_process and params.device is not None and params.device.startswith("cuda")
+    resources = Resources(num_cpus=1.0, num_gpus=1.0 if wants_gpu else 0.0)
 
-            def tick(done: int, total: int, _model: str = model_id, _index: int = index) -> None:
-                report("embeddings", _index, len(models), f"{_model}: {done}/{total} texts", model=_model)
+    def tick_for(model_id: str) -> Callable[[int, int], None]:
+        def tick(done: int, total: int) -> None:
+            report("embeddings", done_count, len(models), f"{model_id}: {done}/{total} texts", model=model_id)
 
-            array = encoders.embed(
-                encoder,
-                texts,
-                corpus_hash=corpus_hash,
-                cache_dir=cache_dir() / "embeddings",
-                batch_size=params.batch_size,
-                max_length=params.max_length,
-                progress=tick,
-            )
-        except Cancelled:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a model that fails is recorded and the run goes on
-            _set_model(run, model_id, status="failed", error=f"{type(exc).__name__}: {exc}")
-            continue
-        run.save_embeddings(model_id, array)
-        spec = encoder.spec
-        _set_model(
-            run,
-            model_id,
-            status="done",
-            dim=int(array.shape[1]),
-            encoder_kind=_encoder_kind(encoder),
-            source=spec.source,
-            revision=spec.revision,
-            layers=spec.layers,
-            seconds=round(time.perf_counter() - started, 3),
+        return tick
+
+    tasks = [
+        (
+            ("embed", model_id),
+            (
+                model_id,
+                shared_texts,
+                corpus_hash,
+                str(cache_dir() / "embeddings"),
+                params.device,
+                params.batch_size,
+                params.max_length,
+                tick_for(model_id) if in_process else None,
+            ),
         )
-        del encoder
+        for model_id in todo
+    ]
+    for outcome in ex.map_unordered(_embed_task, tasks, resources):
+        model_id = outcome.key[1]
+        _record_worker(run, "embeddings", model_id, outcome.worker, outcome.seconds, outcome.ok)
+        if not outcome.ok:
+            if isinstance(outcome.error, Cancelled | KeyboardInterrupt):
+                raise Cancelled(f"run {run.id} was cancelled")
+            error = outcome.error
+            _set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
+        else:
+            info = dict(outcome.value)
+            run.copy_embeddings(model_id, info.pop("path"))
+            dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
+            _set_model(run, model_id, status="done", dim=dim, **info)
+        done_count += 1
+        report("embeddings", done_count, len(models), f"{model_id} {'done' if outcome.ok else 'failed'}")
     report("embeddings", len(models), len(models), "embeddings done")
+
+
+def _embed_task(
+    model_id: str,
+    texts: list[str],
+    corpus_hash: str,
+    cache: str,
+    device: str | None,
+    batch_size: int,
+    max_length: int | None,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, Any]:
+    """Embed ``texts`` with ``model_id`` into the embedding cache (any process that sees ``cache``).
+
+    Returns the cache file's ``path`` and what the run records about the model.
+    """
+    from flare_core import encoders
+
+    started = time.perf_counter()
+    encoder = encoders.load_encoder(model_id, device=device, corpus_texts=texts)
+    array = encoders.embed(
+        encoder,
+        texts,
+        corpus_hash=corpus_hash,
+        cache_dir=cache,
+        batch_size=batch_size,
+        max_length=max_length,
+        progress=progress,
+    )
+    spec = encoder.spec
+    return {
+        "path": str(array.filename),
+        "encoder_kind": _encoder_kind(encoder),
+        "source": spec.source,
+        "revision": spec.revision,
+        "layers": spec.layers,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 def _encoder_kind(encoder: Any) -> str:
@@ -431,11 +528,16 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
             {"skipped": "information sufficiency needs at least two models"}, f"sufficiency_{estimator}.json"
         )
         return
-    rows = _sufficiency_rows(len(run.corpus_frame()), params.max_texts_sufficiency, params.seed)
-    embeddings = {m: np.asarray(run.load_embeddings(m))[rows] for m in ok}
+    n_texts = len(run.corpus_frame())
+    rows = _sufficiency_rows(n_texts, params.max_texts_sufficiency, params.seed)
+    if len(rows) == n_texts:  # every text: memory-mapped, large ones are trained a mini-batch at a time
+        embeddings = {m: run.load_embeddings(m, mmap=True) for m in ok}
+    else:
+        embeddings = {m: np.asarray(run.load_embeddings(m, mmap=True)[rows]) for m in ok}
     config = None
     if estimator == "flow":
         config = sufficiency.FlowConfig.fast() if params.flow_preset == "fast" else sufficiency.FlowConfig()
+        config = dataclasses.replace(config, autocast=params.autocast)
     else:
         config = sufficiency.GMMConfig()
     stage = f"sufficiency_{estimator}"
@@ -447,6 +549,8 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
             else f"{event.get('source')} → {event.get('target')}"
         )
         failed = f" (failed: {event['error']})" if event.get("error") else ""
+        unit = f"{event.get('stage')}: {what}"
+        _record_worker(run, stage, unit, event.get("worker"), event.get("seconds"), not event.get("error"))
         report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}{failed}")
 
     try:
@@ -505,8 +609,12 @@ def run_collapse(
             frame = run.load_frame(*parts)
         else:
             encoder = encoders.load_encoder(model_id, device=params.device)
-            tokens = encoder.token_states([texts[i] for i in sample], max_length=params.max_length)
-            frame = collapse.pair_distances(tokens, pairs, device=params.device)
+            # token states stream to disk a chunk of texts at a time; SOCM reads them back per chunk of pairs
+            with tempfile.TemporaryDirectory(prefix="tokens-", dir=_scratch_dir()) as scratch:
+                tokens = encoders.write_token_states(
+                    encoder, [texts[i] for i in sample], Path(scratch) / "store", max_length=params.max_length
+                )
+                frame = collapse.pair_distances(tokens, pairs, device=params.device)
             frame["row_i"] = sample[frame["i"].to_numpy()]
             frame["row_j"] = sample[frame["j"].to_numpy()]
             if labels is not None:

@@ -188,6 +188,22 @@ class Run:
     def save_embeddings(self, model_id: str, array: np.ndarray) -> Path:
         return atomic.write_npy(self.embedding_path(model_id), np.asarray(array, dtype=np.float32))
 
+    def copy_embeddings(self, model_id: str, source: str | os.PathLike) -> Path:
+        """Store the ``.npy`` file ``source`` (float32 (N, d), e.g. an embedding-cache entry) as the model's
+        embeddings; the kernel copies it, so no array of that size passes through this process."""
+        array = np.load(source, mmap_mode="r", allow_pickle=False)
+        n_texts = self.manifest.get("corpus", {}).get("n_texts")
+        if (
+            array.ndim != 2
+            or array.dtype != np.float32
+            or (n_texts is not None and array.shape[0] != n_texts)
+        ):
+            raise ValueError(
+                f"{source} holds {array.dtype} {array.shape}, expected float32 embeddings of {n_texts} texts"
+            )
+        del array
+        return atomic.copy_file(source, self.embedding_path(model_id))
+
     def load_embeddings(self, model_id: str, mmap: bool = False) -> np.ndarray:
         return np.load(self.embedding_path(model_id), allow_pickle=False, mmap_mode="r" if mmap else None)
 

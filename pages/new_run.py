@@ -99,6 +99,13 @@ with st.expander("Analysis settings"):
     collapse_texts = st.number_input("Texts for SOCM (all pairs among them)", 2, 2000, 200)
     max_rows = st.number_input("Use at most this many texts (seeded sample; 0 = all)", 0, 1_000_000, 0)
     seed = st.number_input("Seed", 0, 2**31 - 1, 0)
+    workers = st.number_input(
+        "Worker processes",
+        1,
+        max(1, os.cpu_count() or 1),
+        1,
+        help="Embedding models and IS pairs run side by side in this many processes on this machine.",
+    )
 name = st.text_input("Run name", os.path.splitext(upload.name)[0])
 
 if st.button("Start run", type="primary", disabled=not (models or uploads)):
@@ -132,6 +139,7 @@ if st.button("Start run", type="primary", disabled=not (models or uploads)):
             concentration=collapse,
             collapse_texts=int(collapse_texts),
             seed=int(seed),
+            workers=int(workers),
         )
         run = create_run(store(), corpus, params, name=name, precomputed=precomputed)
         jobs.start(store(), run.id)

@@ -13,6 +13,12 @@ st.title("Runs")
 st.caption("Runs execute in a background process: you can close this tab and come back later.")
 
 
+def worker_table(workers: dict) -> pd.DataFrame:
+    columns = ["worker", "stage", "units", "failed", "busy_s", "last_unit", "last_seen"]
+    table = pd.DataFrame([{"worker": name, **info} for name, info in workers.items()])
+    return table.reindex(columns=columns).sort_values("worker")
+
+
 @st.fragment(run_every=2.0)
 def live_runs() -> None:
     rows = run_rows(store())
@@ -35,6 +41,10 @@ def live_runs() -> None:
                     models[[c for c in ("id", "role", "status", "dim", "error") if c in models]],
                     hide_index=True,
                 )
+            workers = manifest.get("workers") or {}
+            if workers:
+                st.caption("Worker processes: units each one finished, and the last one")
+                st.dataframe(worker_table(workers), hide_index=True)
             if not viewer_only() and st.button("Cancel", key=f"cancel-{row['id']}"):
                 jobs.cancel(store(), row["id"])
                 st.toast(f"Cancellation requested for {row['id']}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
@@ -58,3 +60,60 @@ def test_sts_columns_give_spearman(tmp_path, articles):
     # identical pairs tie exactly; float rounding can break those ties and raise it slightly)
     rho = downstream["cosine_spearman"].to_numpy()
     assert ((rho >= 3**0.5 / 2 - 1e-9) & (rho < 0.95)).all(), rho
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Worker processes use one torch thread each; the serial reference must too for equal numbers."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def test_worker_pool_run_equals_serial_run(tmp_path, articles, monkeypatch, one_torch_thread):
+    import numpy as np
+
+    articles.to_csv(tmp_path / "articles.csv", index=False)
+    corpus = load_corpus(tmp_path / "articles.csv", text_column="text", label_column="label")
+    results = {}
+    for workers in (1, 2):
+        # a cache per run, so that the pool computes the embeddings itself
+        monkeypatch.setenv("FLARE_CACHE_DIR", str(tmp_path / f"cache-{workers}"))
+        params = RunParams(
+            models=[*STATIC, "tfidf-svd-256"],
+            estimators=["gmm"],
+            collapse=False,
+            concentration=False,
+            maps=False,
+            validation=[],
+            downstream=False,
+            workers=workers,
+        )
+        run = create_run(RunStore(tmp_path / f"runs-{workers}"), corpus, params)
+        assert jobs.execute(run) == "done", run.manifest.get("traceback")
+        results[workers] = run
+    serial, pool = results[1], results[2]
+    for model in [*STATIC, "tfidf-svd-256"]:
+        np.testing.assert_array_equal(serial.load_embeddings(model), pool.load_embeddings(model))
+    pd.testing.assert_frame_equal(
+        serial.load_frame("sufficiency", "gmm", "scores.parquet"),
+        pool.load_frame("sufficiency", "gmm", "scores.parquet"),
+        check_exact=True,
+    )
+    # every unit is counted against the worker process that ran it: 3 embeddings, 3 marginals, 6 pairs
+    workers = pool.manifest["workers"]
+    assert sum(w["units"] for w in workers.values()) == 12 and 1 <= len(workers) <= 2
+    assert all(not name.endswith(f":{os.getpid()}") for name in workers)
+    assert {w["stage"] for w in workers.values()} <= {"embeddings", "sufficiency_gmm"}
+    serial_workers = serial.manifest["workers"]  # the serial executor runs everything in this process
+    assert list(serial_workers) and all(name.endswith(f":{os.getpid()}") for name in serial_workers)
+
+
+def test_workers_option_validated():
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        RunParams(models=STATIC, workers=0).validate()
+    with pytest.raises(ValueError, match="process pool"):
+        RunParams(models=STATIC, workers=2, executor="ray").validate()

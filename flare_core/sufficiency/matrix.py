@@ -461,7 +461,7 @@ def sufficiency_matrix(
     task (None: that worker's best device; "cuda" makes each task ask for a GPU).
 
     ``progress`` receives ``{"stage", "source", "target", "done", "total", "resumed"}`` after each
-    unit (plus ``"error"`` when the unit failed); ``should_stop()`` is checked before each unit that
+    unit (plus ``"error"`` when the unit failed, and ``"worker"`` / ``"seconds"`` when an executor ran it); ``should_stop()`` is checked before each unit that
     needs training (and while waiting on a remote executor) and raises :class:`Cancelled`. With
     ``store_dir`` finished units are written as they come in and skipped on the next call.
     ``on_error``: "raise" (the default with the local executor) re-raises a unit's exception;
@@ -578,7 +578,14 @@ def sufficiency_matrix(
             states[target] = ex.put(state)
         return states[target]
 
-    def _report(stage: str, source: str | None, target: str, resumed: bool, error: str | None = None) -> None:
+    def _report(
+        stage: str,
+        source: str | None,
+        target: str,
+        resumed: bool,
+        error: str | None = None,
+        outcome: Outcome | None = None,
+    ) -> None:
         nonlocal done
         done += 1
         if progress is not None:
@@ -592,6 +599,8 @@ def sufficiency_matrix(
             }
             if error is not None:
                 event["error"] = error
+            if outcome is not None:
+                event.update(worker=outcome.worker, seconds=outcome.seconds)
             progress(event)
 
     def _check_stop() -> None:
@@ -603,13 +612,21 @@ def sufficiency_matrix(
         if pairs_left[target] == 0:
             states.pop(target, None)
 
-    def _fail(stage: str, source: str | None, target: str, error: str) -> None:
+    def _fail(
+        stage: str, source: str | None, target: str, error: str, outcome: Outcome | None = None
+    ) -> None:
         failures.append({"stage": stage, "source": source, "target": target, "error": error})
-        _report(stage, source, target, False, error)
+        _report(stage, source, target, False, error, outcome)
 
-    def _marginal_finished(target: str, record: dict[str, Any], logp: np.ndarray, resumed: bool) -> None:
+    def _marginal_finished(
+        target: str,
+        record: dict[str, Any],
+        logp: np.ndarray,
+        resumed: bool,
+        outcome: Outcome | None = None,
+    ) -> None:
         marg_done[target] = (record, logp)
-        _report("marginal", None, target, resumed)
+        _report("marginal", None, target, resumed, outcome=outcome)
         ready.extend(("conditional", s, target) for s in sources_of[target])
 
     def _pair_record(source: str, target: str, fit: dict[str, Any]) -> dict[str, Any]:
@@ -680,12 +697,12 @@ def sufficiency_matrix(
             error = _error_text(outcome.error)  # type: ignore[arg-type]
             if unit[0] == "marginal":
                 target = unit[1]
-                _fail("marginal", None, target, error)
+                _fail("marginal", None, target, error, outcome)
                 for source in sources_of[target]:
                     _fail("conditional", source, target, f"the marginal of {target!r} failed ({error})")
             else:
                 _pair_finished(unit[2])
-                _fail("conditional", unit[1], unit[2], error)
+                _fail("conditional", unit[1], unit[2], error, outcome)
             return
         fit = outcome.value
         if unit[0] == "marginal":
@@ -701,14 +718,14 @@ def sufficiency_matrix(
             store.save_marginal(target, record, fit["logp_val"], fit["state"])
             if is_flow and sources_of[target]:
                 states[target] = ex.put(fit["state"])
-            _marginal_finished(target, record, fit["logp_val"], False)
+            _marginal_finished(target, record, fit["logp_val"], False, outcome)
             return
         _, source, target = unit
         record = _pair_record(source, target, fit)
         store.save_pair(source, target, record, fit["logp_val"])
         pair_done[(source, target)] = (record, fit["logp_val"])
         _pair_finished(target)
-        _report("conditional", source, target, False)
+        _report("conditional", source, target, False, outcome=outcome)
 
     # pairs whose marginal is done go before the next marginal: with one task in flight (local) this
     # is the order of a plain loop; with many, all marginals start at once and pairs follow each one
