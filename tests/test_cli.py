@@ -94,3 +94,17 @@ def test_collapse_command_recomputes_socm_with_more_texts(tmp_path, small_corpus
     assert all(t["text_a"] and t["text_b"] for t in top)
     refused = flare("collapse", run_id, "--model", "glove-6b-50d", runs_dir=runs, check=False)
     assert refused.returncode == 2 and "transformer" in refused.stderr
+
+
+def test_run_options_for_scale_are_parsed_and_checked():
+    from flare_core.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(
+        ["run", "c.csv", "--max-texts-sufficiency", "all", "--workers", "3", "--autocast"]
+    )
+    assert args.max_texts_sufficiency is None and args.workers == 3 and args.autocast
+    assert parser.parse_args(["run", "c.csv", "--max-texts-sufficiency", "500"]).max_texts_sufficiency == 500
+    for bad in ("1", "many"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["run", "c.csv", "--max-texts-sufficiency", bad])

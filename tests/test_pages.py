@@ -111,6 +111,35 @@ def test_runs_page_lists_every_run(open_page, labelled_run, unlabelled_run, fail
     assert {labelled_run.id, unlabelled_run.id, failed_run.id} <= set(table["id"])
 
 
+def test_runs_page_shows_worker_processes_of_an_active_run(tmp_path, monkeypatch, small_corpus_path):
+    from flare_core.corpus import load_corpus
+    from flare_core.pipeline import RunParams, create_run
+    from flare_core.runs import RunStore
+
+    store = RunStore(tmp_path / "runs")
+    corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
+    run = create_run(store, corpus, RunParams(models=["glove-6b-50d"], workers=2))
+    run.update(  # a created run counts as active until a worker picks it up
+        workers={
+            "node-a:101": {"units": 3, "failed": 0, "busy_s": 4.5, "stage": "sufficiency_flow",
+                           "last_unit": "conditional: a → b", "last_seen": "2026-11-22T10:00:00Z"},
+            "node-b:202": {"units": 2, "failed": 1, "busy_s": 2.0, "stage": "embeddings",
+                           "last_unit": "glove-6b-50d", "last_seen": "2026-11-22T10:00:01Z"},
+        },
+    )  # fmt: skip
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(store.root))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = run.id
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Worker processes" in _texts(at)
+    table = next(d.value for d in at.dataframe if "worker" in d.value.columns)
+    assert list(table["worker"]) == ["node-a:101", "node-b:202"]
+    assert list(table["units"]) == [3, 2] and list(table["failed"]) == [0, 1]
+
+
 def test_bad_run_link_is_refused(fixture_store, monkeypatch, labelled_run):
     monkeypatch.setenv("FLARE_RUNS_DIR", str(fixture_store.root))
     at = AppTest.from_file(APP, default_timeout=120)
