@@ -43,7 +43,6 @@ class FitOutcome:
         return float(-self.logp_val.mean())
 
 
-@torch.no_grad()
 def _autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
     """bfloat16 autocast on ``device`` when ``enabled`` (matrix products in bf16, sums in float32)."""
     if not enabled:
@@ -51,6 +50,7 @@ def _autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContext
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
+@torch.no_grad()
 def _evaluate(
     model: nn.Module,
     log_prob: LogProbFn,

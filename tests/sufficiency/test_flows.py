@@ -132,3 +132,18 @@ def test_fit_inputs_validated():
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         fit_marginal_flow(bad, v, device="cpu")
+
+
+def test_evaluation_builds_no_autograd_graph():
+    from flare_core.sufficiency._training import _evaluate
+
+    model = torch.nn.Linear(3, 1)
+    grad_enabled = []
+
+    def log_prob(batch):
+        grad_enabled.append(torch.is_grad_enabled())
+        return model(batch[0]).squeeze(1)
+
+    out = _evaluate(model, log_prob, [torch.randn(10, 3)], batch_size=4, autocast=False)
+    assert out.shape == (10,) and out.dtype == np.float64
+    assert grad_enabled == [False, False, False]
