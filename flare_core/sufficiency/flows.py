@@ -65,6 +65,10 @@ class FlowConfig(DictConfig):
     ``autocast`` (for GPUs with bfloat16 tensor cores) runs the MADE conditioners' matrix products in
     bfloat16 and casts each conditioner's output back to float32, so the affine or spline transform, its
     log|det J| and the base log-density are computed and summed in float32.
+
+    ``batch_conditionals`` > 1 trains up to that many conditionals of one target together, stacked into
+    one vmapped model in one task (:mod:`flare_core.sufficiency._batched`): the same numbers up to the
+    rounding of batched matrix products, in fewer and larger kernels.
     """
 
     flow: str = "maf"
@@ -84,6 +88,7 @@ class FlowConfig(DictConfig):
     grad_clip: float | None = 5.0
     eval_batch_size: int = 2048
     autocast: bool = False
+    batch_conditionals: int = 1
 
     def __post_init__(self) -> None:
         if self.flow not in _FLOWS:
@@ -92,7 +97,13 @@ class FlowConfig(DictConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_epochs", "max_epochs_conditional", "patience", "eval_batch_size"):
+        for name in (
+            "max_epochs",
+            "max_epochs_conditional",
+            "patience",
+            "eval_batch_size",
+            "batch_conditionals",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")

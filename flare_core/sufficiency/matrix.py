@@ -402,6 +402,32 @@ def _conditional_task(
     return _fit_summary(outcome)
 
 
+def _conditional_group_task(
+    cfg: FlowConfig,
+    sources: list[tuple[Any, Any, int]],
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    marginal_state: dict[str, torch.Tensor],
+    d_target: int,
+    marg_seed: int,
+    device: str | torch.device | None,
+) -> list[dict[str, Any]]:
+    """Train the conditionals of several pairs of one target as one batched flow (see ``_batched``).
+
+    ``sources`` holds ``(u_train (n_train, d_u), u_val (n_val, d_u), pair_seed)`` per pair. Returns one
+    fit summary per pair, in order.
+    """
+    from flare_core.sufficiency._batched import fit_conditionals_batched
+
+    _quiet_readonly_arrays()
+    dev = _task_device(device)
+    marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
+    marginal.load_state_dict(marginal_state)
+    marginal.eval()
+    outcomes = fit_conditionals_batched(marginal, sources, v_train, v_val, cfg)
+    return [_fit_summary(outcome) for outcome in outcomes]
+
+
 def _resolve_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
     """(executor, owned): an executor built here from a name is closed when the matrix is done."""
     if executor is None:
@@ -542,6 +568,7 @@ def sufficiency_matrix(
     ex, owned = _resolve_executor(executor)
     mode = on_error or ("continue" if ex.remote else "raise")
     is_flow = isinstance(cfg, FlowConfig)
+    group = cfg.batch_conditionals if is_flow else 1
     n_val = len(val_idx)
     plan = [(t, [s for s in sources if s != t]) for t in targets]
     plan = [(t, srcs) for t, srcs in plan if srcs]
@@ -627,7 +654,13 @@ def sufficiency_matrix(
     ) -> None:
         marg_done[target] = (record, logp)
         _report("marginal", None, target, resumed, outcome=outcome)
-        ready.extend(("conditional", s, target) for s in sources_of[target])
+        srcs = sources_of[target]
+        if group > 1:
+            ready.extend(
+                ("conditionals", target, tuple(srcs[a : a + group])) for a in range(0, len(srcs), group)
+            )
+        else:
+            ready.extend(("conditional", s, target) for s in srcs)
 
     def _pair_record(source: str, target: str, fit: dict[str, Any]) -> dict[str, Any]:
         marg_record, marg_logp = marg_done[target]
@@ -663,6 +696,36 @@ def sufficiency_matrix(
             v_tr, v_va = _data(target)
             args = (cfg, v_tr, v_va, _derive_seed(seed, "marginal", target), task_device)
             ex.submit(unit, _marginal_task, args, resources)
+            return
+        if unit[0] == "conditionals":
+            _, target, group_sources = unit
+            todo = []
+            for source in group_sources:
+                stored_pair = store.load_pair(source, target, n_val)
+                if stored_pair is None:
+                    todo.append(source)
+                    continue
+                pair_done[(source, target)] = stored_pair
+                _pair_finished(target)
+                _report("conditional", source, target, True)
+            if not todo:
+                return
+            _check_stop()
+            v_tr, v_va = _data(target)
+            group_args = [
+                (*_data(source), _derive_seed(seed, "conditional", source, target)) for source in todo
+            ]
+            args = (
+                cfg,
+                group_args,
+                v_tr,
+                v_va,
+                _state(target),
+                dims[target],
+                _derive_seed(seed, "marginal", target),
+                task_device,
+            )
+            ex.submit(("conditionals", target, tuple(todo)), _conditional_group_task, args, resources)
             return
         _, source, target = unit
         stored_pair = store.load_pair(source, target, n_val)
@@ -700,11 +763,20 @@ def sufficiency_matrix(
                 _fail("marginal", None, target, error, outcome)
                 for source in sources_of[target]:
                     _fail("conditional", source, target, f"the marginal of {target!r} failed ({error})")
+            elif unit[0] == "conditionals":
+                for source in unit[2]:
+                    _pair_finished(unit[1])
+                    _fail("conditional", source, unit[1], error, outcome)
             else:
                 _pair_finished(unit[2])
                 _fail("conditional", unit[1], unit[2], error, outcome)
             return
         fit = outcome.value
+        if unit[0] == "conditionals":
+            _, target, group_sources = unit
+            for source, pair_fit in zip(group_sources, fit, strict=True):
+                _pair_stored(source, target, pair_fit, outcome)
+            return
         if unit[0] == "marginal":
             target = unit[1]
             record = {
@@ -721,6 +793,9 @@ def sufficiency_matrix(
             _marginal_finished(target, record, fit["logp_val"], False, outcome)
             return
         _, source, target = unit
+        _pair_stored(source, target, fit, outcome)
+
+    def _pair_stored(source: str, target: str, fit: dict[str, Any], outcome: Outcome) -> None:
         record = _pair_record(source, target, fit)
         store.save_pair(source, target, record, fit["logp_val"])
         pair_done[(source, target)] = (record, fit["logp_val"])
