@@ -140,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ray_address=args.ray_address,
         workers=args.workers,
         autocast=args.autocast,
+        batch_conditionals=args.batch_conditionals,
     )
     if not models and not precomputed:
         raise ValueError("choose at least one model with --models or --embeddings")
@@ -439,6 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="local executor: worker processes running units side by side (1: in this process)",
+    )
+    p.add_argument(
+        "--batch-conditionals",
+        type=int,
+        default=1,
+        help="flows: train up to this many conditionals of one target together as one batched model",
     )
     p.add_argument(
         "--autocast",

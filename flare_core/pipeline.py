@@ -58,6 +58,7 @@ class RunParams:
     ray_address: str | None = None
     workers: int = 1
     autocast: bool = False
+    batch_conditionals: int = 1
     seed: int = 0
     device: str | None = None
     batch_size: int = 32
@@ -86,6 +87,14 @@ class RunParams:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
         if self.workers > 1 and self.executor != "local":
             raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
+        if (
+            isinstance(self.batch_conditionals, bool)
+            or not isinstance(self.batch_conditionals, int)
+            or self.batch_conditionals < 1
+        ):
+            raise ValueError(
+                f"batch_conditionals must be a positive integer, got {self.batch_conditionals!r}"
+            )
         if not isinstance(self.autocast, bool):
             raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
         if self.collapse_texts < 2:
@@ -537,7 +546,9 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
     config = None
     if estimator == "flow":
         config = sufficiency.FlowConfig.fast() if params.flow_preset == "fast" else sufficiency.FlowConfig()
-        config = dataclasses.replace(config, autocast=params.autocast)
+        config = dataclasses.replace(
+            config, autocast=params.autocast, batch_conditionals=params.batch_conditionals
+        )
     else:
         config = sufficiency.GMMConfig()
     stage = f"sufficiency_{estimator}"

@@ -101,9 +101,20 @@ def test_run_options_for_scale_are_parsed_and_checked():
 
     parser = build_parser()
     args = parser.parse_args(
-        ["run", "c.csv", "--max-texts-sufficiency", "all", "--workers", "3", "--autocast"]
+        [
+            "run",
+            "c.csv",
+            "--max-texts-sufficiency",
+            "all",
+            "--workers",
+            "3",
+            "--autocast",
+            "--batch-conditionals",
+            "5",
+        ]
     )
     assert args.max_texts_sufficiency is None and args.workers == 3 and args.autocast
+    assert args.batch_conditionals == 5
     assert parser.parse_args(["run", "c.csv", "--max-texts-sufficiency", "500"]).max_texts_sufficiency == 500
     for bad in ("1", "many"):
         with pytest.raises(SystemExit):

@@ -117,3 +117,5 @@ def test_workers_option_validated():
         RunParams(models=STATIC, workers=0).validate()
     with pytest.raises(ValueError, match="process pool"):
         RunParams(models=STATIC, workers=2, executor="ray").validate()
+    with pytest.raises(ValueError, match="batch_conditionals must be a positive integer"):
+        RunParams(models=STATIC, batch_conditionals=0).validate()
