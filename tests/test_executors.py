@@ -4,6 +4,7 @@ killed workers are retried; cancel and close stop the worker processes."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -258,7 +259,15 @@ def ray_executor():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator,config", [("gmm", GMMConfig.fast()), ("flow", TINY_FLOW)])
+@pytest.mark.parametrize(
+    "estimator,config",
+    [
+        ("gmm", GMMConfig.fast()),
+        ("flow", TINY_FLOW),
+        ("flow", dataclasses.replace(TINY_FLOW, batch_conditionals=2)),  # arrays nested in a group task
+    ],
+    ids=["gmm", "flow", "flow-batched"],
+)
 def test_ray_matrix_equals_local_matrix(ray_executor, tmp_path, estimator, config):
     pool = _pool()
     local = sufficiency_matrix(pool, estimator=estimator, config=config, device="cpu", seed=3)
@@ -625,3 +634,23 @@ def test_process_pool_cancel_stops_running_tasks_and_close_leaves_no_process(pro
     # interpreter, shared by everything that uses multiprocessing) stays until the interpreter exits
     left = [cmd for cmd in _children().values() if "multiprocessing" in cmd]
     assert all("resource_tracker" in cmd for cmd in left), left
+
+
+def _write_slowly(path: str) -> None:
+    from flare_core import atomic
+
+    with atomic.open_npy_writer(path, (None, 2)) as writer:
+        writer.write(np.zeros((1, 2), dtype=np.float32))
+        time.sleep(60)
+
+
+@pytest.mark.slow
+def test_cancel_lets_a_busy_task_remove_its_temporary_files(tmp_path):
+    with LocalExecutor(workers=2) as ex:
+        ex.submit("slow", _write_slowly, (str(tmp_path / "out.npy"),))
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob(".tmp-*")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert list(tmp_path.glob(".tmp-*")), "the worker never started writing"
+        ex.cancel()
+    assert not list(tmp_path.iterdir())  # the writer's cleanup ran: no temporary file, no output

@@ -55,6 +55,16 @@ def _pad_projection(conditional: Flow, width: int) -> None:
         branch.A = wide
 
 
+def _narrow_projection(conditional: Flow, width: int) -> None:
+    """Undo :func:`_pad_projection`: every branch's A back to (r, ``width``), the source's own width."""
+    for branch in branches(conditional):
+        wide = branch.A
+        narrow = nn.Linear(width, wide.out_features, bias=False).to(wide.weight.device)
+        with torch.no_grad():
+            narrow.weight.copy_(wide.weight[:, :width])
+        branch.A = narrow
+
+
 def _padded(u: torch.Tensor, width: int) -> torch.Tensor:
     return u if u.shape[1] == width else nn.functional.pad(u, (0, width - u.shape[1]))
 
@@ -183,6 +193,7 @@ def fit_conditionals_batched(
         with torch.no_grad():
             for name, p in modules[k].named_parameters():
                 p.copy_(params[name][k])
+        _narrow_projection(conditional, int(sources[k][0].shape[1]))
         conditional.eval()
         outcomes.append(FitOutcome(conditional, logp_train[k], logp_val[k], epochs[k], share, history[k]))
     return outcomes

@@ -10,6 +10,7 @@ another process or on another machine with the same file system reads the rows i
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,14 @@ class StandardizedRows:
 
 
 def _npy_path(x: np.ndarray) -> str | None:
-    """The ``.npy`` file ``x`` maps in full (same shape and dtype), or None for any other array."""
-    if not isinstance(x, np.memmap) or not x.filename:
+    """The ``.npy`` file ``x`` maps in full, read-only, or None for any other array.
+
+    Only the array ``np.load(path, mmap_mode="r")`` returned qualifies: a view of it (a slice, a reversed
+    or transposed one) keeps the file name but not the file's layout, so it travels as data.
+    """
+    if not isinstance(x, np.memmap) or not x.filename or x.mode != "r":
+        return None
+    if not isinstance(x.base, mmap.mmap) or not x.flags.c_contiguous:
         return None
     path = Path(x.filename)
     try:

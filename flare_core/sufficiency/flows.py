@@ -113,6 +113,10 @@ class FlowConfig(DictConfig):
             raise ValueError(f"tail_bound must be positive, got {self.tail_bound!r}")
         if not (self.l2_deviation >= 0 and np.isfinite(self.l2_deviation)):
             raise ValueError(f"l2_deviation must be a finite number >= 0, got {self.l2_deviation!r}")
+        if self.batch_conditionals > 1 and self.flow != "maf":
+            raise ValueError(
+                "batch_conditionals > 1 needs flow='maf' (vmap cannot batch the spline's tail masks)"
+            )
         if not isinstance(self.autocast, bool):
             raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
         if self.grad_clip is not None and not self.grad_clip > 0:

@@ -60,6 +60,8 @@ RECORD_COLUMNS = [
 MARGINAL_COLUMNS = ["target", "d_target", "nll_train", "nll_val", "epochs", "seconds"]
 FAILED_COLUMNS = ["stage", "source", "target", "error"]
 _ON_ERROR = ("raise", "continue")
+# FlowConfig fields added after stores were first written, with the value those stores were trained with
+_ADDED_FLOW_DEFAULTS = {"autocast": False, "batch_conditionals": 1}
 
 
 class Cancelled(RuntimeError):
@@ -269,6 +271,11 @@ class _Store:
         expected = json.loads(atomic.to_json(manifest))
         if path.is_file():
             found = json.loads(path.read_text(encoding="utf-8"))
+            # a store written before a config field existed holds that field's default value
+            config = found.get("config")
+            if isinstance(config, dict) and config.get("estimator") == "flow":
+                for key, value in _ADDED_FLOW_DEFAULTS.items():
+                    config.setdefault(key, value)
             if found != expected:
                 differing = sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k))
                 raise ValueError(
@@ -404,27 +411,32 @@ def _conditional_task(
 
 def _conditional_group_task(
     cfg: FlowConfig,
-    sources: list[tuple[Any, Any, int]],
     v_train: np.ndarray,
     v_val: np.ndarray,
     marginal_state: dict[str, torch.Tensor],
     d_target: int,
     marg_seed: int,
+    pair_seeds: list[int],
     device: str | torch.device | None,
+    *sources: Any,
 ) -> list[dict[str, Any]]:
     """Train the conditionals of several pairs of one target as one batched flow (see ``_batched``).
 
-    ``sources`` holds ``(u_train (n_train, d_u), u_val (n_val, d_u), pair_seed)`` per pair. Returns one
-    fit summary per pair, in order.
+    ``sources`` is ``u_train_1, u_val_1, u_train_2, u_val_2, ...`` ((n, d_u) each; flat, so that a
+    remote executor resolves every shared array), one pair per seed of ``pair_seeds``. Returns one fit
+    summary per pair, in order.
     """
     from flare_core.sufficiency._batched import fit_conditionals_batched
 
     _quiet_readonly_arrays()
+    if len(sources) != 2 * len(pair_seeds):
+        raise ValueError(f"expected {2 * len(pair_seeds)} source arrays, got {len(sources)}")
     dev = _task_device(device)
     marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
     marginal.load_state_dict(marginal_state)
     marginal.eval()
-    outcomes = fit_conditionals_batched(marginal, sources, v_train, v_val, cfg)
+    triples = [(sources[2 * k], sources[2 * k + 1], seed) for k, seed in enumerate(pair_seeds)]
+    outcomes = fit_conditionals_batched(marginal, triples, v_train, v_val, cfg)
     return [_fit_summary(outcome) for outcome in outcomes]
 
 
@@ -712,18 +724,16 @@ def sufficiency_matrix(
                 return
             _check_stop()
             v_tr, v_va = _data(target)
-            group_args = [
-                (*_data(source), _derive_seed(seed, "conditional", source, target)) for source in todo
-            ]
             args = (
                 cfg,
-                group_args,
                 v_tr,
                 v_va,
                 _state(target),
                 dims[target],
                 _derive_seed(seed, "marginal", target),
+                [_derive_seed(seed, "conditional", source, target) for source in todo],
                 task_device,
+                *[handle for source in todo for handle in _data(source)],
             )
             ex.submit(("conditionals", target, tuple(todo)), _conditional_group_task, args, resources)
             return
@@ -774,8 +784,9 @@ def sufficiency_matrix(
         fit = outcome.value
         if unit[0] == "conditionals":
             _, target, group_sources = unit
-            for source, pair_fit in zip(group_sources, fit, strict=True):
-                _pair_stored(source, target, pair_fit, outcome)
+            for k, (source, pair_fit) in enumerate(zip(group_sources, fit, strict=True)):
+                # the worker ran one unit for the group: count it (and its time) once
+                _pair_stored(source, target, pair_fit, outcome if k == 0 else None)
             return
         if unit[0] == "marginal":
             target = unit[1]
@@ -795,7 +806,7 @@ def sufficiency_matrix(
         _, source, target = unit
         _pair_stored(source, target, fit, outcome)
 
-    def _pair_stored(source: str, target: str, fit: dict[str, Any], outcome: Outcome) -> None:
+    def _pair_stored(source: str, target: str, fit: dict[str, Any], outcome: Outcome | None) -> None:
         record = _pair_record(source, target, fit)
         store.save_pair(source, target, record, fit["logp_val"])
         pair_done[(source, target)] = (record, fit["logp_val"])

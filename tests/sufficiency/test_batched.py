@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from flare_core.sufficiency import FlowConfig, sufficiency_matrix
 from flare_core.sufficiency.matrix import RECORD_COLUMNS
@@ -67,3 +68,25 @@ def test_batched_conditionals_resume_and_validation(tmp_path):
     pd.testing.assert_frame_equal(first.is_matrix, again.is_matrix, check_exact=True)
     with pytest.raises(ValueError, match="batch_conditionals must be a positive integer"):
         FlowConfig(batch_conditionals=0)
+    with pytest.raises(ValueError, match="needs flow='maf'"):
+        FlowConfig(flow="nsf", batch_conditionals=2)
+
+
+def test_batched_outcomes_are_each_sources_own_flow():
+    from flare_core.sufficiency._batched import fit_conditionals_batched
+    from flare_core.sufficiency.flows import fit_marginal_flow
+
+    pool = _pool()
+    config = FlowConfig(n_transforms=1, hidden_features=8, rank=4, max_epochs=2, max_epochs_conditional=2,
+                        patience=1, batch_conditionals=2)  # fmt: skip
+    v = pool["v"]
+    marginal = fit_marginal_flow(v[:500], v[500:], config, seed=0, device="cpu").model
+    sources = [(pool[name][:500], pool[name][500:], k) for k, name in enumerate(["noise", "u noisy wide"])]
+    outcomes = fit_conditionals_batched(marginal, sources, v[:500], v[500:], config)
+    for (_, u_val, _), outcome in zip(sources, outcomes, strict=True):
+        # the narrow source's flow takes its own width again (A was padded to 11 columns while training)
+        with torch.no_grad():
+            logp = outcome.model.log_prob(
+                torch.as_tensor(v[500:]), context=torch.as_tensor(u_val, dtype=torch.float32)
+            )
+        np.testing.assert_allclose(logp.numpy(), outcome.logp_val, rtol=1e-5, atol=1e-5)

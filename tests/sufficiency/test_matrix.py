@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -128,6 +130,22 @@ def test_store_refuses_a_different_run(tmp_path):
         sufficiency_matrix(_pool(), config=TINY, seed=1, device="cpu", store_dir=tmp_path)
     with pytest.raises(ValueError, match="different run"):
         sufficiency_matrix(_pool(seed=3), config=TINY, device="cpu", store_dir=tmp_path)
+
+
+def test_store_of_an_earlier_flow_config_resumes(tmp_path):
+    import json
+
+    first = sufficiency_matrix(_pool(), config=TINY, device="cpu", store_dir=tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    for key in ("autocast", "batch_conditionals"):  # fields a store written before they existed lacks
+        del manifest["config"][key]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    again = sufficiency_matrix(_pool(), config=TINY, device="cpu", store_dir=tmp_path)
+    _assert_same_numbers(first, again)
+    with pytest.raises(
+        ValueError, match="differs in: config"
+    ):  # a value other than the default is another run
+        sufficiency_matrix(_pool(), config=dataclasses.replace(TINY, autocast=True), store_dir=tmp_path)
 
 
 def test_seed_reproducible_and_different_seed_differs():

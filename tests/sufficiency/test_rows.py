@@ -70,9 +70,14 @@ def test_rows_gather_the_standardised_values(tmp_path):
     assert len(pickle.dumps(in_memory)) > x.nbytes
     for copy in (pickle.loads(mapped_bytes), pickle.loads(pickle.dumps(in_memory))):
         np.testing.assert_array_equal(copy.take(positions), reference[positions])
-    # a slice of a mapped file is not the whole file: it travels as data
+    # a view of a mapped file is not the file: it travels as data, and reads the same rows over there
     part = StandardizedRows(mapped[:250], rows[rows < 250], mean, std)
     assert len(pickle.dumps(part)) > 250 * 7 * 4
+    for view in (mapped[::-1], mapped[:, ::-1]):
+        flipped = StandardizedRows(view, rows, mean[: view.shape[1]], std[: view.shape[1]])
+        np.testing.assert_array_equal(
+            pickle.loads(pickle.dumps(flipped)).take(positions), flipped.take(positions)
+        )
 
 
 def test_rows_validation():
