@@ -141,6 +141,8 @@ def embed(
         raise ValueError("corpus_hash must be a non-empty string")
     if not hasattr(encoder, "encode") or not hasattr(encoder, "spec"):
         raise ValueError(f"encoder must have .spec and .encode, got {type(encoder).__name__}")
+    if encoder.spec.kind == "precomputed":  # an uploaded matrix answers for the whole corpus at once
+        chunk_size = max(len(items), 1)
     kwargs: dict[str, object] = {"batch_size": batch_size}
     if max_length is not None:
         if not _supports_max_length(encoder):

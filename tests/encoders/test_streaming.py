@@ -405,3 +405,14 @@ def test_transformer_50k_texts_streams_embeddings_and_token_states(tmp_path):
     # embeddings (48.8 MiB) and the token states (~490 MiB).
     assert stats["embed_growth_mib"] < 44, stats
     assert stats["tokens_growth_mib"] < 64, stats
+
+
+def test_precomputed_embeddings_larger_than_a_chunk(tmp_path):
+    from flare_core.encoders.precomputed import PrecomputedEncoder
+
+    matrix = np.random.default_rng(0).standard_normal((25, 3)).astype(np.float32)
+    encoder = PrecomputedEncoder("uploaded", matrix)
+    texts = [f"text {i}" for i in range(25)]
+    for cache in (None, tmp_path / "cache"):
+        out = embed(encoder, texts, corpus_hash="upload", cache_dir=cache, chunk_size=10)
+        np.testing.assert_array_equal(out, matrix)
