@@ -49,6 +49,8 @@ default is the exact value (``eps=None``); see :func:`bw2_reference_eps`.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -419,7 +421,11 @@ def _nuclear_from_g(g: torch.Tensor) -> torch.Tensor:
 
 class _TextBlocks(Sequence[torch.Tensor]):
     """The blocks of texts read from a token store on demand: ``[t]`` is text t's centred, scaled
-    ``(n_t, d)`` matrix in ``dtype``, computed exactly as :func:`pair_distances` computes it in memory."""
+    ``(n_t, d)`` matrix in ``dtype``, computed exactly as :func:`pair_distances` computes it in memory.
+
+    The most recently used blocks stay cached up to ``cache_bytes`` (pairs in ``(i, j)`` order reuse
+    text ``i`` for a whole run of pairs, and nearby ``j`` across chunks).
+    """
 
     def __init__(
         self,
@@ -428,20 +434,39 @@ class _TextBlocks(Sequence[torch.Tensor]):
         scales: list[float],
         dtype: torch.dtype,
         normalize: bool,
+        cache_bytes: float,
     ) -> None:
         self.tokens, self.means, self.scales = tokens, means, scales
         self.dtype, self.normalize = dtype, normalize
         self.device = torch.device("cpu")
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[int, torch.Tensor] = OrderedDict()
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def __getitem__(self, t: int) -> torch.Tensor:  # type: ignore[override]
+        t = int(t)
+        with self._lock:
+            block = self._cache.get(t)
+            if block is not None:
+                self._cache.move_to_end(t)
+                return block
         x = _as_matrix(self.tokens[t], f"tokens[{t}]").cpu().to(torch.float64)
         if self.normalize:
             x = x / self.scales[t]
-        block = (x - self.means[t]) / math.sqrt(x.shape[0])
-        return block.to(self.dtype).to(self.device)
+        block = ((x - self.means[t]) / math.sqrt(x.shape[0])).to(self.dtype).to(self.device)
+        size = block.numel() * block.element_size()
+        with self._lock:
+            if t not in self._cache:
+                self._cache[t] = block
+                self._cached_bytes += size
+            while self._cached_bytes > self.cache_bytes and len(self._cache) > 1:
+                _, dropped = self._cache.popitem(last=False)
+                self._cached_bytes -= dropped.numel() * dropped.element_size()
+        return block
 
 
 class _Store:
@@ -687,7 +712,7 @@ def pair_distances(
     traces = np.array(traces_l)  # (T,)
     lengths = np.array(lengths_l, dtype=np.int64)
     if eps is None and on_disk:
-        blocks = _TextBlocks(tokens, means, scales, dtype, normalize)
+        blocks = _TextBlocks(tokens, means, scales, dtype, normalize, cache_bytes=max_memory_mb * 2**20 / 2)
 
     n_pairs = len(pairs_arr)
     ii, jj = pairs_arr[:, 0], pairs_arr[:, 1]

@@ -357,6 +357,11 @@ def _portable(exc: BaseException) -> BaseException:
     return exc
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    """Terminating a busy worker unwinds its task, so its cleanup runs (temporary files are removed)."""
+    raise SystemExit(128 + signum)
+
+
 def _worker_main(conn: Connection, threads: int) -> None:
     """A pool worker: receive ``pickle((fn, args))``, run it through :func:`_invoke`, send the outcome.
 
@@ -364,6 +369,7 @@ def _worker_main(conn: Connection, threads: int) -> None:
     seconds)``. The worker returns (and its process exits) when the parent closes the pipe.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the parent, which stops the workers
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     while True:
         try:
             payload = conn.recv_bytes()

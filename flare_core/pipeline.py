@@ -28,6 +28,7 @@ from flare_core.jobs import Cancelled
 from flare_core.runs import Run, RunStore, safe_name
 
 ESTIMATORS = ("flow", "gmm")
+_SHUFFLE_TEXTS = 2000
 FLOW_PRESETS = ("fast", "default")
 _VERSIONED = (
     "flare-studio", "torch", "transformers", "sentence-transformers", "nflows", "numpy", "scipy",
@@ -130,6 +131,31 @@ def _scratch_dir() -> Path:
     return path
 
 
+def sweep_stale_scratch(max_age_hours: float = 24.0) -> list[Path]:
+    """Remove what killed processes left in the cache: temporary ``.tmp-*`` files of embedding entries
+    and scratch folders, untouched for ``max_age_hours`` (a live writer touches its file with every chunk).
+    Returns the removed paths."""
+    import shutil
+
+    limit = time.time() - max_age_hours * 3600
+    removed = []
+    root = cache_dir()
+    candidates = list((root / "embeddings").glob(".tmp-*")) + list((root / "scratch").glob("tokens-*"))
+    for path in candidates:
+        try:
+            newest = max([path.stat().st_mtime] + [p.stat().st_mtime for p in path.rglob("*")])
+            if newest >= limit or path.is_symlink():
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:  # another process removed or is using it
+            continue
+        removed.append(path)
+    return removed
+
+
 def create_run(
     store: RunStore,
     corpus: Corpus,
@@ -214,6 +240,7 @@ class _Stage:
 def execute(run: Run, *, progress_bar: bool = False) -> None:
     """Compute every stage of ``run`` that is not stored yet."""
     params = RunParams.from_dict(run.manifest["params"])
+    sweep_stale_scratch()
     report = _progress_reporter(run, progress_bar)
     corpus = run.corpus_frame()
     texts = corpus["text"].tolist()
@@ -376,21 +403,42 @@ def _embed_all(
         )
         for model_id in todo
     ]
-    for outcome in ex.map_unordered(_embed_task, tasks, resources):
-        model_id = outcome.key[1]
-        _record_worker(run, "embeddings", model_id, outcome.worker, outcome.seconds, outcome.ok)
-        if not outcome.ok:
-            if isinstance(outcome.error, Cancelled | KeyboardInterrupt):
-                raise Cancelled(f"run {run.id} was cancelled")
+    pending = list(tasks)
+    try:
+        while pending or ex.in_flight():
+            while pending and ex.in_flight() < ex.max_in_flight:
+                key, args = pending.pop(0)
+                ex.submit(key, _embed_task, args, resources)
+            outcome = ex.wait(timeout=None if in_process else 0.5)
+            if outcome is None:  # units still running elsewhere: a cancel request stops them now
+                if run.cancel_requested():
+                    raise Cancelled(f"run {run.id} was cancelled")
+                continue
+            model_id = outcome.key[1]
+            _record_worker(run, "embeddings", model_id, outcome.worker, outcome.seconds, outcome.ok)
             error = outcome.error
-            _set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
-        else:
-            info = dict(outcome.value)
-            run.copy_embeddings(model_id, info.pop("path"))
-            dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
-            _set_model(run, model_id, status="done", dim=dim, **info)
-        done_count += 1
-        report("embeddings", done_count, len(models), f"{model_id} {'done' if outcome.ok else 'failed'}")
+            if isinstance(error, Cancelled | KeyboardInterrupt):
+                raise Cancelled(f"run {run.id} was cancelled")
+            if error is None:
+                info = dict(outcome.value)
+                try:
+                    run.copy_embeddings(model_id, info.pop("path"))
+                except (OSError, ValueError) as exc:  # e.g. a worker whose cache this machine cannot see
+                    error = exc
+                else:
+                    dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
+                    _set_model(run, model_id, status="done", dim=dim, **info)
+            if error is not None:
+                _set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
+            done_count += 1
+            report(
+                "embeddings", done_count, len(models), f"{model_id} {'done' if error is None else 'failed'}"
+            )
+    finally:
+        if ex.in_flight():
+            ex.cancel()
+        if executor is None:
+            ex.close()
     report("embeddings", len(models), len(models), "embeddings done")
 
 
@@ -810,8 +858,10 @@ def validate_run(run: Run, studies: Sequence[str], *, repeats: int = 20, report=
                 )
     if "shuffle" in studies:
         ok = [m for m in run.embedded_models()]
-        rows = _sufficiency_rows(len(run.corpus_frame()), params.max_texts_sufficiency, params.seed)
-        embeddings = {m: np.asarray(run.load_embeddings(m))[rows] for m in ok}
+        # seven retrainings of the matrix: a seeded sample of at most 2,000 texts, whatever the run used
+        limit = min(params.max_texts_sufficiency or _SHUFFLE_TEXTS, _SHUFFLE_TEXTS)
+        rows = _sufficiency_rows(len(run.corpus_frame()), limit, params.seed)
+        embeddings = {m: np.asarray(run.load_embeddings(m, mmap=True)[rows]) for m in ok}
         frame = validation.shuffle_study(
             embeddings,
             # Flows, not mixtures: a mixture's conditional MLP out-fits its 8-mode marginal even when the
