@@ -423,8 +423,8 @@ def _embed_all(
                 info = dict(outcome.value)
                 try:
                     run.copy_embeddings(model_id, info.pop("path"))
-                except (OSError, ValueError) as exc:  # e.g. a worker whose cache this machine cannot see
-                    error = exc
+                except (FileNotFoundError, ValueError) as exc:  # a worker whose cache this machine cannot see
+                    error = exc  # (other OS errors, such as a full disk, fail the run: it resumes later)
                 else:
                     dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
                     _set_model(run, model_id, status="done", dim=dim, **info)

@@ -145,3 +145,26 @@ def test_sweep_removes_only_stale_scratch(tmp_path, monkeypatch):
     removed = sweep_stale_scratch()
     assert sorted(p.name for p in removed) == [".tmp-abc.npy", "tokens-old"]
     assert live_file.exists() and entry.exists() and (tmp_path / "scratch" / "tokens-new").exists()
+
+
+def test_an_embedding_file_the_driver_cannot_see_fails_only_its_model(tmp_path, articles, monkeypatch):
+    from flare_core import pipeline
+
+    real = pipeline._embed_task
+
+    def task(model_id, *args):
+        info = real(model_id, *args)
+        if model_id == "glove-6b-50d":  # as if a remote worker wrote to a cache this machine does not mount
+            info["path"] = str(tmp_path / "elsewhere" / "missing.npy")
+        return info
+
+    monkeypatch.setattr(pipeline, "_embed_task", task)
+    articles.to_csv(tmp_path / "articles.csv", index=False)
+    corpus = load_corpus(tmp_path / "articles.csv", text_column="text", label_column="label")
+    run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
+    assert jobs.execute(run) == "done", run.manifest.get("traceback")
+    status = {m["id"]: m for m in run.manifest["models"]}
+    assert status["glove-6b-50d"]["status"] == "failed"
+    assert "FileNotFoundError" in status["glove-6b-50d"]["error"]
+    assert status["tokenlearn-static-64d"]["status"] == "done"
+    assert run.embedded_models() == ["tokenlearn-static-64d"]
