@@ -323,35 +323,7 @@ def test_ray_reports_a_raising_task_and_retries_a_killed_worker(ray_executor, tm
 
 @pytest.mark.slow
 def test_ray_cancel_then_resume(ray_executor, tmp_path):
-    pool, cfg = _pool(), QUICK_GMM
-    local = sufficiency_matrix(pool, estimator="gmm", config=cfg, device="cpu")
-    events: list[dict] = []
-    with pytest.raises(Cancelled):
-        sufficiency_matrix(
-            pool,
-            estimator="gmm",
-            config=cfg,
-            device="cpu",
-            executor=ray_executor,
-            store_dir=tmp_path,
-            progress=events.append,
-            should_stop=lambda: len(events) >= 4,
-        )
-    assert ray_executor.in_flight() == 0
-    stored = len(list(tmp_path.glob("*/*.json")))
-    assert stored == len(events) >= 4
-    events = []
-    resumed = sufficiency_matrix(
-        pool,
-        estimator="gmm",
-        config=cfg,
-        device="cpu",
-        executor=ray_executor,
-        store_dir=tmp_path,
-        progress=events.append,
-    )
-    assert sum(e["resumed"] for e in events) == stored
-    _assert_same_numbers(local, resumed)
+    _check_cancel_then_resume(ray_executor, tmp_path)
 
 
 @pytest.mark.slow
@@ -382,6 +354,22 @@ def _serial(estimator: str, config: FlowConfig | GMMConfig, seed: int = 0) -> Su
             _pool(), estimator=estimator, config=config, device="cpu", seed=seed
         )
     return _SERIAL[key]
+
+
+def _check_cancel_then_resume(executor: Executor, tmp_path: Path) -> None:
+    """A matrix on ``executor`` cancelled after 4 units keeps what finished; resumed on ``executor``, it
+    reuses those units and ends with the serial run's numbers."""
+    events: list[dict] = []
+    options = dict(estimator="gmm", config=QUICK_GMM, device="cpu", executor=executor, store_dir=tmp_path)
+    with pytest.raises(Cancelled):
+        sufficiency_matrix(_pool(), progress=events.append, should_stop=lambda: len(events) >= 4, **options)
+    assert executor.in_flight() == 0
+    stored = len(list(tmp_path.glob("*/*.json")))
+    assert stored == len(events) >= 4
+    events = []
+    resumed = sufficiency_matrix(_pool(), progress=events.append, **options)
+    assert sum(e["resumed"] for e in events) == stored
+    _assert_same_numbers(_serial("gmm", QUICK_GMM), resumed)
 
 
 def _pid(worker: str | None) -> int:
@@ -575,33 +563,7 @@ def test_process_pool_matrix_with_raising_and_killed_tasks(process_pool, tmp_pat
 
 @pytest.mark.slow
 def test_process_pool_cancel_then_resume(process_pool, tmp_path):
-    events: list[dict] = []
-    with pytest.raises(Cancelled):
-        sufficiency_matrix(
-            _pool(),
-            estimator="gmm",
-            config=QUICK_GMM,
-            device="cpu",
-            executor=process_pool,
-            store_dir=tmp_path,
-            progress=events.append,
-            should_stop=lambda: len(events) >= 4,
-        )
-    assert process_pool.in_flight() == 0
-    stored = len(list(tmp_path.glob("*/*.json")))
-    assert stored == len(events) >= 4
-    events = []
-    resumed = sufficiency_matrix(
-        _pool(),
-        estimator="gmm",
-        config=QUICK_GMM,
-        device="cpu",
-        executor=process_pool,
-        store_dir=tmp_path,
-        progress=events.append,
-    )
-    assert sum(e["resumed"] for e in events) == stored
-    _assert_same_numbers(_serial("gmm", QUICK_GMM), resumed)
+    _check_cancel_then_resume(process_pool, tmp_path)
 
 
 @pytest.mark.slow
