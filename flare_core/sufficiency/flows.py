@@ -93,22 +93,20 @@ class FlowConfig(DictConfig):
     def __post_init__(self) -> None:
         if self.flow not in _FLOWS:
             raise ValueError(f"flow must be one of {_FLOWS}, got {self.flow!r}")
-        for name in ("n_transforms", "hidden_features", "n_blocks", "rank", "num_bins", "batch_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in (
+        self._require_positive_ints(
+            "n_transforms",
+            "hidden_features",
+            "n_blocks",
+            "rank",
+            "num_bins",
+            "batch_size",
             "max_epochs",
             "max_epochs_conditional",
             "patience",
             "eval_batch_size",
             "batch_conditionals",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (self.lr > 0 and np.isfinite(self.lr)):
-            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
+        )
+        self._require_optimiser_settings()
         if not (self.tail_bound > 0):
             raise ValueError(f"tail_bound must be positive, got {self.tail_bound!r}")
         if not (self.l2_deviation >= 0 and np.isfinite(self.l2_deviation)):
@@ -119,8 +117,6 @@ class FlowConfig(DictConfig):
             )
         if not isinstance(self.autocast, bool):
             raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
-        if self.grad_clip is not None and not self.grad_clip > 0:
-            raise ValueError(f"grad_clip must be positive or None, got {self.grad_clip!r}")
 
     @classmethod
     def fast(cls) -> FlowConfig:

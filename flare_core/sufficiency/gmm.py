@@ -51,17 +51,10 @@ class GMMConfig(DictConfig):
     eval_batch_size: int = 1024
 
     def __post_init__(self) -> None:
-        for name in (
-            "n_modes",
-            "batch_size",
-            "max_epochs",
-            "max_epochs_conditional",
-            "patience",
-            "eval_batch_size",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self._require_positive_ints(
+            "n_modes", "batch_size", "max_epochs", "max_epochs_conditional", "patience", "eval_batch_size"
+        )
+        self._require_optimiser_settings()
         if self.hidden_features is not None and (
             not isinstance(self.hidden_features, int) or self.hidden_features < 1
         ):
@@ -70,12 +63,8 @@ class GMMConfig(DictConfig):
             )
         if not (self.log_scale_bound > 0 and np.isfinite(self.log_scale_bound)):
             raise ValueError(f"log_scale_bound must be positive and finite, got {self.log_scale_bound!r}")
-        if not (self.lr > 0 and np.isfinite(self.lr)):
-            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
         if self.evaluate_on not in _EVALUATE_ON:
             raise ValueError(f"evaluate_on must be one of {_EVALUATE_ON}, got {self.evaluate_on!r}")
-        if self.grad_clip is not None and not self.grad_clip > 0:
-            raise ValueError(f"grad_clip must be positive or None, got {self.grad_clip!r}")
 
     @classmethod
     def emir(cls) -> GMMConfig:
