@@ -41,6 +41,25 @@ def synthetic_pool(n: int, dims: list[int], seed: int, latent: int = 16) -> dict
     return pool
 
 
+def _cold_and_warm(
+    executor, pool: dict[str, np.ndarray], kwargs: dict
+) -> tuple[SufficiencyResult, float, float]:
+    """The matrix on ``executor`` twice: (first result, first wall time, second wall time), then close it.
+
+    The first run includes starting the workers (and importing torch in each); the second reuses them.
+    """
+    try:
+        start = time.perf_counter()
+        first = sufficiency_matrix(pool, executor=executor, **kwargs)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        sufficiency_matrix(pool, executor=executor, **kwargs)
+        warm = time.perf_counter() - start
+    finally:
+        executor.close()
+    return first, cold, warm
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -68,16 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     t_local = time.perf_counter() - start
     print(f"local (1 process, 1 thread):   {t_local:7.2f} s")
 
-    pool_ex = LocalExecutor(workers=args.workers, threads_per_worker=1)
-    try:
-        start = time.perf_counter()
-        pooled = sufficiency_matrix(pool, executor=pool_ex, **kwargs)
-        t_pool = time.perf_counter() - start
-        start = time.perf_counter()
-        sufficiency_matrix(pool, executor=pool_ex, **kwargs)  # warm workers: torch already imported
-        t_pool_warm = time.perf_counter() - start
-    finally:
-        pool_ex.close()
+    pooled, t_pool, t_pool_warm = _cold_and_warm(
+        LocalExecutor(workers=args.workers, threads_per_worker=1), pool, kwargs
+    )
     pool_same = _same(local, pooled)
     print(f"local pool ({args.workers} processes, 1 thread each): first matrix {t_pool:7.2f} s "
           f"(starts the workers), warm matrix {t_pool_warm:7.2f} s; identical IS matrix: {pool_same}")  # fmt: skip
@@ -91,15 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ray_ex = RayExecutor(num_cpus=args.num_cpus, init_kwargs={"logging_level": "ERROR"})
     t_init = time.perf_counter() - start
-    try:
-        start = time.perf_counter()
-        remote = sufficiency_matrix(pool, executor=ray_ex, **kwargs)
-        t_ray = time.perf_counter() - start
-        start = time.perf_counter()
-        sufficiency_matrix(pool, executor=ray_ex, **kwargs)  # warm workers: torch already imported
-        t_warm = time.perf_counter() - start
-    finally:
-        ray_ex.close()
+    remote, t_ray, t_warm = _cold_and_warm(ray_ex, pool, kwargs)
     where = args.address or f"local instance, {args.num_cpus} CPUs"
     print(f"ray ({where}): init {t_init:6.2f} s + first matrix {t_ray:7.2f} s, warm matrix {t_warm:7.2f} s")
     same = _same(local, remote)
