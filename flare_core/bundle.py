@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flare_core import atomic
+from flare_core.errors import BundleError
 from flare_core.runs import (
     _ARTEFACT_PART,
     FINISHED,
@@ -63,10 +64,6 @@ REQUIRED_MANIFEST_KEYS = ("id", "models", "corpus", "params", "status")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CHUNK = 1 << 20
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member dates: the same run gives the same bundle
-
-
-class BundleError(ValueError):
-    """A bundle cannot be written or is refused on import (the message says why)."""
 
 
 # -- export ---------------------------------------------------------------------------------------------------

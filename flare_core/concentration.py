@@ -47,6 +47,7 @@ import pandas as pd
 import torch
 
 from flare_core.device import pick_device
+from flare_core.errors import UnsupportedArchitecture
 
 LAYER_COLUMNS = ["layer", "lambda_mean", "r", "C", "concentration", "mean_cos", "z_spread_ratio", "n_texts"]
 HEAD_COLUMNS = ["layer", "head", "lambda_mean", "op_norm2", "pa_ratio_mean"]
@@ -65,10 +66,6 @@ TEXT_COLUMNS = [
 _BERT_TYPES = ("bert", "roberta", "xlm-roberta")
 _MPNET_TYPES = ("mpnet",)
 SUPPORTED_MODEL_TYPES = _BERT_TYPES + _MPNET_TYPES
-
-
-class UnsupportedArchitecture(ValueError):
-    """The model's layers are not laid out like one of the supported encoders."""
 
 
 @dataclass

@@ -30,6 +30,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from flare_core.errors import CorpusError
+
 __all__ = [
     "AUTO",
     "Corpus",
@@ -90,10 +92,6 @@ _UNSUPPORTED_SUFFIXES = {
     ".pkl": "pickle files",
     ".pickle": "pickle files",
 }
-
-
-class CorpusError(ValueError):
-    """A corpus file or a column choice was rejected; the message says what and where."""
 
 
 class _Auto:

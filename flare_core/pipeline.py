@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.corpus import Corpus
-from flare_core.jobs import Cancelled
+from flare_core.errors import Cancelled
 from flare_core.runs import Run, RunStore, safe_name
 
 ESTIMATORS = ("flow", "gmm")
@@ -612,22 +612,19 @@ def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, rep
         _record_worker(run, stage, unit, event.get("worker"), event.get("seconds"), not event.get("error"))
         report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}{failed}")
 
-    try:
-        result = sufficiency.sufficiency_matrix(
-            embeddings,
-            estimator=estimator,
-            config=config,
-            sources=candidates,
-            targets=ok,
-            seed=params.seed,
-            device=params.device,
-            store_dir=run.artefact("sufficiency", estimator, "pairs"),
-            progress=tick,
-            should_stop=run.cancel_requested,
-            executor=executor,
-        )
-    except sufficiency.Cancelled as exc:
-        raise Cancelled(str(exc)) from exc
+    result = sufficiency.sufficiency_matrix(
+        embeddings,
+        estimator=estimator,
+        config=config,
+        sources=candidates,
+        targets=ok,
+        seed=params.seed,
+        device=params.device,
+        store_dir=run.artefact("sufficiency", estimator, "pairs"),
+        progress=tick,
+        should_stop=run.cancel_requested,
+        executor=executor,
+    )
     result.save(run.artefact("sufficiency", estimator, "result"))
     if not result.failed.empty:
         run.save_frame(result.failed.astype(str), "sufficiency", estimator, "failed.parquet")

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core import atomic
+from flare_core.errors import ReportError
 from flare_core.runs import MANIFEST, Run, utc_now
 
 ESTIMATOR_NAMES = {"flow": "FLARE (normalizing flows)", "gmm": "EMIR (Gaussian mixtures)"}
@@ -52,10 +53,6 @@ th, td { border: 1px solid #d9dee3; padding: 0.22rem 0.5rem; text-align: left; v
 th { background: #f5f7fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .scroll { overflow-x: auto; } nav ul { columns: 2; } .note { color: #52606d; font-size: 0.9rem; }
 """
-
-
-class ReportError(ValueError):
-    """A report cannot be built or written (the message says why)."""
 
 
 # -- small HTML helpers ---------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core import atomic
+from flare_core.errors import RunNotFound, SymlinkRefused
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _ARTEFACT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
@@ -37,19 +38,8 @@ MANIFEST = "manifest.json"
 CANCEL_FLAG = "cancel.requested"
 
 
-class SymlinkRefused(ValueError):
-    """A run folder or artefact is a symbolic link: the store never follows links out of itself."""
-
-
 def _is_linked_run(path: Path) -> bool:
     return path.is_symlink() or (path / MANIFEST).is_symlink()
-
-
-class RunNotFound(KeyError):
-    """No run with this id exists in the store."""
-
-    def __str__(self) -> str:  # KeyError quotes its message otherwise
-        return str(self.args[0])
 
 
 def validate_run_id(run_id: str) -> str:

@@ -10,7 +10,9 @@ Typical use::
 
 from __future__ import annotations
 
-from .base import Encoder, ModelSpec, ModelUnavailable
+from flare_core.errors import ModelUnavailable
+
+from .base import Encoder, ModelSpec
 from .cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
 from .controls import TfidfSvdEncoder, texts_hash
 from .precomputed import PrecomputedEncoder, load_precomputed

@@ -33,10 +33,6 @@ class ModelSpec:
     revision: str
 
 
-class ModelUnavailable(RuntimeError):
-    """The model cannot be loaded on this machine (package missing, hub unreachable, bad folder)."""
-
-
 @runtime_checkable
 class Encoder(Protocol):
     """Anything that turns texts into one float32 vector each."""

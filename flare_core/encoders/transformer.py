@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from ..device import pick_device
+from ..errors import ModelUnavailable
 from .base import (
     ModelSpec,
-    ModelUnavailable,
     ProgressFn,
     check_batch_size,
     check_max_length,

@@ -32,6 +32,7 @@ import torch
 
 from flare_core import atomic
 from flare_core.device import pick_device
+from flare_core.errors import Cancelled
 from flare_core.executors import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.sufficiency import flows, gmm
 from flare_core.sufficiency._rows import StandardizedRows
@@ -62,10 +63,6 @@ FAILED_COLUMNS = ["stage", "source", "target", "error"]
 _ON_ERROR = ("raise", "continue")
 # FlowConfig fields added after stores were first written, with the value those stores were trained with
 _ADDED_FLOW_DEFAULTS = {"autocast": False, "batch_conditionals": 1}
-
-
-class Cancelled(RuntimeError):
-    """Raised when ``should_stop()`` returns True between two units; finished units stay stored."""
 
 
 @dataclass
