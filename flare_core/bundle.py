@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flare_core import atomic
+from flare_core.checks import check_bool, check_int
 from flare_core.errors import BundleError
 from flare_core.runs import (
     _ARTEFACT_PART,
@@ -122,8 +123,7 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
     """
     if not isinstance(run, Run):
         raise BundleError(f"export_run expects a Run from a RunStore; got {type(run).__name__}")
-    if not isinstance(include_texts, bool):
-        raise BundleError(f"include_texts must be True or False; got {include_texts!r}")
+    check_bool(include_texts, "include_texts", error=BundleError)
     if not (run.path / MANIFEST).is_file():
         raise BundleError(f"run {run.id!r} has no manifest at {run.path / MANIFEST}")
     out = Path(out)
@@ -334,10 +334,7 @@ def _check_manifest(data: bytes) -> dict[str, Any]:
             f"the bundle's manifest has an unknown status {manifest['status']!r} (one of {STATUSES})"
         )
     n_texts = manifest["corpus"].get("n_texts")
-    if isinstance(n_texts, bool) or not isinstance(n_texts, int) or n_texts < 0:
-        raise BundleError(
-            f"the bundle's manifest corpus 'n_texts' must be a non-negative integer; got {n_texts!r}"
-        )
+    check_int(n_texts, "the bundle's manifest corpus 'n_texts'", min_value=0, error=BundleError)
     return manifest
 
 
@@ -412,8 +409,7 @@ def import_run(
     """
     if not isinstance(store, RunStore):
         raise BundleError(f"import_run expects a RunStore; got {type(store).__name__}")
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise BundleError(f"max_bytes must be a positive integer; got {max_bytes!r}")
+    check_int(max_bytes, "max_bytes", min_value=1, error=BundleError)
     if run_id is not None:
         try:
             validate_run_id(run_id)

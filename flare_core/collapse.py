@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from flare_core.checks import check_int, check_number
 from flare_core.device import pick_device
 from flare_core.encoders.token_store import TokenStates
 
@@ -103,14 +104,11 @@ def _as_matrix(x: Any, name: str) -> torch.Tensor:
 
 
 def _check_eps(eps: float | None) -> None:
-    if eps is not None and (not isinstance(eps, int | float) or not math.isfinite(eps) or eps < 0):
-        raise ValueError(f"eps must be None or a finite number >= 0, got {eps!r}")
+    check_number(eps, "eps", min_value=0, allow_none=True)
 
 
 def _check_exponent(value: float, name: str) -> float:
-    if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0 (paper B.6), got {value!r}")
-    return float(value)
+    return check_number(value, name, min_value=0, include_min=False, reason="paper B.6")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -280,9 +278,7 @@ def sample_pairs(n: int, kind: str = "all", n_pairs: int | None = None, seed: in
     Returns:
         int64 array of shape ``(P, 2)``, sorted lexicographically, ``i < j`` in every row.
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    n = int(n)
+    n = check_int(n, "n", min_value=2)
     total = n * (n - 1) // 2
     if kind == "all":
         if n_pairs is not None:
@@ -666,12 +662,8 @@ def pair_distances(
         pairs_arr = sample_pairs(n_texts, "all")
     else:
         pairs_arr = _check_pairs(pairs, n_texts)
-    if chunk_size is not None and (
-        isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
-    ):
-        raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
-    if not isinstance(max_memory_mb, int | float) or not max_memory_mb > 0:
-        raise ValueError(f"max_memory_mb must be > 0, got {max_memory_mb!r}")
+    check_int(chunk_size, "chunk_size", min_value=1, allow_none=True)
+    check_number(max_memory_mb, "max_memory_mb", min_value=0, include_min=False, finite=False)
     dev = pick_device(str(device) if device is not None else None)
     if dev.type == "mps" and dtype == torch.float64:
         raise ValueError("float64 is not supported on MPS; use dtype=torch.float32 or device='cpu'")
@@ -799,8 +791,7 @@ def collapse_summary(df: pd.DataFrame) -> dict[str, Any]:
 def most_collapsed(df: pd.DataFrame, k: int = 20) -> pd.DataFrame:
     """The ``k`` pairs with the largest SOCM (ties broken by ``i``, then ``j``), index reset."""
     _check_pair_frame(df, ["i", "j", "socm"])
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    k = check_int(k, "k", min_value=1)
     ranked = df.sort_values(["socm", "i", "j"], ascending=[False, True, True], kind="mergesort")
     return ranked.head(int(k)).reset_index(drop=True)
 

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from flare_core.checks import check_int
 from flare_core.device import pick_device
 from flare_core.errors import UnsupportedArchitecture
 
@@ -391,10 +392,8 @@ def concentration_profile(
         ValueError: invalid texts, batch size or length.
     """
     texts = _check_texts(texts)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be an integer >= 1, got {max_length!r}")
+    check_int(batch_size, "batch_size", min_value=1)
+    check_int(max_length, "max_length", min_value=1)
     kind, handles = _handles(model)
     if not callable(tokenizer):
         raise ValueError("tokenizer must be a callable Hugging Face tokenizer")

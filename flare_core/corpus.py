@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from flare_core.checks import check_int
 from flare_core.errors import CorpusError
 
 __all__ = [
@@ -162,8 +163,7 @@ def read_table(
     ``info`` has ``format``, ``encoding``, ``encoding_warning`` (str or None), ``delimiter``
     (str, or None for non-CSV or one-column files) and ``n_bytes``.
     """
-    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
-        raise CorpusError(f"max_bytes must be a positive integer, got {max_bytes!r}")
+    check_int(max_bytes, "max_bytes", min_value=1, error=CorpusError)
     data, source_name = _read_source(source, name=name, max_bytes=max_bytes)
     label = f"'{source_name}'"
     if not data:
@@ -672,12 +672,9 @@ def load_corpus(
     texts are sampled without replacement (``numpy.random.default_rng(seed)``), kept in file order.
     A kept row with a missing label is rejected.
     """
-    if not isinstance(min_texts, int) or isinstance(min_texts, bool) or min_texts < 1:
-        raise CorpusError(f"min_texts must be a positive integer, got {min_texts!r}")
-    if max_rows is not None and (not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1):
-        raise CorpusError(f"max_rows must be a positive integer or None, got {max_rows!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise CorpusError(f"seed must be a non-negative integer, got {seed!r}")
+    check_int(min_texts, "min_texts", min_value=1, error=CorpusError)
+    check_int(max_rows, "max_rows", min_value=1, allow_none=True, error=CorpusError)
+    check_int(seed, "seed", min_value=0, error=CorpusError)
 
     frame, info = read_table(source, name=name, max_bytes=max_bytes)
     src = f"'{info['source_name']}'"

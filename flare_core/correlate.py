@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ConstantInputWarning, kendalltau, pearsonr, rankdata, spearmanr
 
+from flare_core.checks import check_int, check_probability
+
 MIN_MODELS = 3
 MIN_MODELS_BOOTSTRAP = 5
 
@@ -176,10 +178,8 @@ def correlation_table(
     """
     lf = _numeric_frame(label_free, "label_free")
     ds = _numeric_frame(downstream, "downstream")
-    if int(n_boot) < 0:
-        raise ValueError(f"n_boot must be >= 0; got {n_boot}")
-    if not 0.0 < float(ci) < 1.0:
-        raise ValueError(f"ci must be strictly between 0 and 1; got {ci}")
+    check_int(n_boot, "n_boot", min_value=0)
+    check_probability(ci, "ci", include_min=False, include_max=False)
     if lf.index.intersection(ds.index).empty:
         raise ValueError("label_free and downstream share no model in their indexes")
     rows = []

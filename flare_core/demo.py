@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core import atomic
+from flare_core.checks import check_int
 from flare_core.errors import DemoUnavailable
 
 __all__ = ["BBC_TOPICS", "DemoUnavailable", "bbc_news_frame", "write_demo_corpus"]
@@ -107,12 +108,8 @@ def bbc_news_frame(n_per_topic: int | None = 120, seed: int = 0) -> pd.DataFrame
     and ``source_file`` (``<folder>/<file>.txt``), sorted by label then source file. Articles are
     drawn per topic without replacement with ``numpy.random.default_rng(seed)``.
     """
-    if n_per_topic is not None and (
-        not isinstance(n_per_topic, int) or isinstance(n_per_topic, bool) or n_per_topic < 1
-    ):
-        raise ValueError(f"n_per_topic must be a positive integer or None, got {n_per_topic!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_int(n_per_topic, "n_per_topic", min_value=1, allow_none=True)
+    check_int(seed, "seed", min_value=0)
     folders = _find_bbc_folders()
     listings = {topic: sorted(folders[topic].glob("*.txt"), key=lambda p: p.name) for topic in BBC_TOPICS}
     smallest = min(len(files) for files in listings.values())

@@ -21,7 +21,7 @@ from sklearn.metrics import v_measure_score
 from sklearn.model_selection import StratifiedKFold, cross_validate
 from sklearn.preprocessing import normalize
 
-from flare_core.geometry import _as_labels, _as_matrix
+from flare_core.checks import check_int, check_labels, check_matrix
 
 Qrels = Mapping[int, Mapping[int, float]]
 
@@ -142,11 +142,10 @@ def classification(x: Any, labels: Any, folds: int = 5, seed: int = 0) -> dict[s
 
     Raises ``ValueError`` for malformed inputs, ``folds < 2``, or fewer than 2 classes with 2+ members.
     """
-    arr = _as_matrix(x)
-    if int(folds) < 2:
-        raise ValueError(f"folds must be at least 2; got {folds}")
+    arr = check_matrix(x, "x", min_rows=2)
+    folds = check_int(folds, "folds", min_value=2)
     raw = np.asarray(labels)
-    codes = _as_labels(raw, arr.shape[0])
+    codes = check_labels(raw, arr.shape[0])
     counts = np.bincount(codes)
     keep_classes = np.flatnonzero(counts >= 2)
     if keep_classes.shape[0] < 2:
@@ -182,8 +181,8 @@ def clustering(x: Any, labels: Any, seed: int = 0) -> dict[str, Any]:
     Returns ``{"v_measure", "n_clusters"}``. Raises ``ValueError`` for malformed inputs or when the
     number of distinct labels is not between 2 and N.
     """
-    arr = _as_matrix(x)
-    codes = _as_labels(labels, arr.shape[0])
+    arr = check_matrix(x, "x", min_rows=2)
+    codes = check_labels(labels, arr.shape[0])
     k = int(np.unique(codes).shape[0])
     if not 2 <= k <= arr.shape[0]:
         raise ValueError(f"clustering needs between 2 and N = {arr.shape[0]} distinct labels; got {k}")
@@ -200,8 +199,8 @@ def sts(emb_a: Any, emb_b: Any, gold: Any) -> dict[str, Any]:
 
     Raises ``ValueError`` for mismatched shapes, fewer than 2 pairs, non-finite values, all-zero rows.
     """
-    a = _as_matrix(emb_a, "emb_a")
-    b = _as_matrix(emb_b, "emb_b")
+    a = check_matrix(emb_a, "emb_a", min_rows=2)
+    b = check_matrix(emb_b, "emb_b", min_rows=2)
     if a.shape != b.shape:
         raise ValueError(f"emb_a and emb_b must have the same shape; got {a.shape} and {b.shape}")
     g = _as_vector(gold, a.shape[0], "gold")
@@ -230,13 +229,11 @@ def retrieval(query_emb: Any, doc_emb: Any, qrels: Any, k: int = 10) -> dict[str
     Raises ``ValueError`` for malformed inputs, out-of-range rows, negative grades, ``k < 1``, or no
     query with a relevant document.
     """
-    q = _as_matrix(query_emb, "query_emb", min_rows=1)
-    d = _as_matrix(doc_emb, "doc_emb", min_rows=1)
+    q = check_matrix(query_emb, "query_emb")
+    d = check_matrix(doc_emb, "doc_emb")
     if q.shape[1] != d.shape[1]:
         raise ValueError(f"query_emb has {q.shape[1]} dimensions but doc_emb has {d.shape[1]}")
-    if int(k) < 1:
-        raise ValueError(f"k must be at least 1; got {k}")
-    k = int(k)
+    k = check_int(k, "k", min_value=1)
     _nonzero_rows(q, "query_emb")
     _nonzero_rows(d, "doc_emb")
     rel = _as_qrels(qrels, q.shape[0], d.shape[0])

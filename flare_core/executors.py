@@ -45,9 +45,9 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_any
-from numbers import Integral
 from typing import Any
 
+from flare_core.checks import check_int, check_number
 from flare_core.errors import RemoteTraceback, WorkerDied
 
 EXECUTORS = ("local", "ray")
@@ -63,9 +63,7 @@ class Resources:
 
     def __post_init__(self) -> None:
         for name in ("num_cpus", "num_gpus"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+            check_number(getattr(self, name), name, min_value=0, finite=False)
 
 
 @dataclass
@@ -191,16 +189,6 @@ def _check_key(key: Hashable, taken: Iterable[Hashable]) -> None:
         raise ValueError(f"a task with key {key!r} is already in flight")
 
 
-def _check_int(name: str, value: Any, minimum: int, *, optional: bool = False) -> int | None:
-    """``value`` as an int >= ``minimum`` (None passes when ``optional``); ValueError otherwise."""
-    if optional and value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        allowed = " or None" if optional else ""
-        raise ValueError(f"{name} must be an integer >= {minimum}{allowed}, got {value!r}")
-    return int(value)
-
-
 def _worker_id() -> str:
     """``"hostname:pid"`` of this process."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -253,9 +241,11 @@ class LocalExecutor(Executor):
     def __init__(
         self, workers: int = 1, *, threads_per_worker: int | None = None, max_retries: int = 2
     ) -> None:
-        self.workers = _check_int("workers", workers, 1)
-        self.threads_per_worker = _check_int("threads_per_worker", threads_per_worker, 1, optional=True)
-        self.max_retries = _check_int("max_retries", max_retries, 0)
+        self.workers = check_int(workers, "workers", min_value=1)
+        self.threads_per_worker = check_int(
+            threads_per_worker, "threads_per_worker", min_value=1, allow_none=True
+        )
+        self.max_retries = check_int(max_retries, "max_retries", min_value=0)
         self._queue: deque[tuple[Hashable, Callable[..., Any], tuple]] = deque()
         self._pool: _ProcessPool | None = None
         if self.workers > 1:
@@ -597,14 +587,10 @@ class RayExecutor(Executor):
             raise ValueError("the ray executor needs the 'ray' package: pip install ray") from exc
         if address is not None and (not isinstance(address, str) or not address.strip()):
             raise ValueError(f"address must be a non-empty string or None, got {address!r}")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
-        if not (isinstance(gpu_fraction, int | float) and 0 < gpu_fraction <= 1):
-            raise ValueError(f"gpu_fraction must be in (0, 1], got {gpu_fraction!r}")
-        if threads_per_task is not None and (not isinstance(threads_per_task, int) or threads_per_task < 1):
-            raise ValueError(f"threads_per_task must be a positive integer or None, got {threads_per_task!r}")
-        if not isinstance(max_in_flight, int) or max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be a positive integer, got {max_in_flight!r}")
+        max_retries = check_int(max_retries, "max_retries", min_value=0)
+        gpu_fraction = check_number(gpu_fraction, "gpu_fraction", min_value=0, max_value=1, include_min=False)
+        threads_per_task = check_int(threads_per_task, "threads_per_task", min_value=1, allow_none=True)
+        max_in_flight = check_int(max_in_flight, "max_in_flight", min_value=1)
         if address is not None and (num_cpus is not None or num_gpus is not None):
             raise ValueError("num_cpus / num_gpus size a local Ray instance; leave them out with an address")
         self._ray = ray

@@ -22,13 +22,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy.special import logsumexp
 from scipy.stats import entropy
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import silhouette_score
 from sklearn.preprocessing import normalize
+
+from flare_core.checks import check_int, check_labels, check_matrix, check_number
 
 DEFAULT_CLUSTERS = 8
 
@@ -62,43 +63,6 @@ class SilhouetteResult:
 
 # ----------------------------------------------------------------------------------------------------
 # validation
-
-
-def _as_matrix(x: Any, name: str = "x", min_rows: int = 2, min_cols: int = 1) -> np.ndarray:
-    """Validate ``x`` as a finite float matrix of shape ``(N, d)``, N >= min_rows, d >= min_cols."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array of shape (N, d): {exc}") from exc
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must have shape (N, d); got {arr.ndim} axes with shape {arr.shape}")
-    if arr.shape[0] < min_rows:
-        raise ValueError(f"{name} needs at least {min_rows} rows; got {arr.shape[0]}")
-    if arr.shape[1] < min_cols:
-        raise ValueError(f"{name} needs at least {min_cols} columns; got {arr.shape[1]}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        raise ValueError(f"{name} has {int(bad.sum())} non-finite entries (NaN or infinity)")
-    return arr
-
-
-def _as_labels(labels: Any, n: int, name: str = "labels") -> np.ndarray:
-    """Validate one label per row, no missing values; returns integer codes of shape ``(n,)``."""
-    arr = np.asarray(labels)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
-    if arr.shape[0] != n:
-        raise ValueError(f"{name} has {arr.shape[0]} entries but x has {n} rows")
-    missing = pd.isna(arr)
-    if np.any(missing):
-        raise ValueError(f"{name} has {int(np.sum(missing))} missing values")
-    _, codes = np.unique(arr.astype(str) if arr.dtype == object else arr, return_inverse=True)
-    return codes.reshape(-1)
-
-
-def _check_positive(value: float, name: str) -> None:
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -188,10 +152,9 @@ def _silhouette(
 
 def uniformity_result(x: Any, t: float = 2.0, max_pairs: int = 200_000, seed: int = 0) -> UniformityResult:
     """Uniformity of ``x`` (N, d) with the number of pairs used (see :func:`uniformity`)."""
-    arr = _as_matrix(x)
-    _check_positive(t, "t")
-    if int(max_pairs) < 1:
-        raise ValueError(f"max_pairs must be at least 1; got {max_pairs}")
+    arr = check_matrix(x, "x", min_rows=2)
+    check_number(t, "t", min_value=0, include_min=False)
+    check_int(max_pairs, "max_pairs", min_value=1)
     norms = np.linalg.norm(arr, axis=1)
     if np.any(norms == 0):
         raise ValueError(
@@ -224,7 +187,7 @@ def isoscore(x: Any) -> float:
 
     Raises ``ValueError`` for fewer than 2 rows or columns, non-finite entries, or zero variance.
     """
-    arr = _as_matrix(x, min_cols=2)
+    arr = check_matrix(x, "x", min_rows=2, min_cols=2)
     value = _isoscore(arr)
     if np.isnan(value):
         raise ValueError("x has zero variance (all rows identical); IsoScore is undefined")
@@ -239,7 +202,7 @@ def effective_rank(x: Any) -> float:
 
     Raises ``ValueError`` for fewer than 2 rows, non-finite entries, or zero variance.
     """
-    arr = _as_matrix(x)
+    arr = check_matrix(x, "x", min_rows=2)
     value = _effective_rank(arr)
     if np.isnan(value):
         raise ValueError("x has zero variance (all rows identical); effective rank is undefined")
@@ -254,19 +217,18 @@ def silhouette_result(
     seed: int = 0,
 ) -> SilhouetteResult:
     """Silhouette of ``x`` (N, d) with how it was computed (see :func:`silhouette`)."""
-    arr = _as_matrix(x, min_rows=3)
-    if int(max_samples) < 3:
-        raise ValueError(f"max_samples must be at least 3; got {max_samples}")
+    arr = check_matrix(x, "x", min_rows=3)
+    check_int(max_samples, "max_samples", min_value=3)
     codes = None
     if labels is not None:
-        codes = _as_labels(labels, arr.shape[0])
+        codes = check_labels(labels, arr.shape[0])
         n_groups = int(np.unique(codes).shape[0])
         if n_groups < 2 or n_groups > arr.shape[0] - 1:
             raise ValueError(
                 f"silhouette needs between 2 and N - 1 = {arr.shape[0] - 1} distinct labels; got {n_groups}"
             )
-    elif n_clusters is not None and int(n_clusters) < 2:
-        raise ValueError(f"n_clusters must be at least 2; got {n_clusters}")
+    else:
+        check_int(n_clusters, "n_clusters", min_value=2, allow_none=True)
     return _silhouette(
         arr, codes, None if n_clusters is None else int(n_clusters), int(max_samples), int(seed)
     )
@@ -311,17 +273,15 @@ def geometry_report(
 
     Raises ``ValueError`` for malformed ``x`` or ``labels`` (see the individual functions).
     """
-    arr = _as_matrix(x, min_rows=3, min_cols=2)
-    _check_positive(t, "t")
-    if int(max_pairs) < 1:
-        raise ValueError(f"max_pairs must be at least 1; got {max_pairs}")
-    if int(max_samples) < 3:
-        raise ValueError(f"max_samples must be at least 3; got {max_samples}")
+    arr = check_matrix(x, "x", min_rows=3, min_cols=2)
+    check_number(t, "t", min_value=0, include_min=False)
+    check_int(max_pairs, "max_pairs", min_value=1)
+    check_int(max_samples, "max_samples", min_value=3)
     codes = None
     if labels is not None:
-        codes = _as_labels(labels, arr.shape[0])
-    elif n_clusters is not None and int(n_clusters) < 2:
-        raise ValueError(f"n_clusters must be at least 2; got {n_clusters}")
+        codes = check_labels(labels, arr.shape[0])
+    else:
+        check_int(n_clusters, "n_clusters", min_value=2, allow_none=True)
 
     if np.any(np.linalg.norm(arr, axis=1) == 0):
         uni = UniformityResult(float("nan"), 0, False)

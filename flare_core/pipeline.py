@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.checks import check_bool, check_int
 from flare_core.corpus import Corpus
 from flare_core.errors import Cancelled
 from flare_core.runs import Run, RunStore, safe_name
@@ -75,31 +76,18 @@ class RunParams:
             raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATORS)}")
         if self.flow_preset not in FLOW_PRESETS:
             raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
-        for name in ("collapse_texts", "concentration_texts", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+        for name in ("concentration_texts", "batch_size", "workers", "batch_conditionals"):
+            check_int(getattr(self, name), name, min_value=1)
+        check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
         from flare_core.executors import EXECUTORS
 
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
         if self.ray_address and self.executor != "ray":
             raise ValueError("a Ray address needs the Ray executor (--executor ray)")
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
-            raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
         if self.workers > 1 and self.executor != "local":
             raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
-        if (
-            isinstance(self.batch_conditionals, bool)
-            or not isinstance(self.batch_conditionals, int)
-            or self.batch_conditionals < 1
-        ):
-            raise ValueError(
-                f"batch_conditionals must be a positive integer, got {self.batch_conditionals!r}"
-            )
-        if not isinstance(self.autocast, bool):
-            raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
-        if self.collapse_texts < 2:
-            raise ValueError("collapse_texts must be at least 2 (SOCM compares pairs of texts)")
+        check_bool(self.autocast, "autocast")
         return self
 
     @classmethod

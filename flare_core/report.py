@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core import atomic
+from flare_core.checks import check_bool, check_int
 from flare_core.errors import ReportError
 from flare_core.runs import MANIFEST, Run, utc_now
 
@@ -673,14 +674,8 @@ def build_report(run: Run, *, include_texts: bool = True, max_scatter_points: in
         raise ReportError(f"build_report expects a Run from a RunStore; got {type(run).__name__}")
     if not (run.path / MANIFEST).is_file():
         raise ReportError(f"run {run.id!r} has no manifest at {run.path / MANIFEST}")
-    if not isinstance(include_texts, bool):
-        raise ReportError(f"include_texts must be True or False; got {include_texts!r}")
-    if (
-        isinstance(max_scatter_points, bool)
-        or not isinstance(max_scatter_points, int)
-        or max_scatter_points < 1
-    ):
-        raise ReportError(f"max_scatter_points must be a positive integer; got {max_scatter_points!r}")
+    check_bool(include_texts, "include_texts", error=ReportError)
+    check_int(max_scatter_points, "max_scatter_points", min_value=1, error=ReportError)
 
     import plotly.offline
 

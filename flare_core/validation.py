@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from flare_core.checks import check_int, check_probability
 from flare_core.correlate import ranking_correlation
 
 ALPHAS = (0.05, 0.10, 0.20, 0.40, 0.60, 0.80, 1.00)
@@ -43,10 +44,9 @@ def subsampling_stability(
     and the full scores) and, when ``downstream`` (per-model scores) is given, ``rho_downstream`` and
     ``delta_rho`` = |ρ(α) − ρ(1.0)| as in FLARE's Figure 4.
     """
-    if repeats < 1:
-        raise ValueError("repeats must be at least 1")
-    if any(not 0 < a <= 1 for a in alphas):
-        raise ValueError(f"every alpha must be in (0, 1], got {list(alphas)}")
+    check_int(repeats, "repeats", min_value=1)
+    for alpha in alphas:
+        check_probability(alpha, "every alpha", include_min=False)
     full = _scores(result)
     rho_full = ranking_correlation(full, downstream) if downstream is not None else float("nan")
     n_val = len(next(iter(result.val_logp_marg.values())))
@@ -116,8 +116,7 @@ def pool_size_study(
 
 def partially_shuffled(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
     """Copy of ``x`` (N, d) in which a random fraction ``p`` of the rows is permuted among itself."""
-    if not 0 <= p <= 1:
-        raise ValueError(f"p must be in [0, 1], got {p}")
+    check_probability(p, "p")
     out = np.array(x, copy=True)
     chosen = rng.choice(len(x), size=int(round(p * len(x))), replace=False)
     out[chosen] = x[rng.permutation(chosen)]

@@ -8,6 +8,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from flare_core.checks import check_int
+
 ProgressFn = Callable[[int, int], None]
 
 KINDS = ("transformer", "static", "control", "hub", "precomputed")
@@ -66,18 +68,14 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 def check_batch_size(batch_size: int) -> int:
     """Validate a batch size (a positive int)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return int(batch_size)
+    return check_int(batch_size, "batch_size", min_value=1)
 
 
 def check_max_length(max_length: int | None) -> int | None:
     """Validate an optional token limit (a positive int, at least 2 so special tokens fit)."""
-    if max_length is None:
-        return None
-    if isinstance(max_length, bool) or not isinstance(max_length, int | np.integer) or max_length < 2:
-        raise ValueError(f"max_length must be an integer >= 2 or None, got {max_length!r}")
-    return int(max_length)
+    return check_int(
+        max_length, "max_length", min_value=2, allow_none=True, reason="room for the special tokens"
+    )
 
 
 def empty_matrix(dim: int) -> np.ndarray:

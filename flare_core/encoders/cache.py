@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flare_core.checks import check_int
+
 from .. import atomic
 from .base import Encoder, ProgressFn, check_batch_size, check_max_length, check_texts
 
@@ -102,9 +104,7 @@ def _read_cached(npy: Path, sidecar: Path, n: int, fields: dict[str, object]) ->
 
 def check_chunk_size(chunk_size: int) -> int:
     """Validate a number of texts encoded per call (a positive int)."""
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    return int(chunk_size)
+    return check_int(chunk_size, "chunk_size", min_value=1)
 
 
 def embed(

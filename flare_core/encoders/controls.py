@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from flare_core.checks import check_int
+
 from .base import ModelSpec, ProgressFn, check_batch_size, check_texts
 
 
@@ -42,12 +44,8 @@ class TfidfSvdEncoder:
         max_components: int = 256,
         seed: int = 0,
     ) -> None:
-        if isinstance(max_components, bool) or not isinstance(max_components, int) or max_components < 1:
-            raise ValueError(f"max_components must be a positive integer, got {max_components!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValueError(f"seed must be an integer, got {seed!r}")
-        self.max_components = max_components
-        self.seed = seed
+        self.max_components = check_int(max_components, "max_components", min_value=1)
+        self.seed = check_int(seed, "seed")
         self.vectorizer = None
         self.svd = None
         self.spec = spec

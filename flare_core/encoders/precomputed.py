@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flare_core.checks import check_int
+
 from .base import ModelSpec, ProgressFn, check_texts
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -102,8 +104,7 @@ def load_precomputed(source: str | Path | bytes, *, n_rows: int, name: str) -> n
     """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
-    if isinstance(n_rows, bool) or not isinstance(n_rows, int | np.integer) or n_rows < 1:
-        raise ValueError(f"{name}: n_rows must be a positive integer, got {n_rows!r}")
+    check_int(n_rows, f"{name}: n_rows", min_value=1)
     data = _read_source(source, name)
     if data.startswith(_NPY_MAGIC):
         arr = _load_npy(data, name)
@@ -113,10 +114,10 @@ def load_precomputed(source: str | Path | bytes, *, n_rows: int, name: str) -> n
         raise ValueError(f"{name}: .npz archives are not accepted; upload one .npy array or a Parquet file")
     else:
         raise ValueError(f"{name}: not a .npy or Parquet file (unrecognised first bytes)")
-    return _check_matrix(arr, n_rows=int(n_rows), name=name)
+    return _check_upload(arr, n_rows=int(n_rows), name=name)
 
 
-def _check_matrix(arr: np.ndarray, *, n_rows: int, name: str) -> np.ndarray:
+def _check_upload(arr: np.ndarray, *, n_rows: int, name: str) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"{name}: embeddings must be numeric, got dtype {arr.dtype}")
     if arr.dtype.kind == "b":
@@ -159,7 +160,7 @@ class PrecomputedEncoder:
     pooling = "precomputed"
 
     def __init__(self, name: str, embeddings: np.ndarray, *, licence: str = "user-supplied") -> None:
-        arr = _check_matrix(np.asarray(embeddings), n_rows=len(embeddings), name=name)
+        arr = _check_upload(np.asarray(embeddings), n_rows=len(embeddings), name=name)
         self.embeddings = arr
         self.spec = ModelSpec(
             id=name,

@@ -30,6 +30,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from flare_core.checks import check_bool, check_callable, check_choice, check_int
+
 from .. import atomic
 from .base import ProgressFn, check_batch_size, check_max_length, check_texts
 from .controls import texts_hash
@@ -245,14 +247,10 @@ def write_token_states(
     picks = _check_layers(layers)
     batch_size = check_batch_size(batch_size)
     max_length = check_max_length(max_length)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    if not isinstance(include_special, bool):
-        raise ValueError(f"include_special must be a bool, got {include_special!r}")
-    if progress is not None and not callable(progress):
-        raise ValueError("progress must be callable or None")
+    check_int(chunk_size, "chunk_size", min_value=1)
+    check_choice(dtype, "dtype", DTYPES)
+    check_bool(include_special, "include_special")
+    check_callable(progress, "progress")
 
     def compute(chunk: list[str]) -> list[np.ndarray]:
         return encoder.token_states(

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from flare_core.checks import check_int
+
 from ..device import pick_device
 from ..errors import ModelUnavailable
 from .base import (
@@ -370,8 +372,7 @@ def random_init_transformer(
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig
 
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+    check_int(seed, "seed")
     if isinstance(config, dict):
         params = dict(config)
         model_type = params.pop("model_type", "bert")

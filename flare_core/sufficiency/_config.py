@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
+
+from flare_core.checks import check_int, check_number
 
 _Config = TypeVar("_Config", bound="DictConfig")
 
@@ -15,18 +16,13 @@ class DictConfig:
     def _require_positive_ints(self, *names: str) -> None:
         """ValueError unless every field in ``names`` is an int >= 1 (bool excluded)."""
         for name in names:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_int(getattr(self, name), name, min_value=1)
 
     def _require_optimiser_settings(self) -> None:
         """ValueError unless ``lr`` is positive and finite and ``grad_clip`` positive or None."""
-        lr = getattr(self, "lr")  # noqa: B009 - a field of the dataclass this mixin serves
-        if not (lr > 0 and math.isfinite(lr)):
-            raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-        grad_clip = getattr(self, "grad_clip")  # noqa: B009
-        if grad_clip is not None and not grad_clip > 0:
-            raise ValueError(f"grad_clip must be positive or None, got {grad_clip!r}")
+        lr, grad_clip = getattr(self, "lr"), getattr(self, "grad_clip")  # noqa: B009 - fields of the dataclass
+        check_number(lr, "lr", min_value=0, include_min=False)
+        check_number(grad_clip, "grad_clip", min_value=0, include_min=False, allow_none=True)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]

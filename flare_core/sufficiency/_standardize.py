@@ -11,20 +11,6 @@ _MIN_STD = 1e-8
 _CHUNK_ROWS = 8192
 
 
-def _check_matrix(name: str, x: np.ndarray, d: int | None = None) -> np.ndarray:
-    """``x`` as a contiguous float32 (n, d) array with n ≥ 2, d ≥ 1 (and ``d`` columns when given), finite."""
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n, d), got shape {arr.shape}")
-    if arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 2 rows and 1 column, got shape {arr.shape}")
-    if d is not None and arr.shape[1] != d:
-        raise ValueError(f"{name} has {arr.shape[1]} columns, expected {d}")
-    if not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be numeric and finite")
-    return np.ascontiguousarray(arr, dtype=np.float32)
-
-
 def _fit_standardizer(x: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-dimension mean and std of ``x[rows]`` (all rows when None), both (d,) float64.
 

@@ -40,10 +40,10 @@ from nflows.transforms.made import MADE
 from nflows.transforms.permutations import Permutation
 from torch import nn
 
+from flare_core.checks import check_bool, check_choice, check_int, check_matrix, check_number
 from flare_core.device import pick_device, seed_everything
 from flare_core.sufficiency._config import DictConfig
 from flare_core.sufficiency._rows import StandardizedRows, as_training_data
-from flare_core.sufficiency._standardize import _check_matrix
 from flare_core.sufficiency._training import FitOutcome, _train
 
 _FLOWS = ("maf", "nsf")
@@ -91,8 +91,7 @@ class FlowConfig(DictConfig):
     batch_conditionals: int = 1
 
     def __post_init__(self) -> None:
-        if self.flow not in _FLOWS:
-            raise ValueError(f"flow must be one of {_FLOWS}, got {self.flow!r}")
+        check_choice(self.flow, "flow", _FLOWS)
         self._require_positive_ints(
             "n_transforms",
             "hidden_features",
@@ -107,16 +106,13 @@ class FlowConfig(DictConfig):
             "batch_conditionals",
         )
         self._require_optimiser_settings()
-        if not (self.tail_bound > 0):
-            raise ValueError(f"tail_bound must be positive, got {self.tail_bound!r}")
-        if not (self.l2_deviation >= 0 and np.isfinite(self.l2_deviation)):
-            raise ValueError(f"l2_deviation must be a finite number >= 0, got {self.l2_deviation!r}")
+        check_number(self.tail_bound, "tail_bound", min_value=0, include_min=False)
+        check_number(self.l2_deviation, "l2_deviation", min_value=0)
         if self.batch_conditionals > 1 and self.flow != "maf":
             raise ValueError(
                 "batch_conditionals > 1 needs flow='maf' (vmap cannot batch the spline's tail masks)"
             )
-        if not isinstance(self.autocast, bool):
-            raise ValueError(f"autocast must be True or False, got {self.autocast!r}")
+        check_bool(self.autocast, "autocast")
 
     @classmethod
     def fast(cls) -> FlowConfig:
@@ -223,8 +219,7 @@ def make_conditional(marginal: Flow, context_features: int, config: FlowConfig, 
     """
     if not isinstance(marginal, Flow):
         raise ValueError(f"marginal must be an nflows Flow, got {type(marginal).__name__}")
-    if not isinstance(context_features, int) or context_features < 1:
-        raise ValueError(f"context_features must be a positive integer, got {context_features!r}")
+    check_int(context_features, "context_features", min_value=1)
     generator = torch.Generator().manual_seed(int(seed))
     conditional = copy.deepcopy(marginal)
     device = next(marginal.parameters()).device
@@ -257,8 +252,8 @@ def fit_marginal_flow(
     config = config or FlowConfig()
     if not isinstance(config, FlowConfig):
         raise ValueError(f"config must be a FlowConfig, got {type(config).__name__}")
-    v_train = _check_matrix("v_train", v_train)
-    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
+    v_train = check_matrix(v_train, "v_train", min_rows=2, dtype=np.float32)
+    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
     dev = device if isinstance(device, torch.device) else pick_device(device)
     return _fit_marginal(v_train, v_val, config, int(seed), dev)
 
@@ -314,10 +309,10 @@ def fit_conditional_flow(
     if not isinstance(marginal, Flow):
         raise ValueError(f"marginal must be an nflows Flow, got {type(marginal).__name__}")
     d_v = _made_transforms(marginal)[0].features if _made_transforms(marginal) else None
-    u_train = _check_matrix("u_train", u_train)
-    v_train = _check_matrix("v_train", v_train, d_v)
-    u_val = _check_matrix("u_val", u_val, u_train.shape[1])
-    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
+    u_train = check_matrix(u_train, "u_train", min_rows=2, dtype=np.float32)
+    v_train = check_matrix(v_train, "v_train", min_rows=2, n_cols=d_v, dtype=np.float32)
+    u_val = check_matrix(u_val, "u_val", min_rows=2, n_cols=u_train.shape[1], dtype=np.float32)
+    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
     if len(u_train) != len(v_train) or len(u_val) != len(v_val):
         raise ValueError(
             f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"
@@ -395,6 +390,5 @@ def build_marginal(features: int, config: FlowConfig, seed: int) -> Flow:
 
     Used to reload saved weights: ``build_marginal(d, cfg, seed).load_state_dict(state)``.
     """
-    if not isinstance(features, int) or features < 1:
-        raise ValueError(f"features must be a positive integer, got {features!r}")
+    check_int(features, "features", min_value=1)
     return _build_flow(features, config, seed_everything(int(seed)))

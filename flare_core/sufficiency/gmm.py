@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from flare_core.checks import check_choice, check_int, check_matrix, check_number
 from flare_core.device import pick_device, seed_everything
 from flare_core.sufficiency._config import DictConfig
 from flare_core.sufficiency._rows import as_training_data, gather
-from flare_core.sufficiency._standardize import _check_matrix
 from flare_core.sufficiency._training import FitOutcome, _train
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -55,16 +55,9 @@ class GMMConfig(DictConfig):
             "n_modes", "batch_size", "max_epochs", "max_epochs_conditional", "patience", "eval_batch_size"
         )
         self._require_optimiser_settings()
-        if self.hidden_features is not None and (
-            not isinstance(self.hidden_features, int) or self.hidden_features < 1
-        ):
-            raise ValueError(
-                f"hidden_features must be a positive integer or None, got {self.hidden_features!r}"
-            )
-        if not (self.log_scale_bound > 0 and np.isfinite(self.log_scale_bound)):
-            raise ValueError(f"log_scale_bound must be positive and finite, got {self.log_scale_bound!r}")
-        if self.evaluate_on not in _EVALUATE_ON:
-            raise ValueError(f"evaluate_on must be one of {_EVALUATE_ON}, got {self.evaluate_on!r}")
+        check_int(self.hidden_features, "hidden_features", min_value=1, allow_none=True)
+        check_number(self.log_scale_bound, "log_scale_bound", min_value=0, include_min=False)
+        check_choice(self.evaluate_on, "evaluate_on", _EVALUATE_ON)
 
     @classmethod
     def emir(cls) -> GMMConfig:
@@ -150,8 +143,8 @@ def fit_marginal_gmm(
     EMIR's train-set evaluation.
     """
     config = _config(config)
-    v_train = _check_matrix("v_train", v_train)
-    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
+    v_train = check_matrix(v_train, "v_train", min_rows=2, dtype=np.float32)
+    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
     dev = device if isinstance(device, torch.device) else pick_device(device)
     return _fit_marginal(v_train, v_val, config, int(seed), dev)
 
@@ -195,10 +188,10 @@ def fit_conditional_gmm(
 ) -> FitOutcome:
     """Fit p(v|u) with the KNIFE MLP; ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are row-aligned arrays."""
     config = _config(config)
-    u_train = _check_matrix("u_train", u_train)
-    v_train = _check_matrix("v_train", v_train)
-    u_val = _check_matrix("u_val", u_val, u_train.shape[1])
-    v_val = _check_matrix("v_val", v_val, v_train.shape[1])
+    u_train = check_matrix(u_train, "u_train", min_rows=2, dtype=np.float32)
+    v_train = check_matrix(v_train, "v_train", min_rows=2, dtype=np.float32)
+    u_val = check_matrix(u_val, "u_val", min_rows=2, n_cols=u_train.shape[1], dtype=np.float32)
+    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
     if len(u_train) != len(v_train) or len(u_val) != len(v_val):
         raise ValueError(
             f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"

@@ -31,6 +31,7 @@ import pandas as pd
 import torch
 
 from flare_core import atomic
+from flare_core.checks import check_bool, check_callable, check_choice, check_int, check_probability
 from flare_core.device import pick_device
 from flare_core.errors import Cancelled
 from flare_core.executors import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
@@ -513,19 +514,12 @@ def sufficiency_matrix(
     sources = _validate_subset("sources", sources, names)
     targets = _validate_subset("targets", targets, names)
     cfg = _resolve_config(estimator, config)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
-    seed = int(seed)
-    if not (isinstance(val_fraction, float | int) and 0.0 < float(val_fraction) < 1.0):
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
-    if progress is not None and not callable(progress):
-        raise ValueError("progress must be callable or None")
-    if should_stop is not None and not callable(should_stop):
-        raise ValueError("should_stop must be callable or None")
-    if stream is not None and not isinstance(stream, bool):
-        raise ValueError(f"stream must be True, False or None, got {stream!r}")
-    if on_error not in (None, *_ON_ERROR):
-        raise ValueError(f"on_error must be one of {_ON_ERROR} or None, got {on_error!r}")
+    seed = check_int(seed, "seed")
+    check_probability(val_fraction, "val_fraction", include_min=False, include_max=False)
+    check_callable(progress, "progress")
+    check_callable(should_stop, "should_stop")
+    check_bool(stream, "stream", allow_none=True)
+    check_choice(on_error, "on_error", (None, *_ON_ERROR))
     if executor is not None and not isinstance(executor, str | Executor):
         raise ValueError(f"executor must be an Executor, a name {list(EXECUTORS)} or None, got {executor!r}")
     if isinstance(executor, str) and executor not in EXECUTORS:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from flare_core.checks import check_int, check_probability
 from flare_core.sufficiency.matrix import SufficiencyResult
 
 _AGGREGATIONS = ("median", "mean", "trim10")
@@ -119,10 +120,8 @@ def model_scores(
     """
     _check_result(result)
     _check_options(aggregation, variant)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 0:
-        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
-    if not (isinstance(ci, float | int) and 0.0 < float(ci) < 1.0):
-        raise ValueError(f"ci must be in (0, 1), got {ci!r}")
+    check_int(n_boot, "n_boot", min_value=0)
+    check_probability(ci, "ci", include_min=False, include_max=False)
     subset = _check_subset(val_subset, result.n_val)
 
     pairs = _pair_table(result)
