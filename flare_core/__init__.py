@@ -33,7 +33,7 @@ _EXPORTS = {
     "geometry_report": "flare_core.geometry",
     "downstream_report": "flare_core.downstream",
     "correlation_table": "flare_core.correlate",
-    "RunStore": "flare_core.runs",
+    "RunStore": "flare_core.store.runs",
     "RunParams": "flare_core.pipeline",
     "create_run": "flare_core.pipeline",
     "run_results": "flare_core.results",

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from flare_core.atomic import to_json
-from flare_core.runs import RunNotFound, RunStore
+from flare_core.store.atomic import to_json
+from flare_core.store.runs import RunNotFound, RunStore
 
 
 def _store(args: argparse.Namespace) -> RunStore:
@@ -330,7 +330,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from flare_core.bundle import export_run
+    from flare_core.store.bundle import export_run
 
     run = _store(args).get(args.run_id)
     print(export_run(run, args.output or Path(f"{run.id}.zip"), include_texts=not args.no_texts))
@@ -338,7 +338,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from flare_core.bundle import import_run
+    from flare_core.store.bundle import import_run
 
     run = import_run(_store(args), args.bundle, run_id=args.run_id)
     print(run.id)

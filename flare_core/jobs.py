@@ -19,9 +19,9 @@ import time
 import traceback
 from pathlib import Path
 
-from flare_core import atomic
 from flare_core.errors import Cancelled
-from flare_core.runs import FINISHED, Run, RunStore, utc_now
+from flare_core.store import atomic
+from flare_core.store.runs import FINISHED, Run, RunStore, utc_now
 
 HEARTBEAT = "worker.heartbeat"
 HEARTBEAT_SECONDS = 5.0

@@ -10,7 +10,6 @@ skipping work already stored, so that an interrupted run resumes where it stoppe
 from __future__ import annotations
 
 import dataclasses
-import os
 import platform
 import tempfile
 import time
@@ -26,7 +25,8 @@ import pandas as pd
 from flare_core.checks import check_bool, check_int
 from flare_core.corpus import Corpus
 from flare_core.errors import Cancelled
-from flare_core.runs import Run, RunStore, safe_name
+from flare_core.store.cache import cache_root, scratch_dir, sweep_stale_scratch
+from flare_core.store.runs import Run, RunStore, safe_name
 
 ESTIMATORS = ("flow", "gmm")
 _SHUFFLE_TEXTS = 2000
@@ -105,43 +105,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
-
-
-def cache_dir() -> Path:
-    """``$FLARE_CACHE_DIR`` or ``~/.cache/flare-studio`` (embeddings and extracted models)."""
-    return Path(os.environ.get("FLARE_CACHE_DIR") or Path.home() / ".cache" / "flare-studio")
-
-
-def _scratch_dir() -> Path:
-    """``<cache>/scratch``: temporary files too large for memory (token states), removed after use."""
-    path = cache_dir() / "scratch"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def sweep_stale_scratch(max_age_hours: float = 24.0) -> list[Path]:
-    """Remove what killed processes left in the cache: temporary ``.tmp-*`` files of embedding entries
-    and scratch folders, untouched for ``max_age_hours`` (a live writer touches its file with every chunk).
-    Returns the removed paths."""
-    import shutil
-
-    limit = time.time() - max_age_hours * 3600
-    removed = []
-    root = cache_dir()
-    candidates = list((root / "embeddings").glob(".tmp-*")) + list((root / "scratch").glob("tokens-*"))
-    for path in candidates:
-        try:
-            newest = max([path.stat().st_mtime] + [p.stat().st_mtime for p in path.rglob("*")])
-            if newest >= limit or path.is_symlink():
-                continue
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        except OSError:  # another process removed or is using it
-            continue
-        removed.append(path)
-    return removed
 
 
 def create_run(
@@ -382,7 +345,7 @@ def _embed_all(
                 model_id,
                 shared_texts,
                 corpus_hash,
-                str(cache_dir() / "embeddings"),
+                str(cache_root() / "embeddings"),
                 params.device,
                 params.batch_size,
                 params.max_length,
@@ -654,7 +617,7 @@ def run_collapse(
         else:
             encoder = encoders.load_encoder(model_id, device=params.device)
             # token states stream to disk a chunk of texts at a time; SOCM reads them back per chunk of pairs
-            with tempfile.TemporaryDirectory(prefix="tokens-", dir=_scratch_dir()) as scratch:
+            with tempfile.TemporaryDirectory(prefix="tokens-", dir=scratch_dir()) as scratch:
                 tokens = encoders.write_token_states(
                     encoder, [texts[i] for i in sample], Path(scratch) / "store", max_length=params.max_length
                 )

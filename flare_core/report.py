@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core import atomic
 from flare_core.checks import check_bool, check_int
 from flare_core.errors import ReportError
-from flare_core.runs import MANIFEST, Run, utc_now
+from flare_core.store import atomic
+from flare_core.store.runs import MANIFEST, Run, utc_now
 
 ESTIMATOR_NAMES = {"flow": "FLARE (normalizing flows)", "gmm": "EMIR (Gaussian mixtures)"}
 MAX_TABLE_ROWS = 200

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.runs import Run, safe_name
+from flare_core.store.runs import Run, safe_name
 
 ESTIMATOR_LABELS = {"flow": "FLARE (normalizing flows)", "gmm": "EMIR (Gaussian mixtures)"}
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from flare_core import figures
 from flare_core.glossary import explain
-from flare_core.runs import safe_name
+from flare_core.store.runs import safe_name
 from pages.common import (
     current_run,
     download_csv,

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from flare_core.jobs import effective_status
-from flare_core.runs import Run, RunNotFound, RunStore, validate_run_id
+from flare_core.store.runs import Run, RunNotFound, RunStore, validate_run_id
 
 STATUS_ICONS = {"queued": "⏳", "running": "🔄", "done": "✅", "failed": "❌", "cancelled": "⏹️"}
 
@@ -112,7 +112,7 @@ def status_banner(run: Run) -> str:
 
 def download_csv(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     """A download button for a chart's or table's data (cells that look like formulas are escaped)."""
-    from flare_core.export import safe_csv
+    from flare_core.store.export import safe_csv
 
     st.download_button(label, safe_csv(frame), file_name=f"{name}.csv", mime="text/csv", key=f"dl-{name}")
 

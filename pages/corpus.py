@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from flare_core.runs import safe_name
+from flare_core.store.runs import safe_name
 from pages.common import (
     current_run,
     download_csv,

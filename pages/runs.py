@@ -96,7 +96,7 @@ def share_panel() -> None:
         import tempfile
         from pathlib import Path
 
-        from flare_core.bundle import export_run
+        from flare_core.store.bundle import export_run
 
         with tempfile.TemporaryDirectory() as tmp:
             path = export_run(run, Path(tmp) / f"{run.id}.zip", include_texts=not strip)
@@ -115,7 +115,7 @@ share_panel()
 
 if not viewer_only():
     with st.expander("Import a run bundle"):
-        from flare_core.bundle import BundleError, import_run
+        from flare_core.store.bundle import BundleError, import_run
 
         upload = st.file_uploader(
             "Run bundle (.zip made by `flare export` or the button above)", type=["zip"]

@@ -31,7 +31,7 @@ def small_corpus_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def fixture_store(tmp_path_factory):
-    from flare_core.runs import RunStore
+    from flare_core.store.runs import RunStore
 
     return RunStore(tmp_path_factory.mktemp("runs"))
 

@@ -599,7 +599,7 @@ def test_process_pool_cancel_stops_running_tasks_and_close_leaves_no_process(pro
 
 
 def _write_slowly(path: str) -> None:
-    from flare_core import atomic
+    from flare_core.store import atomic
 
     with atomic.open_npy_writer(path, (None, 2)) as writer:
         writer.write(np.zeros((1, 2), dtype=np.float32))

@@ -9,7 +9,7 @@ import pytest
 from flare_core import jobs
 from flare_core.corpus import load_corpus
 from flare_core.pipeline import RunParams, create_run
-from flare_core.runs import RunStore
+from flare_core.store.runs import RunStore
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from flare_core import jobs
 from flare_core.corpus import load_corpus
 from flare_core.demo import bbc_news_frame
 from flare_core.pipeline import RunParams, create_run
-from flare_core.runs import RunStore
+from flare_core.store.runs import RunStore
 
 STATIC = ["glove-6b-50d", "tokenlearn-static-64d"]
 
@@ -119,32 +119,6 @@ def test_workers_option_validated():
         RunParams(models=STATIC, workers=2, executor="ray").validate()
     with pytest.raises(ValueError, match="batch_conditionals must be a positive integer"):
         RunParams(models=STATIC, batch_conditionals=0).validate()
-
-
-def test_sweep_removes_only_stale_scratch(tmp_path, monkeypatch):
-    from flare_core.pipeline import sweep_stale_scratch
-
-    monkeypatch.setenv("FLARE_CACHE_DIR", str(tmp_path))
-    (tmp_path / "embeddings").mkdir()
-    (tmp_path / "scratch" / "tokens-old" / "store").mkdir(parents=True)
-    (tmp_path / "scratch" / "tokens-new").mkdir(parents=True)
-    stale_file = tmp_path / "embeddings" / ".tmp-abc.npy"
-    stale_file.write_bytes(b"x")
-    live_file = tmp_path / "embeddings" / ".tmp-def.npy"
-    live_file.write_bytes(b"x")
-    entry = tmp_path / "embeddings" / "0123.npy"
-    entry.write_bytes(b"x")
-    old = 1_000_000_000  # 2001
-    for path in (
-        stale_file,
-        entry,
-        tmp_path / "scratch" / "tokens-old",
-        tmp_path / "scratch" / "tokens-old" / "store",
-    ):
-        os.utime(path, (old, old))
-    removed = sweep_stale_scratch()
-    assert sorted(p.name for p in removed) == [".tmp-abc.npy", "tokens-old"]
-    assert live_file.exists() and entry.exists() and (tmp_path / "scratch" / "tokens-new").exists()
 
 
 def test_an_embedding_file_the_driver_cannot_see_fails_only_its_model(tmp_path, articles, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 
 from flare_core import results as results_module
 from flare_core.report import ReportError, build_report, write_report
-from flare_core.runs import Run, RunStore, safe_name
+from flare_core.store.runs import Run, RunStore, safe_name
 
 EVIL = "<script>alert(1)</script>"
 EVIL_MODEL = f"evil{EVIL}"

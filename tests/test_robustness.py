@@ -24,12 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flare_core import atomic, jobs
+from flare_core import jobs
 from flare_core.corpus import AUTO, Corpus, CorpusError, load_corpus
-from flare_core.export import safe_csv
 from flare_core.pipeline import RunParams, create_run
 from flare_core.results import run_results
-from flare_core.runs import RunNotFound, RunStore
+from flare_core.store import atomic
+from flare_core.store.export import safe_csv
+from flare_core.store.runs import RunNotFound, RunStore
 
 EVIL = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
@@ -381,7 +382,7 @@ def test_a_manifest_that_is_a_symlink_is_not_followed(tmp_path, outside):
 
 
 def test_artefacts_that_are_symlinks_are_not_read(tmp_path, outside):
-    from flare_core.bundle import export_run
+    from flare_core.store.bundle import export_run
 
     store = RunStore(tmp_path / "runs")
     run = store.create({"name": "r", "status": "done", "models": [], "corpus": {}, "params": {}})
@@ -517,7 +518,7 @@ def test_killed_worker_reads_failed_keeps_its_pairs_and_resumes_to_the_uninterru
 
 
 def _full_disk(monkeypatch, fail) -> list[Path]:
-    """Make ``flare_core.atomic`` writes fail with ENOSPC (after writing part of the file) when ``fail(path)``."""
+    """Make ``flare_core.store.atomic`` writes fail with ENOSPC (after writing part of the file) when ``fail(path)``."""
     real = atomic.atomic_write
     failed: list[Path] = []
 

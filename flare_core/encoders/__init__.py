@@ -10,16 +10,26 @@ Typical use::
 
 from __future__ import annotations
 
+from flare_core.encoders.base import Encoder, ModelSpec
+from flare_core.encoders.cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
+from flare_core.encoders.controls import TfidfSvdEncoder, texts_hash
+from flare_core.encoders.precomputed import PrecomputedEncoder, load_precomputed
+from flare_core.encoders.registry import (
+    BUILTIN_IDS,
+    CONTROL_IDS,
+    get_spec,
+    is_available,
+    list_models,
+    load_encoder,
+)
+from flare_core.encoders.static import GloveEncoder, TokenlearnStaticEncoder
+from flare_core.encoders.token_store import TokenStates, write_token_states
+from flare_core.encoders.transformer import (
+    SentenceTransformerEncoder,
+    TransformerEncoder,
+    random_init_transformer,
+)
 from flare_core.errors import ModelUnavailable
-
-from .base import Encoder, ModelSpec
-from .cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
-from .controls import TfidfSvdEncoder, texts_hash
-from .precomputed import PrecomputedEncoder, load_precomputed
-from .registry import BUILTIN_IDS, CONTROL_IDS, get_spec, is_available, list_models, load_encoder
-from .static import GloveEncoder, TokenlearnStaticEncoder
-from .token_store import TokenStates, write_token_states
-from .transformer import SentenceTransformerEncoder, TransformerEncoder, random_init_transformer
 
 __all__ = [
     "BUILTIN_IDS",

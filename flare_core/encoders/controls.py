@@ -10,8 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from flare_core.checks import check_int
-
-from .base import ModelSpec, ProgressFn, check_batch_size, check_texts
+from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_texts
 
 
 def texts_hash(texts: Sequence[str]) -> str:

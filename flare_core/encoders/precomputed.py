@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from flare_core.checks import check_int
-
-from .base import ModelSpec, ProgressFn, check_texts
+from flare_core.encoders.base import ModelSpec, ProgressFn, check_texts
 
 _NPY_MAGIC = b"\x93NUMPY"
 _PARQUET_MAGIC = b"PAR1"

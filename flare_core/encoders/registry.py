@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from flare_core.encoders import builtin
+from flare_core.encoders.base import Encoder, ModelSpec
 from flare_core.errors import ModelUnavailable
-
-from . import builtin
-from .base import Encoder, ModelSpec
 
 MINILM = "all-MiniLM-L6-v2"
 MPNET = "all-mpnet-base-v2"
@@ -148,14 +147,14 @@ def _layer3_spec() -> ModelSpec:
 
 
 def _load_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from .transformer import load_hf_folder
+    from flare_core.encoders.transformer import load_hf_folder
 
     with hub_offline():
         return load_hf_folder(builtin.minilm_dir(), spec, device=device)
 
 
 def _load_mpnet(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from .transformer import load_hf_folder
+    from flare_core.encoders.transformer import load_hf_folder
 
     folder = builtin.mpnet_dir()
     with hub_offline():
@@ -163,19 +162,19 @@ def _load_mpnet(spec: ModelSpec, device: str | None, corpus: Sequence[str] | Non
 
 
 def _load_glove(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from .static import GloveEncoder
+    from flare_core.encoders.static import GloveEncoder
 
     return GloveEncoder(spec)
 
 
 def _load_static(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from .static import TokenlearnStaticEncoder
+    from flare_core.encoders.static import TokenlearnStaticEncoder
 
     return TokenlearnStaticEncoder(spec)
 
 
 def _load_tfidf(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from .controls import TfidfSvdEncoder
+    from flare_core.encoders.controls import TfidfSvdEncoder
 
     return TfidfSvdEncoder(spec, corpus_texts=corpus, max_components=256, seed=0)
 
@@ -183,7 +182,7 @@ def _load_tfidf(spec: ModelSpec, device: str | None, corpus: Sequence[str] | Non
 def _load_random_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
     from transformers import AutoConfig, AutoTokenizer
 
-    from .transformer import random_init_transformer
+    from flare_core.encoders.transformer import random_init_transformer
 
     folder = builtin.minilm_dir()
     with hub_offline():
@@ -195,7 +194,7 @@ def _load_random_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[st
 
 
 def _load_layer3(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from .transformer import load_hf_folder
+    from flare_core.encoders.transformer import load_hf_folder
 
     with hub_offline():
         return load_hf_folder(builtin.minilm_dir(), spec, device=device, num_layers=3)
@@ -326,7 +325,7 @@ def folder_revision(folder: Path) -> str:
 
 
 def _st_encoder(st_model, model_id: str, source: str, kind: str, revision: str, device) -> Encoder:
-    from .transformer import SentenceTransformerEncoder, _st_dim
+    from flare_core.encoders.transformer import SentenceTransformerEncoder, _st_dim
 
     inner = getattr(st_model[0], "auto_model", None)
     config = getattr(inner, "config", None)
@@ -345,7 +344,7 @@ def _st_encoder(st_model, model_id: str, source: str, kind: str, revision: str, 
 
 
 def _load_local(model_id: str, folder: Path, device: str | None) -> Encoder:
-    from ..device import pick_device
+    from flare_core.device import pick_device
 
     if not ((folder / "config.json").is_file() or (folder / "modules.json").is_file()):
         raise ModelUnavailable(f"folder {model_id!r} holds no model (no config.json or modules.json)")
@@ -409,7 +408,7 @@ def _load_hub(model_id: str, device: str | None) -> Encoder:
     """Load a hub id through sentence-transformers: from the local cache, else from the hub if reachable."""
     from sentence_transformers import SentenceTransformer
 
-    from ..device import pick_device
+    from flare_core.device import pick_device
 
     torch_device = pick_device(device)
     offline_msg = (

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
-from .builtin import glove_files, static_model_dir
+from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.builtin import glove_files, static_model_dir
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,8 @@ import numpy as np
 import torch
 
 from flare_core.checks import check_int
-
-from ..device import pick_device
-from ..errors import ModelUnavailable
-from .base import (
+from flare_core.device import pick_device
+from flare_core.encoders.base import (
     ModelSpec,
     ProgressFn,
     check_batch_size,
@@ -23,6 +21,7 @@ from .base import (
     check_texts,
     empty_matrix,
 )
+from flare_core.errors import ModelUnavailable
 
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "mpnet", "camembert")
 
@@ -382,7 +381,7 @@ def random_init_transformer(
             f"config must be a transformers PretrainedConfig or a dict, got {type(config).__name__}"
         )
     if tokenizer is None:
-        from .builtin import minilm_dir
+        from flare_core.encoders.builtin import minilm_dir
 
         tokenizer = AutoTokenizer.from_pretrained(minilm_dir(), local_files_only=True)
     if len(tokenizer) > config.vocab_size:

@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from flare_core import atomic
 from flare_core.checks import check_bool, check_callable, check_choice, check_int, check_probability
 from flare_core.device import pick_device
 from flare_core.errors import Cancelled
 from flare_core.executors import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
+from flare_core.store import atomic
 from flare_core.sufficiency import flows, gmm
 from flare_core.sufficiency._rows import StandardizedRows
 from flare_core.sufficiency._standardize import _derive_seed, _fit_standardizer, _split_indices, _standardize

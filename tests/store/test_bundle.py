@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.bundle import BundleError, export_run, import_run
-from flare_core.runs import Run, RunStore, safe_name
+from flare_core.store.bundle import BundleError, export_run, import_run
+from flare_core.store.runs import Run, RunStore, safe_name
 
 MODELS = ["all-MiniLM-L6-v2", "glove-6b-50d"]
 TEXTS = [

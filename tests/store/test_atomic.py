@@ -1,11 +1,11 @@
-"""Streamed .npy files, block reads and atomic folders (flare_core.atomic)."""
+"""Streamed .npy files, block reads and atomic folders (flare_core.store.atomic)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from flare_core import atomic
+from flare_core.store import atomic
 
 
 def _leftovers(folder) -> list[str]:

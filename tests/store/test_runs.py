@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core import atomic
-from flare_core.runs import RunNotFound, RunStore, safe_name, validate_run_id
+from flare_core.store import atomic
+from flare_core.store.runs import RunNotFound, RunStore, safe_name, validate_run_id
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ Layout::
     <root>/<run_id>/embeddings/*.npy   one float32 (N, d) matrix per model
     <root>/<run_id>/...                artefacts of each analysis (Parquet, NPY, JSON)
 
-Every file is written atomically (``flare_core.atomic``). Run ids are validated so that no id can
+Every file is written atomically (``flare_core.store.atomic``). Run ids are validated so that no id can
 reach outside the store (``../../etc``, absolute paths, separators).
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core import atomic
 from flare_core.errors import RunNotFound, SymlinkRefused
+from flare_core.store import atomic
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _ARTEFACT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")

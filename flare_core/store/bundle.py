@@ -40,10 +40,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flare_core import atomic
 from flare_core.checks import check_bool, check_int
 from flare_core.errors import BundleError
-from flare_core.runs import (
+from flare_core.store import atomic
+from flare_core.store.runs import (
     _ARTEFACT_PART,
     FINISHED,
     MANIFEST,
