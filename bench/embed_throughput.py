@@ -2,7 +2,7 @@
 
 Run: ``python bench/embed_throughput.py [--n 1000] [--n-transformer-large 200] [--controls]``
 
-Texts come from the BBC News demo corpus (``flare_core.demo.bbc_news_frame``) when it is installed,
+Texts come from the BBC News demo corpus (``flare_core.data.demo.bbc_news_frame``) when it is installed,
 otherwise from a seeded synthetic generator. For each model: load time, texts/second cold (through
 ``embed`` with an empty cache, so it includes writing the cache entry), texts/second on the second,
 cached call, and the cached/cold speed ratio (the naive reference is recomputing every time).
@@ -29,7 +29,7 @@ LARGE = {"all-mpnet-base-v2"}
 def bench_texts(n: int, seed: int = 0) -> tuple[list[str], str]:
     """``n`` texts and a description of where they came from."""
     try:
-        from flare_core.demo import bbc_news_frame
+        from flare_core.data.demo import bbc_news_frame
 
         frame = bbc_news_frame(n_per_topic=None, seed=seed)
         if len(frame) >= n:

@@ -65,7 +65,7 @@ def bbc_texts(n: int, seed: int = 0) -> list[str]:
     """``n`` BBC News articles (balanced over the 5 topics when possible)."""
     per_topic = math.ceil(n / 5)
     try:
-        from flare_core.demo import bbc_news_frame
+        from flare_core.data.demo import bbc_news_frame
 
         frame = bbc_news_frame(n_per_topic=per_topic, seed=seed)
         texts = frame["text"].tolist()

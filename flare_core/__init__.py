@@ -19,9 +19,9 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "load_corpus": "flare_core.corpus",
-    "Corpus": "flare_core.corpus",
-    "CorpusError": "flare_core.corpus",
+    "load_corpus": "flare_core.data.corpus",
+    "Corpus": "flare_core.data.corpus",
+    "CorpusError": "flare_core.errors",
     "list_models": "flare_core.encoders",
     "load_encoder": "flare_core.encoders",
     "embed": "flare_core.encoders",

@@ -95,7 +95,7 @@ def _text_limit(value: str) -> int | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from flare_core import jobs
-    from flare_core.corpus import AUTO, load_corpus
+    from flare_core.data.corpus import AUTO, load_corpus
     from flare_core.encoders import load_precomputed
     from flare_core.pipeline import RunParams, create_run
 

