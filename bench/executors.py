@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flare_core.executors import LocalExecutor, RayExecutor  # noqa: E402
+from flare_core.compute import LocalExecutor, RayExecutor  # noqa: E402
 from flare_core.sufficiency import FlowConfig, GMMConfig, SufficiencyResult, sufficiency_matrix  # noqa: E402
 
 

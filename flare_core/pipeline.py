@@ -79,7 +79,7 @@ class RunParams:
         for name in ("concentration_texts", "batch_size", "workers", "batch_conditionals"):
             check_int(getattr(self, name), name, min_value=1)
         check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
-        from flare_core.executors import EXECUTORS
+        from flare_core.compute import EXECUTORS
 
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
@@ -237,11 +237,11 @@ def execute(run: Run, *, progress_bar: bool = False) -> None:
 def _make_executor(params: RunParams):
     """The executor of the embedding and sufficiency units: None runs them in this process."""
     if params.executor == "ray":
-        from flare_core.executors import get_executor
+        from flare_core.compute import get_executor
 
         return get_executor("ray", address=params.ray_address)
     if params.workers > 1:
-        from flare_core.executors import get_executor
+        from flare_core.compute import get_executor
 
         return get_executor("local", workers=params.workers)
     return None
@@ -312,7 +312,7 @@ def _embed_all(
     store then copies it. With no executor (or a serial local one) the units run here, in order, with
     per-batch progress; on a pool or cluster they run side by side and report when each finishes.
     """
-    from flare_core.executors import LocalExecutor, Resources
+    from flare_core.compute import LocalExecutor, Resources
 
     models = run.manifest["models"]
     corpus_hash = run.manifest["corpus"]["content_hash"]

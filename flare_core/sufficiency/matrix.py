@@ -3,7 +3,7 @@
 One seeded train/validation split is shared by every pair; each embedding is standardised per dimension
 with training-split statistics; the marginal of each target is trained once and shared by all its
 sources. The units (a target's marginal, then a pair's conditional) are pure functions of the
-standardised arrays, the config and their seeds, and run on an executor (:mod:`flare_core.executors`:
+standardised arrays, the config and their seeds, and run on an executor (:mod:`flare_core.compute`:
 in this process by default, or as Ray tasks on a cluster). With ``store_dir`` every finished unit is
 written atomically as it comes in, so a later call with the same store skips it and returns the same
 numbers as an uninterrupted run, whichever executor ran each unit.
@@ -31,9 +31,9 @@ import pandas as pd
 import torch
 
 from flare_core.checks import check_bool, check_callable, check_choice, check_int, check_probability
+from flare_core.compute import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.device import pick_device
 from flare_core.errors import Cancelled
-from flare_core.executors import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.store import atomic
 from flare_core.sufficiency import flows, gmm
 from flare_core.sufficiency._rows import StandardizedRows
@@ -489,8 +489,8 @@ def sufficiency_matrix(
     out of ``sources``). Seeds: the split from ``seed``; the marginal of target b from (seed, b); the
     conditional of (a, b) from (seed, a, b) (SHA-256, independent of the order of the work).
 
-    Work units run on ``executor`` (an :class:`~flare_core.executors.Executor`, a name from
-    ``flare_core.executors.EXECUTORS``, or None for the in-process local executor): the marginal of
+    Work units run on ``executor`` (an :class:`~flare_core.compute.Executor`, a name from
+    ``flare_core.compute.EXECUTORS``, or None for the in-process local executor): the marginal of
     each target first, then its conditionals once it is done. Each unit is a pure function of the
     standardised arrays, the config and its seeds, so every executor gives the same numbers (for the
     same device and torch thread count). With a remote executor ``device`` is resolved inside each

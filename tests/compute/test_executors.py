@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 
-from flare_core.executors import Executor, LocalExecutor, Outcome, Resources, get_executor
+from flare_core.compute import Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.sufficiency import (
     Cancelled,
     FlowConfig,
@@ -246,7 +246,7 @@ class _Faults(Executor):
 @pytest.fixture(scope="module")
 def ray_executor():
     ray = pytest.importorskip("ray")
-    from flare_core.executors import RayExecutor
+    from flare_core.compute import RayExecutor
 
     if ray.is_initialized():
         ray.shutdown()
