@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.sufficiency_matrix import synthetic_pool  # noqa: E402
-from flare_core.sufficiency import FlowConfig, sufficiency_matrix  # noqa: E402
+from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix  # noqa: E402
 
 
 def main() -> None:

@@ -26,8 +26,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flare_core.analyses.sufficiency import FlowConfig, GMMConfig, SufficiencyResult, sufficiency_matrix  # noqa: E402
 from flare_core.compute import LocalExecutor, RayExecutor  # noqa: E402
-from flare_core.sufficiency import FlowConfig, GMMConfig, SufficiencyResult, sufficiency_matrix  # noqa: E402
 
 
 def synthetic_pool(n: int, dims: list[int], seed: int, latent: int = 16) -> dict[str, np.ndarray]:

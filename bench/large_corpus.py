@@ -32,7 +32,7 @@ _SCRIPT = textwrap.dedent(
     import numpy as np
     import torch
     from flare_core.encoders import embed, load_encoder
-    from flare_core.sufficiency import FlowConfig, sufficiency_matrix
+    from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix
 
     def anon_kib():
         with open("/proc/self/status") as fh:

@@ -40,7 +40,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flare_core import collapse  # noqa: E402
+from flare_core.analyses import collapse  # noqa: E402
 from flare_core.device import pick_device  # noqa: E402
 
 PUBLISHED = {  # DESIGN.md §1 / paper Table 1 and Table 5 (Wikipedia / MS MARCO)

@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flare_core.sufficiency import FlowConfig, GMMConfig, model_scores, sufficiency_matrix  # noqa: E402
+from flare_core.analyses.sufficiency import FlowConfig, GMMConfig, model_scores, sufficiency_matrix  # noqa: E402
 
 
 def synthetic_pool(

@@ -445,7 +445,7 @@ def _candidates(run: Run, ok: Sequence[str]) -> list[str]:
 
 
 def _geometry(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
-    from flare_core.geometry import geometry_report
+    from flare_core.analyses.geometry import geometry_report
 
     rows = []
     for index, model_id in enumerate(ok):
@@ -457,7 +457,7 @@ def _geometry(run: Run, ok: list[str], labels, params: RunParams, report) -> Non
 
 
 def _maps(run: Run, ok: list[str], params: RunParams, report) -> None:
-    from flare_core.maps import embedding_map
+    from flare_core.analyses.maps import embedding_map
 
     for index, model_id in enumerate(ok):
         report("maps", index, len(ok), f"UMAP of {model_id}")
@@ -471,7 +471,7 @@ def _maps(run: Run, ok: list[str], params: RunParams, report) -> None:
 
 
 def _downstream(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
-    from flare_core.downstream import downstream_report
+    from flare_core.analyses.downstream import downstream_report
 
     pairs = run.load_frame("pairs.parquet") if run.has("pairs.parquet") else None
     rows = []
@@ -528,7 +528,7 @@ def _sufficiency_rows(n: int, limit: int | None, seed: int) -> np.ndarray:
 
 
 def _sufficiency(run: Run, ok: list[str], estimator: str, params: RunParams, report, executor=None) -> None:
-    from flare_core import sufficiency
+    from flare_core.analyses import sufficiency
 
     candidates = _candidates(run, ok)
     if len(ok) < 2:
@@ -596,7 +596,8 @@ def run_collapse(
     With labels, the summary also splits SOCM between same-label and different-label pairs.
     """
     report = report or _no_report
-    from flare_core import collapse, encoders
+    from flare_core import encoders
+    from flare_core.analyses import collapse
 
     n = min(params.collapse_texts, len(texts))
     sample = np.sort(np.random.default_rng(params.seed).choice(len(texts), size=n, replace=False))
@@ -643,7 +644,8 @@ def run_collapse(
 def run_concentration(run: Run, models: list[str], texts: list[str], params: RunParams, report=None) -> None:
     """Layer-wise token concentration of each supported transformer model."""
     report = report or _no_report
-    from flare_core import concentration, encoders
+    from flare_core import encoders
+    from flare_core.analyses import concentration
 
     n = min(params.concentration_texts, len(texts))
     sample = np.sort(np.random.default_rng(params.seed + 1).choice(len(texts), size=n, replace=False))
@@ -708,7 +710,7 @@ LABEL_FREE_COLUMNS = ("socm_mean", "uniformity", "isoscore", "effective_rank", "
 
 def _correlations(run: Run, table: pd.DataFrame) -> None:
     """Every label-free score against every downstream score, across the run's candidate models."""
-    from flare_core.correlate import correlation_table
+    from flare_core.analyses.correlate import correlation_table
 
     if not run.has("downstream.parquet"):
         return
@@ -728,7 +730,7 @@ def _correlations(run: Run, table: pd.DataFrame) -> None:
 
 
 def _verdict(run: Run) -> None:
-    from flare_core.correlate import ranking_correlation
+    from flare_core.analyses.correlate import ranking_correlation
     from flare_core.verdict import verdict
 
     available = [e for e in ESTIMATORS if run.has("sufficiency", e, "scores.parquet")]
@@ -767,7 +769,8 @@ def _downstream_series(run: Run) -> pd.Series | None:
 
 def validate_run(run: Run, studies: Sequence[str], *, repeats: int = 20, report=None) -> dict[str, Any]:
     """Compute the chosen validation studies for every estimator of ``run``; store and return a digest."""
-    from flare_core import sufficiency, validation
+    from flare_core import validation
+    from flare_core.analyses import sufficiency
 
     report = report or _no_report
     unknown = sorted(set(studies) - set(validation.STUDIES))

@@ -325,7 +325,7 @@ def _heatmap(per_dim: pd.DataFrame, estimator: str) -> str:
 def _graph(per_dim: pd.DataFrame, scores: pd.Series, estimator: str, seed: int) -> str:
     import plotly.graph_objects as go
 
-    from flare_core.graph import communities, graph_frames, graph_layout, is_graph
+    from flare_core.analyses.graph import communities, graph_frames, graph_layout, is_graph
 
     graph = is_graph(per_dim, scores)
     groups = communities(graph, seed=seed)

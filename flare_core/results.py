@@ -20,7 +20,7 @@ def sufficiency_frames(run: Run, estimator: str) -> dict[str, pd.DataFrame] | No
     """Scores, IS matrices (nats and per target dimension) and per-pair figures of one estimator."""
     if not run.has("sufficiency", estimator, "scores.parquet"):
         return None
-    from flare_core.sufficiency import SufficiencyResult
+    from flare_core.analyses.sufficiency import SufficiencyResult
 
     result = SufficiencyResult.load(run.artefact("sufficiency", estimator, "result"))
     pairs = result.records

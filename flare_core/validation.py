@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.correlate import ranking_correlation
 from flare_core.checks import check_int, check_probability
-from flare_core.correlate import ranking_correlation
 
 ALPHAS = (0.05, 0.10, 0.20, 0.40, 0.60, 0.80, 1.00)
 SHUFFLE_PS = (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -25,7 +25,7 @@ STUDIES = ("subsampling", "aggregation", "pool_size", "shuffle")
 
 
 def _scores(result, **kwargs) -> pd.Series:
-    from flare_core.sufficiency import model_scores
+    from flare_core.analyses.sufficiency import model_scores
 
     return model_scores(result, n_boot=0, **kwargs).set_index("model")["score"]
 
@@ -141,7 +141,7 @@ def shuffle_study(
     carries no information and IS should be ≈ 0: true of the flow estimator (the default); the mixture
     estimator keeps a positive floor from the capacity gap between its conditional and marginal models.
     """
-    from flare_core.sufficiency import sufficiency_matrix
+    from flare_core.analyses.sufficiency import sufficiency_matrix
 
     names = list(embeddings)
     if len(names) < 2:

@@ -75,7 +75,7 @@ if selected:
     st.markdown(f"**Text A:** {escape(text_a[:400])}", unsafe_allow_html=True)
     st.markdown(f"**Text B:** {escape(text_b[:400])}", unsafe_allow_html=True)
     try:
-        from flare_core.collapse import token_view
+        from flare_core.analyses.collapse import token_view
 
         encoder = load_encoder_cached(model)
         states = encoder.token_states([text_a, text_b])

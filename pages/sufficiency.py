@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from flare_core import figures, graph
+from flare_core import figures
+from flare_core.analyses import graph
 from flare_core.glossary import explain
 from flare_core.results import ESTIMATOR_LABELS
 from pages.common import current_run, download_csv, load_sufficiency, run_version, status_banner

@@ -47,7 +47,7 @@ def test_shuffle_study_destroys_the_is_signal_at_p_1():
         "b": base @ rng.normal(size=(4, 5)) + 0.3 * rng.normal(size=(500, 5)),
         "c": base[:, :3] + 0.3 * rng.normal(size=(500, 3)),
     }
-    from flare_core.sufficiency import FlowConfig
+    from flare_core.analyses.sufficiency import FlowConfig
 
     frame = shuffle_study(pool, ps=(0.0, 1.0), estimator="flow", config=FlowConfig.fast(), seed=0)
     intact, shuffled = frame.set_index("p")["mean_is_per_dim"].loc[[0.0, 1.0]]

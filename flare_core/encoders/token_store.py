@@ -52,7 +52,7 @@ class TokenStates(Sequence[np.ndarray]):
     C-ordered and writable, read from the memory-mapped file into a fresh array (one text's worth of
     memory; ``rows`` gives zero-copy read-only access to everything). Negative indices count from the
     end; slices give lists. It plugs into anything that takes a sequence of per-text arrays, such as
-    :func:`flare_core.collapse.pair_distances`.
+    :func:`flare_core.analyses.collapse.pair_distances`.
 
     Attributes:
         directory: the store folder.

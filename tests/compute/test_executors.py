@@ -19,16 +19,16 @@ import pandas as pd
 import pytest
 import torch
 
-from flare_core.compute import Executor, LocalExecutor, Outcome, Resources, get_executor
-from flare_core.sufficiency import (
+from flare_core.analyses.sufficiency import (
     Cancelled,
     FlowConfig,
     GMMConfig,
     SufficiencyResult,
     sufficiency_matrix,
 )
-from flare_core.sufficiency import gmm as gmm_module
-from flare_core.sufficiency.matrix import FAILED_COLUMNS, RECORD_COLUMNS
+from flare_core.analyses.sufficiency import gmm as gmm_module
+from flare_core.analyses.sufficiency.matrix import FAILED_COLUMNS, RECORD_COLUMNS
+from flare_core.compute import Executor, LocalExecutor, Outcome, Resources, get_executor
 
 TINY_FLOW = FlowConfig(
     n_transforms=1, hidden_features=16, rank=4, max_epochs=4, max_epochs_conditional=4, patience=2
@@ -339,7 +339,7 @@ def test_ray_executor_map_unordered(ray_executor):
 # ---------------------------------------------------------------- local process pool (2 spawned workers)
 #
 # A spawned worker rebuilds each task's function by importing its module by name: the helpers below are
-# module-level functions of ``tests.test_executors``, importable in the workers because pytest puts the
+# module-level functions of ``tests.compute.test_executors``, importable in the workers because pytest puts the
 # repository root on ``sys.path`` (``pythonpath = ["."]``) and spawn passes ``sys.path`` on to them.
 
 _SERIAL: dict[tuple[str, str, int], SufficiencyResult] = {}

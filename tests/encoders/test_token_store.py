@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from flare_core.collapse import pair_distances
+from flare_core.analyses.collapse import pair_distances
 from flare_core.encoders import TokenStates, texts_hash, write_token_states
 from flare_core.encoders.token_store import META_FILE, OFFSETS_FILE, TOKENS_FILE
 from flare_core.store import atomic

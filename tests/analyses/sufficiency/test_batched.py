@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from flare_core.sufficiency import FlowConfig, sufficiency_matrix
-from flare_core.sufficiency.matrix import RECORD_COLUMNS
-from tests.sufficiency._data import gaussian_pair
+from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix
+from flare_core.analyses.sufficiency.matrix import RECORD_COLUMNS
+from tests.analyses.sufficiency._data import gaussian_pair
 
 NUMERIC = [c for c in RECORD_COLUMNS if c not in ("source", "target", "seconds", "epochs")]
 
@@ -73,8 +73,8 @@ def test_batched_conditionals_resume_and_validation(tmp_path):
 
 
 def test_batched_outcomes_are_each_sources_own_flow():
-    from flare_core.sufficiency._batched import fit_conditionals_batched
-    from flare_core.sufficiency.flows import fit_marginal_flow
+    from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
+    from flare_core.analyses.sufficiency.flows import fit_marginal_flow
 
     pool = _pool()
     config = FlowConfig(n_transforms=1, hidden_features=8, rank=4, max_epochs=2, max_epochs_conditional=2,

@@ -8,9 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.sufficiency import Cancelled, FlowConfig, GMMConfig, SufficiencyResult, sufficiency_matrix
-from flare_core.sufficiency import flows as flows_module
-from flare_core.sufficiency.matrix import RECORD_COLUMNS
+from flare_core.analyses.sufficiency import (
+    Cancelled,
+    FlowConfig,
+    GMMConfig,
+    SufficiencyResult,
+    sufficiency_matrix,
+)
+from flare_core.analyses.sufficiency import flows as flows_module
+from flare_core.analyses.sufficiency.matrix import RECORD_COLUMNS
 from tests.properties import assert_finite, assert_shape
 
 TINY = FlowConfig(

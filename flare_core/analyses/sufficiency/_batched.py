@@ -10,7 +10,7 @@ matrix products), which is what keeps a GPU busy with small flows.
 Each flow keeps its own schedule: its own batch order (its seed), its own gradient-norm clipping and L2
 penalty, its own early stopping and best weights. Flows that stopped keep riding along in the batch but
 get no gradient; their kept weights are those of their best epoch. The numbers equal those of
-:func:`flare_core.sufficiency.flows._fit_conditional` run flow by flow up to the rounding of batched
+:func:`flare_core.analyses.sufficiency.flows._fit_conditional` run flow by flow up to the rounding of batched
 versus single matrix products.
 """
 
@@ -27,10 +27,21 @@ from nflows.flows.base import Flow
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from flare_core.analyses.sufficiency._rows import (
+    StandardizedRows,
+    as_training_data,
+    gather,
+    n_rows,
+    row_slice,
+)
+from flare_core.analyses.sufficiency._training import FitOutcome, _autocast
+from flare_core.analyses.sufficiency.flows import (
+    FlowConfig,
+    _keep_transforms_in_float32,
+    branches,
+    make_conditional,
+)
 from flare_core.device import seed_everything
-from flare_core.sufficiency._rows import StandardizedRows, as_training_data, gather, n_rows, row_slice
-from flare_core.sufficiency._training import FitOutcome, _autocast
-from flare_core.sufficiency.flows import FlowConfig, _keep_transforms_in_float32, branches, make_conditional
 
 
 class _LogProb(nn.Module):

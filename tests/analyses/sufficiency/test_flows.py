@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from flare_core.sufficiency.flows import (
+from flare_core.analyses.sufficiency.flows import (
     ConditionedMADE,
     FlowConfig,
     _made_transforms,
@@ -135,7 +135,7 @@ def test_fit_inputs_validated():
 
 
 def test_evaluation_builds_no_autograd_graph():
-    from flare_core.sufficiency._training import _evaluate
+    from flare_core.analyses.sufficiency._training import _evaluate
 
     model = torch.nn.Linear(3, 1)
     grad_enabled = []

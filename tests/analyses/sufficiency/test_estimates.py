@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from flare_core.sufficiency import FlowConfig, sufficiency_matrix
+from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix
+from tests.analyses.sufficiency._data import gaussian_pair
 from tests.properties import assert_finite
-from tests.sufficiency._data import gaussian_pair
 
 
 def _is(result, source: str, target: str) -> float:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from flare_core.sufficiency._rows import TrainingData, gather, n_rows, row_slice
+from flare_core.analyses.sufficiency._rows import TrainingData, gather, n_rows, row_slice
 
 LogProbFn = Callable[[Sequence[torch.Tensor]], torch.Tensor]
 PenaltyFn = Callable[[], torch.Tensor]
@@ -105,7 +105,7 @@ def _train(
     """Minimise the mean NLL of ``train`` (+ ``penalty()``) with Adam; keep the best weights.
 
     ``train`` and ``val`` are sequences of row-aligned data ((n, d_v) target, optionally (n, d_u)
-    context): tensors on the model's device, or :class:`~flare_core.sufficiency._rows.StandardizedRows`
+    context): tensors on the model's device, or :class:`~flare_core.analyses.sufficiency._rows.StandardizedRows`
     read one mini-batch at a time (a memory-mapped corpus of any size; the same numbers). With ``early_stopping`` the mean NLL on ``val`` is checked after
     every epoch (and before the first when ``evaluate_initial``); training stops after ``patience``
     epochs without improvement and the best weights are restored. Without it, training runs

@@ -40,11 +40,11 @@ from nflows.transforms.made import MADE
 from nflows.transforms.permutations import Permutation
 from torch import nn
 
+from flare_core.analyses.sufficiency._config import DictConfig
+from flare_core.analyses.sufficiency._rows import StandardizedRows, as_training_data
+from flare_core.analyses.sufficiency._training import FitOutcome, _train
 from flare_core.checks import check_bool, check_choice, check_int, check_matrix, check_number
 from flare_core.device import pick_device, seed_everything
-from flare_core.sufficiency._config import DictConfig
-from flare_core.sufficiency._rows import StandardizedRows, as_training_data
-from flare_core.sufficiency._training import FitOutcome, _train
 
 _FLOWS = ("maf", "nsf")
 
@@ -67,7 +67,7 @@ class FlowConfig(DictConfig):
     log|det J| and the base log-density are computed and summed in float32.
 
     ``batch_conditionals`` > 1 trains up to that many conditionals of one target together, stacked into
-    one vmapped model in one task (:mod:`flare_core.sufficiency._batched`): the same numbers up to the
+    one vmapped model in one task (:mod:`flare_core.analyses.sufficiency._batched`): the same numbers up to the
     rounding of batched matrix products, in fewer and larger kernels.
     """
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-from flare_core.geometry import (
+from flare_core.analyses.geometry import (
     effective_rank,
     geometry_report,
     isoscore,

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from flare_core.analyses.sufficiency.matrix import SufficiencyResult
 from flare_core.checks import check_int, check_probability
-from flare_core.sufficiency.matrix import SufficiencyResult
 
 _AGGREGATIONS = ("median", "mean", "trim10")
 _VARIANTS = ("is", "cond_only")

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flare_core.sufficiency import GMMConfig, sufficiency_matrix
-from flare_core.sufficiency._rows import StandardizedRows
-from flare_core.sufficiency._standardize import _fit_standardizer, _standardize
-from tests.sufficiency.test_matrix import TINY, _assert_same_numbers, _pool
+from flare_core.analyses.sufficiency import GMMConfig, sufficiency_matrix
+from flare_core.analyses.sufficiency._rows import StandardizedRows
+from flare_core.analyses.sufficiency._standardize import _fit_standardizer, _standardize
+from tests.analyses.sufficiency.test_matrix import TINY, _assert_same_numbers, _pool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ _TRAIN_SCRIPT = textwrap.dedent(
     import json, sys, threading, time
     import numpy as np
     import torch
-    from flare_core.sufficiency import FlowConfig, sufficiency_matrix
+    from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix
 
     def anon_kib():  # anonymous memory: what a process holds, not the file pages the kernel can drop
         with open("/proc/self/status") as fh:

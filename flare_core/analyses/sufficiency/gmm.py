@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from flare_core.analyses.sufficiency._config import DictConfig
+from flare_core.analyses.sufficiency._rows import as_training_data, gather
+from flare_core.analyses.sufficiency._training import FitOutcome, _train
 from flare_core.checks import check_choice, check_int, check_matrix, check_number
 from flare_core.device import pick_device, seed_everything
-from flare_core.sufficiency._config import DictConfig
-from flare_core.sufficiency._rows import as_training_data, gather
-from flare_core.sufficiency._training import FitOutcome, _train
 
 _LOG_2PI = math.log(2 * math.pi)
 _EVALUATE_ON = ("val", "train")

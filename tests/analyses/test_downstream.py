@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from flare_core.downstream import classification, clustering, downstream_report, retrieval, sts
+from flare_core.analyses.downstream import classification, clustering, downstream_report, retrieval, sts
 from tests.properties import assert_finite
 
 

@@ -1,4 +1,4 @@
-"""Tests for flare_core.concentration (paper §6: lambda, r, C, concentration, within-text cosine)."""
+"""Tests for flare_core.analyses.concentration (paper §6: lambda, r, C, concentration, within-text cosine)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, MPNetConfig, MPNetModel
 
-from flare_core import concentration as conc
+from flare_core.analyses import concentration as conc
 from tests.properties import assert_finite, assert_shape
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from flare_core.sufficiency.gmm import ConditionalGMM, DiagonalGMM, GMMConfig, fit_marginal_gmm
+from flare_core.analyses.sufficiency.gmm import ConditionalGMM, DiagonalGMM, GMMConfig, fit_marginal_gmm
 from tests.properties import assert_finite, assert_shape
 
 

@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.graph import EDGE_COLUMNS, NODE_COLUMNS, communities, graph_frames, graph_layout, is_graph
+from flare_core.analyses.graph import (
+    EDGE_COLUMNS,
+    NODE_COLUMNS,
+    communities,
+    graph_frames,
+    graph_layout,
+    is_graph,
+)
 from tests.properties import assert_finite
 
 

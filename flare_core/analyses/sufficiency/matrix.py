@@ -30,16 +30,21 @@ import numpy as np
 import pandas as pd
 import torch
 
+from flare_core.analyses.sufficiency import flows, gmm
+from flare_core.analyses.sufficiency._rows import StandardizedRows
+from flare_core.analyses.sufficiency._standardize import (
+    _derive_seed,
+    _fit_standardizer,
+    _split_indices,
+    _standardize,
+)
+from flare_core.analyses.sufficiency.flows import FlowConfig
+from flare_core.analyses.sufficiency.gmm import GMMConfig
 from flare_core.checks import check_bool, check_callable, check_choice, check_int, check_probability
 from flare_core.compute import EXECUTORS, Executor, LocalExecutor, Outcome, Resources, get_executor
 from flare_core.device import pick_device
 from flare_core.errors import Cancelled
 from flare_core.store import atomic
-from flare_core.sufficiency import flows, gmm
-from flare_core.sufficiency._rows import StandardizedRows
-from flare_core.sufficiency._standardize import _derive_seed, _fit_standardizer, _split_indices, _standardize
-from flare_core.sufficiency.flows import FlowConfig
-from flare_core.sufficiency.gmm import GMMConfig
 
 _ESTIMATORS = ("flow", "gmm")
 _FORMAT = 1
@@ -424,7 +429,7 @@ def _conditional_group_task(
     remote executor resolves every shared array), one pair per seed of ``pair_seeds``. Returns one fit
     summary per pair, in order.
     """
-    from flare_core.sufficiency._batched import fit_conditionals_batched
+    from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
 
     _quiet_readonly_arrays()
     if len(sources) != 2 * len(pair_seeds):
@@ -505,7 +510,7 @@ def sufficiency_matrix(
     fails its target's pairs), leaves NaN in the matrix, stores nothing for it, and goes on.
 
     ``stream``: True trains every unit from mini-batches gathered and standardised on the fly
-    (:class:`~flare_core.sufficiency._rows.StandardizedRows`), so no standardised copy of an embedding
+    (:class:`~flare_core.analyses.sufficiency._rows.StandardizedRows`), so no standardised copy of an embedding
     is held in memory and a memory-mapped ``.npy`` (``np.load(path, mmap_mode="r")``) reaches remote
     tasks as its path; False standardises each embedding in memory once; None (default) streams the
     memory-mapped embeddings larger than 256 MiB. Both paths give bit-identical numbers.

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.sufficiency import SufficiencyResult, all_scores, indistinguishable, model_scores
+from flare_core.analyses.sufficiency import SufficiencyResult, all_scores, indistinguishable, model_scores
 
 A_VALUES = [0, 1, 1, 2, 3, 5, 8, 13, 21, 100]  # IS(a -> r_k) in nats, k = 0..9
 N_VAL = 6

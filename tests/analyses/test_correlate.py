@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
-from flare_core.correlate import COLUMNS, correlation_table, ranking_correlation
+from flare_core.analyses.correlate import COLUMNS, correlation_table, ranking_correlation
 from tests.properties import assert_finite
 
 MODELS = [f"m{i}" for i in range(8)]

@@ -1,4 +1,4 @@
-"""Tests for flare_core.collapse (SOCM, paper §4-5, Appendices B, G, J)."""
+"""Tests for flare_core.analyses.collapse (SOCM, paper §4-5, Appendices B, G, J)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import scipy.linalg
 import torch
 
-from flare_core import collapse as col
+from flare_core.analyses import collapse as col
 from tests.properties import assert_finite, assert_invariant, assert_shape
 
 # ------------------------------------------------------------------------------------------------
