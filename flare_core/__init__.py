@@ -34,8 +34,8 @@ _EXPORTS = {
     "downstream_report": "flare_core.analyses.downstream",
     "correlation_table": "flare_core.analyses.correlate",
     "RunStore": "flare_core.store.runs",
-    "RunParams": "flare_core.pipeline",
-    "create_run": "flare_core.pipeline",
+    "RunParams": "flare_core.run.params",
+    "create_run": "flare_core.run.create",
     "run_results": "flare_core.results",
 }
 __all__ = sorted(_EXPORTS) + ["execute"]
@@ -43,9 +43,9 @@ __all__ = sorted(_EXPORTS) + ["execute"]
 
 def execute(run: Any) -> str:
     """Execute a stored run in this process (progress in its manifest); return its final status."""
-    from flare_core.jobs import execute as _execute
+    from flare_core.run.jobs import run_in_process
 
-    return _execute(run)
+    return run_in_process(run)
 
 
 def __getattr__(name: str) -> Any:

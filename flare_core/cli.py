@@ -94,10 +94,11 @@ def _text_limit(value: str) -> int | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from flare_core import jobs
     from flare_core.data.corpus import AUTO, load_corpus
     from flare_core.encoders import load_precomputed
-    from flare_core.pipeline import RunParams, create_run
+    from flare_core.run import jobs
+    from flare_core.run.create import create_run
+    from flare_core.run.params import RunParams
 
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
     if pair_columns is not AUTO and len(pair_columns) not in (2, 3):
@@ -150,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         jobs.start(_store(args), run.id)
         status = "queued"
     else:
-        status = jobs.execute(run, progress_bar=not args.json)
+        status = jobs.run_in_process(run, progress_bar=not args.json)
     manifest = run.manifest
     if args.json:
         _print_json({"run_id": run.id, "status": status, "error": manifest.get("error")})
@@ -165,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from flare_core import jobs
+    from flare_core.run import jobs
 
     run = _store(args).get(args.run_id)
     if run.status == "done":
@@ -173,7 +174,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return 0
     if run.cancel_requested():
         run.artefact("cancel.requested").unlink()
-    status = jobs.execute(run, progress_bar=not args.json)
+    status = jobs.run_in_process(run, progress_bar=not args.json)
     if args.json:
         _print_json({"run_id": run.id, "status": status, "error": run.manifest.get("error")})
     else:
@@ -182,7 +183,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from flare_core import jobs
+    from flare_core.run import jobs
 
     jobs.cancel(_store(args), args.run_id)
     print(f"cancellation requested for {args.run_id}", file=sys.stderr)
@@ -199,7 +200,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def run_rows(store: RunStore) -> list[dict[str, Any]]:
-    from flare_core.jobs import effective_status
+    from flare_core.run.jobs import effective_status
 
     rows = []
     for manifest in store.list():
@@ -274,11 +275,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_collapse(args: argparse.Namespace) -> int:
-    from flare_core.results import collapse_for_run
+    from flare_core.run.token_stages import recompute_collapse
 
     run = _store(args).get(args.run_id)
     models = [m.strip() for m in args.model.split(",")] if args.model else None
-    result = collapse_for_run(run, models=models, n_texts=args.texts)
+    result = recompute_collapse(run, models=models, n_texts=args.texts)
     if args.json:
         _print_json(result)
     else:
@@ -290,12 +291,14 @@ def cmd_collapse(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from flare_core.pipeline import RunParams, summarise, validate_run
+    from flare_core.run.params import RunParams
+    from flare_core.run.studies import run_studies
+    from flare_core.run.summary import summarise
 
     run = _store(args).get(args.run_id)
     studies = [s.strip() for s in args.studies.split(",") if s.strip()]
     params = RunParams.from_dict(run.manifest["params"])
-    digest = validate_run(run, studies, repeats=args.repeats or params.validation_repeats)
+    digest = run_studies(run, studies, repeats=args.repeats or params.validation_repeats)
     summarise(run)
     if args.json:
         _print_json(
@@ -349,7 +352,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from flare_core.demo_run import ensure_demo_run
+    from flare_core.run.demo import ensure_demo_run
 
     run_id = ensure_demo_run(_store(args), background=args.background)
     print(run_id)
@@ -363,7 +366,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     env["FLARE_RUNS_DIR"] = str(_store(args).root.resolve())
     if not args.no_demo:
-        from flare_core.demo_run import ensure_demo_run
+        from flare_core.run.demo import ensure_demo_run
 
         run_id = ensure_demo_run(_store(args), background=True)
         print(f"demo run: {run_id}", file=sys.stderr)

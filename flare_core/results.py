@@ -38,7 +38,7 @@ def sufficiency_frames(run: Run, estimator: str) -> dict[str, pd.DataFrame] | No
 
 def run_results(run: Run) -> dict[str, Any]:
     """Everything a run has computed so far, JSON-ready (NaN becomes ``None`` on serialisation)."""
-    from flare_core.jobs import effective_status
+    from flare_core.run.jobs import effective_status
 
     manifest = run.manifest
     out: dict[str, Any] = {"run_id": run.id, "status": effective_status(run), "manifest": manifest}
@@ -82,48 +82,3 @@ def collapse_pairs(run: Run, model_id: str) -> pd.DataFrame | None:
     """Per-pair d_μ, d_Σ, SOCM of one model (columns i, j, row_i, row_j, d_mu, d_sigma, socm)."""
     parts = ("collapse", f"{safe_name(model_id)}.parquet")
     return run.load_frame(*parts) if run.has(*parts) else None
-
-
-def collapse_for_run(run: Run, models: list[str] | None = None, n_texts: int | None = None) -> dict[str, Any]:
-    """Compute (or recompute with ``n_texts``) SOCM for the run's transformer models and return the summary."""
-    from flare_core import pipeline
-
-    params = pipeline.RunParams.from_dict(run.manifest["params"])
-    if n_texts is not None:
-        params.collapse_texts = n_texts
-    transformer_kinds = ("transformer", "control-transformer")
-    available = [
-        m["id"]
-        for m in run.manifest["models"]
-        if m.get("status") == "done" and m.get("encoder_kind") in transformer_kinds
-    ]
-    chosen = models or available
-    unknown = [m for m in chosen if m not in available]
-    if unknown:
-        raise ValueError(
-            f"no token states for {unknown}: collapse needs a transformer model of this run ({available})"
-        )
-    texts = run.corpus_frame()["text"].tolist()
-    pipeline.run_collapse(run, chosen, texts, params, recompute=n_texts is not None)
-    pipeline.run_concentration(run, chosen, texts, params)
-    pipeline.summarise(run)
-    results = run_results(run)
-    most_collapsed = {}
-    for model_id in chosen:
-        top = collapse_pairs(run, model_id).nlargest(10, "socm")
-        most_collapsed[model_id] = [
-            {
-                "socm": row.socm,
-                "d_mu": row.d_mu,
-                "d_sigma": row.d_sigma,
-                "text_a": texts[row.row_i],
-                "text_b": texts[row.row_j],
-            }
-            for row in top.itertuples()
-        ]
-    return {
-        "run_id": run.id,
-        "summary": [row for row in results.get("collapse", []) if row["model"] in chosen],
-        "layers": [row for row in results.get("concentration", []) if row["model"] in chosen],
-        "most_collapsed": most_collapsed,
-    }

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from flare_core.jobs import effective_status
+from flare_core.run.jobs import effective_status
 from flare_core.store.runs import Run, RunNotFound, RunStore, validate_run_id
 
 STATUS_ICONS = {"queued": "⏳", "running": "🔄", "done": "✅", "failed": "❌", "cancelled": "⏹️"}

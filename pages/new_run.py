@@ -6,13 +6,14 @@ import os
 
 import streamlit as st
 
-from flare_core import jobs
 from flare_core.data.columns import detect_columns
 from flare_core.data.corpus import load_corpus
 from flare_core.data.reading import read_table
 from flare_core.encoders import is_available, list_models, load_precomputed
 from flare_core.errors import CorpusError
-from flare_core.pipeline import RunParams, create_run
+from flare_core.run import jobs
+from flare_core.run.create import create_run
+from flare_core.run.params import RunParams
 from pages.common import store, viewer_only
 
 MAX_UPLOAD_MB = int(os.environ.get("FLARE_MAX_UPLOAD_MB", "200"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from flare_core import jobs
 from flare_core.cli import run_rows
+from flare_core.run import jobs
 from pages.common import STATUS_ICONS, store, viewer_only
 
 st.title("Runs")

@@ -37,11 +37,11 @@ def fixture_store(tmp_path_factory):
 
 
 def _build_run(store, corpus, params, name, run_id):
-    from flare_core import jobs
-    from flare_core.pipeline import create_run
+    from flare_core.run import jobs
+    from flare_core.run.create import create_run
 
     run = create_run(store, corpus, params, name=name, run_id=run_id)
-    jobs.execute(run)
+    jobs.run_in_process(run)
     return run
 
 
@@ -49,7 +49,7 @@ def _build_run(store, corpus, params, name, run_id):
 def labelled_run(fixture_store, small_corpus_path):
     """A finished run with labels, a transformer, static models and a control; both estimators."""
     from flare_core.data.corpus import load_corpus
-    from flare_core.pipeline import RunParams
+    from flare_core.run.params import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
     params = RunParams(
@@ -69,7 +69,7 @@ def labelled_run(fixture_store, small_corpus_path):
 def unlabelled_run(fixture_store, small_corpus_path):
     """A finished run without labels and with static models only (no collapse data)."""
     from flare_core.data.corpus import load_corpus
-    from flare_core.pipeline import RunParams
+    from flare_core.run.params import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column=None)
     params = RunParams(models=["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"], estimators=["gmm"])
@@ -82,7 +82,7 @@ def unlabelled_run(fixture_store, small_corpus_path):
 def failed_run(fixture_store, small_corpus_path):
     """A run that failed: its only model cannot be loaded."""
     from flare_core.data.corpus import load_corpus
-    from flare_core.pipeline import RunParams
+    from flare_core.run.params import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
     params = RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"])

@@ -113,7 +113,8 @@ def test_runs_page_lists_every_run(open_page, labelled_run, unlabelled_run, fail
 
 def test_runs_page_shows_worker_processes_of_an_active_run(tmp_path, monkeypatch, small_corpus_path):
     from flare_core.data.corpus import load_corpus
-    from flare_core.pipeline import RunParams, create_run
+    from flare_core.run.create import create_run
+    from flare_core.run.params import RunParams
     from flare_core.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs")

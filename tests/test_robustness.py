@@ -24,11 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flare_core import jobs
 from flare_core.data.corpus import AUTO, Corpus, load_corpus
 from flare_core.errors import CorpusError
-from flare_core.pipeline import RunParams, create_run
 from flare_core.results import run_results
+from flare_core.run import jobs
+from flare_core.run.create import create_run
+from flare_core.run.params import RunParams
 from flare_core.store import atomic
 from flare_core.store.export import safe_csv
 from flare_core.store.runs import RunNotFound, RunStore
@@ -423,7 +424,7 @@ def hostile_run(tmp_path_factory, small_corpus_path):
     store = RunStore(folder / "runs")
     params = _fast_params(["glove-6b-50d", "no-such-org/no-such-model"])
     run = create_run(store, corpus, params, name=f"run {EVIL}", precomputed={f"noise{EVIL}": noise})
-    status = jobs.execute(run)
+    status = jobs.run_in_process(run)
     return run, status
 
 
@@ -510,7 +511,7 @@ def test_killed_worker_reads_failed_keeps_its_pairs_and_resumes_to_the_uninterru
     _check_run_files(run.path, killed=True)
 
     reference = create_run(RunStore(tmp_path / "reference"), corpus, params)
-    assert jobs.execute(reference) == "done", reference.manifest.get("traceback")
+    assert jobs.run_in_process(reference) == "done", reference.manifest.get("traceback")
     resumed = run_results(run)["sufficiency"]["flow"]["is_matrix"]
     straight = run_results(reference)["sufficiency"]["flow"]["is_matrix"]
     assert resumed["sources"] == straight["sources"] and resumed["targets"] == straight["targets"]
@@ -556,7 +557,7 @@ def test_disk_full_once_while_saving_embeddings_fails_the_run_cleanly(
         return False
 
     failed = _full_disk(monkeypatch, fail)
-    assert jobs.execute(run) == "failed"
+    assert jobs.run_in_process(run) == "failed"
     assert len(failed) == 1
     manifest = run.manifest
     assert "No space left on device" in manifest["error"] and "OSError" in manifest["error"]
@@ -564,7 +565,7 @@ def test_disk_full_once_while_saving_embeddings_fails_the_run_cleanly(
     _check_run_files(run.path)
 
     monkeypatch.undo()  # space is back: the run resumes and finishes
-    assert jobs.execute(run) == "done", run.manifest.get("traceback")
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     assert _check_run_files(run.path) > 0
     assert {r["model"] for r in run_results(run)["sufficiency"]["gmm"]["scores"]} == set(STATIC)
 
@@ -582,7 +583,7 @@ def test_disk_that_stays_full_leaves_only_complete_files(tmp_path, small_corpus_
 
     failed = _full_disk(monkeypatch, fail)
     try:
-        status = jobs.execute(run)
+        status = jobs.run_in_process(run)
     except OSError as exc:  # recording the failure needs the disk too: the error propagates
         assert exc.errno == errno.ENOSPC
     else:
@@ -596,7 +597,7 @@ def test_disk_that_stays_full_leaves_only_complete_files(tmp_path, small_corpus_
     assert jobs.effective_status(run) == "failed"
 
     monkeypatch.undo()
-    assert jobs.execute(run) == "done", run.manifest.get("traceback")
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     _check_run_files(run.path)
 
 

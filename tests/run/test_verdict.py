@@ -3,7 +3,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from flare_core.verdict import overlapping, verdict
+from flare_core.run.verdict import overlapping, verdict
 
 
 def _scores(rows):

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from flare_core import jobs
 from flare_core.data.corpus import load_corpus
-from flare_core.pipeline import RunParams, create_run
+from flare_core.run import jobs
+from flare_core.run.create import create_run
+from flare_core.run.params import RunParams
 from flare_core.store.runs import RunStore
 
 
@@ -43,7 +44,7 @@ def test_a_crash_marks_the_run_failed_with_the_error(tmp_path, small_corpus_path
     store = RunStore(tmp_path / "runs")
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
     run = create_run(store, corpus, RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"]))
-    assert jobs.execute(run) == "failed"
+    assert jobs.run_in_process(run) == "failed"
     manifest = run.manifest
     assert "no model could be embedded" in manifest["error"]
     assert manifest["models"][0]["status"] == "failed"

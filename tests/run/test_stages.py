@@ -7,10 +7,11 @@ import os
 import pandas as pd
 import pytest
 
-from flare_core import jobs
 from flare_core.data.corpus import load_corpus
 from flare_core.data.demo import bbc_news_frame
-from flare_core.pipeline import RunParams, create_run
+from flare_core.run import jobs
+from flare_core.run.create import create_run
+from flare_core.run.params import RunParams
 from flare_core.store.runs import RunStore
 
 STATIC = ["glove-6b-50d", "tokenlearn-static-64d"]
@@ -35,7 +36,7 @@ def test_retrieval_columns_give_ndcg(tmp_path, articles):
     corpus = load_corpus(tmp_path / "qd.csv", text_column="document")
     assert corpus.pairs is not None and corpus.pairs["score"].isna().all() and len(corpus.pairs) == 30
     run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
-    assert jobs.execute(run) == "done", run.manifest.get("traceback")
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     downstream = run.load_frame("downstream.parquet").set_index("model")
     assert set(downstream.index) == set(STATIC)
     ndcg = downstream["ndcg_at_10"]
@@ -53,7 +54,7 @@ def test_sts_columns_give_spearman(tmp_path, articles):
     frame.to_csv(tmp_path / "sts.csv", index=False)
     corpus = load_corpus(tmp_path / "sts.csv", text_column="text", label_column=None)
     run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
-    assert jobs.execute(run) == "done", run.manifest.get("traceback")
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     downstream = run.load_frame("downstream.parquet").set_index("model")
     # identical pairs (gold 5) have cosine ≈ 1, unrelated ones (gold 0) lower cosines. With two tied gold
     # groups of 10, a perfect separation gives Spearman ≥ sqrt(3)/2 (equal when the cosines of the
@@ -93,7 +94,7 @@ def test_worker_pool_run_equals_serial_run(tmp_path, articles, monkeypatch, one_
             workers=workers,
         )
         run = create_run(RunStore(tmp_path / f"runs-{workers}"), corpus, params)
-        assert jobs.execute(run) == "done", run.manifest.get("traceback")
+        assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
         results[workers] = run
     serial, pool = results[1], results[2]
     for model in [*STATIC, "tfidf-svd-256"]:
@@ -122,9 +123,9 @@ def test_workers_option_validated():
 
 
 def test_an_embedding_file_the_driver_cannot_see_fails_only_its_model(tmp_path, articles, monkeypatch):
-    from flare_core import pipeline
+    from flare_core.run import embedding_stage
 
-    real = pipeline._embed_task
+    real = embedding_stage._embed_task
 
     def task(model_id, *args):
         info = real(model_id, *args)
@@ -132,11 +133,11 @@ def test_an_embedding_file_the_driver_cannot_see_fails_only_its_model(tmp_path, 
             info["path"] = str(tmp_path / "elsewhere" / "missing.npy")
         return info
 
-    monkeypatch.setattr(pipeline, "_embed_task", task)
+    monkeypatch.setattr(embedding_stage, "_embed_task", task)
     articles.to_csv(tmp_path / "articles.csv", index=False)
     corpus = load_corpus(tmp_path / "articles.csv", text_column="text", label_column="label")
     run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
-    assert jobs.execute(run) == "done", run.manifest.get("traceback")
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     status = {m["id"]: m for m in run.manifest["models"]}
     assert status["glove-6b-50d"]["status"] == "failed"
     assert "FileNotFoundError" in status["glove-6b-50d"]["error"]

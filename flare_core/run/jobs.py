@@ -1,6 +1,6 @@
 """Background execution of runs.
 
-A run executes in its own process (``python -m flare_core.jobs RUN_ID``), started in a new session
+A run executes in its own process (``python -m flare_core.run.jobs RUN_ID``), started in a new session
 so that it outlives the Streamlit script and the browser tab that started it. The worker writes its
 progress to the run's manifest, beats a heartbeat file every few seconds, honours cancellation
 requests between units of work, and marks the run ``failed`` with the error if anything raises.
@@ -55,7 +55,7 @@ def start(store: RunStore, run_id: str) -> int:
             "wait for one to finish or cancel it"
         )
     log = open(run.artefact("worker.log"), "ab")  # noqa: SIM115 - handed to the child process
-    cmd = [sys.executable, "-m", "flare_core.jobs", "--runs-dir", str(store.root.resolve()), run_id]
+    cmd = [sys.executable, "-m", "flare_core.run.jobs", "--runs-dir", str(store.root.resolve()), run_id]
     proc = subprocess.Popen(
         cmd,
         stdout=log,
@@ -101,9 +101,9 @@ def wait(store: RunStore, run_id: str, timeout: float = 600.0, poll: float = 0.5
         time.sleep(poll)
 
 
-def execute(run: Run, *, progress_bar: bool = False) -> str:
+def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
     """Execute ``run`` in this process with heartbeat, cancellation and failure handling; return its status."""
-    from flare_core import pipeline  # imported here: pipeline imports torch and the models
+    from flare_core.run.stages import compute_stages  # imported here: the stages import torch and the models
 
     for leftover in run.path.rglob(".tmp-*"):  # interrupted atomic writes of an earlier worker
         leftover.unlink(missing_ok=True)
@@ -112,7 +112,7 @@ def execute(run: Run, *, progress_bar: bool = False) -> str:
     beater.start()
     try:
         run.update(status="running", pid=os.getpid(), error=None)
-        pipeline.execute(run, progress_bar=progress_bar)
+        compute_stages(run, progress_bar=progress_bar)
         run.update(status="done", finished=utc_now(), progress=None)
     except (Cancelled, KeyboardInterrupt):
         run.update(status="cancelled", finished=utc_now())
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     run = RunStore(args.runs_dir).get(args.run_id)
-    status = execute(run)
+    status = run_in_process(run)
     return 0 if status in ("done", "cancelled") else 1
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flare_core import jobs
 from flare_core.data.corpus import load_corpus
-from flare_core.pipeline import RunParams, create_run
+from flare_core.run import jobs
+from flare_core.run.create import create_run
+from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
 from flare_core.store.runs import RunNotFound, RunStore
 
@@ -55,5 +56,5 @@ def ensure_demo_run(store: RunStore, *, background: bool = True) -> str:
         if background:
             jobs.start(store, run.id)
         else:
-            jobs.execute(run, progress_bar=True)
+            jobs.run_in_process(run, progress_bar=True)
     return run.id

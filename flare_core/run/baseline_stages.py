@@ -1,0 +1,87 @@
+"""The stages that need no training: label-free geometry, 2-D maps and the supervised oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from flare_core.run.manifest import model_kind
+from flare_core.run.params import RunParams
+from flare_core.store.runs import Run, safe_name
+
+
+def geometry_stage(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
+    from flare_core.analyses.geometry import geometry_report
+
+    rows = []
+    for index, model_id in enumerate(ok):
+        report("geometry", index, len(ok), f"geometry of {model_id}")
+        x = run.load_embeddings(model_id)
+        rows.append({"model": model_id, **geometry_report(x, labels=labels, seed=params.seed)})
+    run.save_frame(pd.DataFrame(rows), "geometry.parquet")
+    report("geometry", len(ok), len(ok), "geometry done")
+
+
+def maps_stage(run: Run, ok: list[str], params: RunParams, report) -> None:
+    from flare_core.analyses.maps import embedding_map
+
+    for index, model_id in enumerate(ok):
+        report("maps", index, len(ok), f"UMAP of {model_id}")
+        parts = ("maps", f"{safe_name(model_id)}.parquet")
+        if not run.has(*parts):
+            run.save_frame(
+                embedding_map(run.load_embeddings(model_id), max_points=params.map_points, seed=params.seed),
+                *parts,
+            )
+    report("maps", len(ok), len(ok), "maps done")
+
+
+def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
+    from flare_core.analyses.downstream import downstream_report
+
+    pairs = run.load_frame("pairs.parquet") if run.has("pairs.parquet") else None
+    rows = []
+    for index, model_id in enumerate(ok):
+        report("downstream", index, len(ok), f"supervised oracle for {model_id}")
+        x = run.load_embeddings(model_id)
+        pair_embeddings = _pair_embeddings(run, model_id, pairs, params) if pairs is not None else None
+        if labels is None and pair_embeddings is None:
+            continue
+        gold = qrels = None
+        if pair_embeddings is not None:
+            if pairs["score"].notna().any():
+                gold = pairs["score"].to_numpy(dtype=float)
+            else:  # retrieval: rank the distinct documents for each query; its own row's document is relevant
+                documents, doc_index = np.unique(pairs["text_b"].to_numpy(dtype=object), return_inverse=True)
+                first_row = {d: int(np.flatnonzero(doc_index == d)[0]) for d in range(len(documents))}
+                pair_embeddings = (
+                    pair_embeddings[0],
+                    pair_embeddings[1][[first_row[d] for d in range(len(documents))]],
+                )
+                qrels = {q: {int(doc_index[q]): 1} for q in range(len(pairs))}
+        result = downstream_report(
+            x if labels is not None else None,
+            labels=labels,
+            pairs=pair_embeddings,
+            gold=gold,
+            qrels=qrels,
+            seed=params.seed,
+        )
+        rows.append({"model": model_id, **result["scores"]})
+    if rows:
+        run.save_frame(pd.DataFrame(rows), "downstream.parquet")
+    report("downstream", len(ok), len(ok), "downstream done")
+
+
+def _pair_embeddings(run: Run, model_id: str, pairs: pd.DataFrame, params: RunParams):
+    """(emb_a, emb_b) of the pair columns for STS, or None for precomputed models (no encoder to call)."""
+    from flare_core import encoders
+
+    if model_kind(run, model_id) == "precomputed":
+        return None
+    encoder = encoders.load_encoder(
+        model_id, device=params.device, corpus_texts=run.corpus_frame()["text"].tolist()
+    )
+    a = encoder.encode(pairs["text_a"].tolist(), batch_size=params.batch_size)
+    b = encoder.encode(pairs["text_b"].tolist(), batch_size=params.batch_size)
+    return (a, b)

@@ -1,0 +1,89 @@
+"""Creating a run: the corpus, the parameters, the versions and the seeds stored as a queued run."""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+from collections.abc import Mapping
+from importlib import metadata
+
+import numpy as np
+
+from flare_core.data.corpus import Corpus
+from flare_core.run.params import RunParams
+from flare_core.store.runs import Run, RunStore
+
+_VERSIONED = (
+    "flare-studio", "torch", "transformers", "sentence-transformers", "nflows", "numpy", "scipy",
+    "scikit-learn", "pandas", "pyarrow", "networkx", "umap-learn", "streamlit", "ray",
+)  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and of the packages that shape the numbers."""
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def create_run(
+    store: RunStore,
+    corpus: Corpus,
+    params: RunParams,
+    *,
+    name: str | None = None,
+    precomputed: Mapping[str, np.ndarray] | None = None,
+    run_id: str | None = None,
+) -> Run:
+    """Store ``corpus`` and ``params`` as a new queued run and return it.
+
+    ``precomputed`` maps extra model names to validated float32 (N, d) embeddings (see
+    ``flare_core.encoders.load_precomputed``); they join the run as models of kind ``precomputed``.
+    """
+    params.validate()
+    precomputed = dict(precomputed or {})
+    for model_name, array in precomputed.items():
+        if model_name in params.models:
+            raise ValueError(f"precomputed embeddings {model_name!r} have the name of a registry model")
+        if array.shape[0] != len(corpus):
+            raise ValueError(
+                f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"
+            )
+    models = [{"id": m, "kind": "registry", "role": "candidate", "status": "pending"} for m in params.models]
+    models += [
+        {"id": m, "kind": "precomputed", "role": "candidate", "status": "pending"} for m in precomputed
+    ]
+    models += [
+        {"id": m, "kind": "registry", "role": "reference", "status": "pending"}
+        for m in params.reference_pool
+        if m not in params.models
+    ]
+    manifest = {
+        "name": name or corpus.source_name,
+        "corpus": {
+            "source_name": corpus.source_name,
+            "n_texts": len(corpus),
+            "content_hash": corpus.content_hash,
+            "text_column": corpus.text_column,
+            "label_column": corpus.label_column,
+            "has_labels": corpus.labels is not None,
+            "has_pairs": corpus.pairs is not None,
+            "stats": corpus.stats,
+        },
+        "models": models,
+        "params": dataclasses.asdict(params),
+        "versions": versions(),
+        "seeds": {"global": params.seed},
+        "timings": {},
+    }
+    run = store.create(manifest, run_id=run_id)
+    run.save_frame(corpus.to_frame(), "corpus.parquet")
+    if corpus.pairs is not None:
+        run.save_frame(corpus.pairs.reset_index(drop=True), "pairs.parquet")
+    for model_name, array in precomputed.items():
+        run.save_embeddings(model_name, array)
+    return run

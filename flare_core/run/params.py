@@ -1,0 +1,74 @@
+"""The parameters of a run: everything that determines its numbers, stored in its manifest."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flare_core.checks import check_bool, check_int
+
+ESTIMATORS = ("flow", "gmm")
+
+
+FLOW_PRESETS = ("fast", "default")
+
+
+@dataclass
+class RunParams:
+    """Everything that determines a run's numbers; stored in its manifest."""
+
+    models: list[str]
+    estimators: list[str] = field(default_factory=lambda: ["flow", "gmm"])
+    flow_preset: str = "default"
+    max_texts_sufficiency: int | None = 2000
+    reference_pool: list[str] = field(default_factory=list)
+    collapse: bool = True
+    collapse_texts: int = 200
+    concentration: bool = True
+    concentration_texts: int = 32
+    geometry: bool = True
+    downstream: bool = True
+    maps: bool = True
+    map_points: int = 3000
+    validation: list[str] = field(default_factory=lambda: ["subsampling", "aggregation", "pool_size"])
+    validation_repeats: int = 20
+    executor: str = "local"
+    ray_address: str | None = None
+    workers: int = 1
+    autocast: bool = False
+    batch_conditionals: int = 1
+    seed: int = 0
+    device: str | None = None
+    batch_size: int = 32
+    max_length: int | None = 256
+
+    def validate(self) -> RunParams:
+        if not self.models:
+            raise ValueError("choose at least one model")
+        if len(set(self.models)) != len(self.models):
+            raise ValueError("a model is listed twice")
+        unknown = sorted(set(self.estimators) - set(ESTIMATORS))
+        if unknown:
+            raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATORS)}")
+        if self.flow_preset not in FLOW_PRESETS:
+            raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
+        for name in ("concentration_texts", "batch_size", "workers", "batch_conditionals"):
+            check_int(getattr(self, name), name, min_value=1)
+        check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
+        from flare_core.compute import EXECUTORS
+
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
+        if self.ray_address and self.executor != "ray":
+            raise ValueError("a Ray address needs the Ray executor (--executor ray)")
+        if self.workers > 1 and self.executor != "local":
+            raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
+        check_bool(self.autocast, "autocast")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunParams:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})

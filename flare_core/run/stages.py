@@ -1,0 +1,104 @@
+"""One run from a corpus to stored artefacts: the code path shared by the CLI, the dashboard and notebooks.
+
+    corpus → embeddings (cached) → geometry → downstream (labels) → information sufficiency
+           → collapse (SOCM) → layer-wise concentration → correlations → verdict → run store
+
+``create_run`` (:mod:`flare_core.run.create`) stores the corpus and parameters (status ``queued``);
+:func:`compute_stages` computes every stage, skipping work already stored, so that an interrupted run
+resumes where it stopped. Each stage is a module of this package.
+"""
+
+from __future__ import annotations
+
+import time
+
+from flare_core.errors import Cancelled
+from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
+from flare_core.run.embedding_stage import embedding_stage
+from flare_core.run.manifest import transformer_models
+from flare_core.run.params import ESTIMATORS, RunParams
+from flare_core.run.progress import ProgressReporter
+from flare_core.run.studies import run_studies
+from flare_core.run.sufficiency_stage import sufficiency_stage
+from flare_core.run.summary import summarise
+from flare_core.run.token_stages import collapse_stage, concentration_stage
+from flare_core.store.cache import sweep_stale_scratch
+from flare_core.store.runs import Run
+
+
+class StageTimer:
+    """Times a stage into the manifest and checks for cancellation before it starts."""
+
+    def __init__(self, run: Run, name: str) -> None:
+        self.run, self.name = run, name
+
+    def __enter__(self) -> StageTimer:
+        if self.run.cancel_requested():
+            raise Cancelled(f"run {self.run.id} was cancelled")
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            timings = self.run.manifest.get("timings", {})
+            timings[self.name] = round(time.perf_counter() - self.started, 3)
+            self.run.update(timings=timings)
+
+
+def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
+    """Compute every stage of ``run`` that is not stored yet."""
+    params = RunParams.from_dict(run.manifest["params"])
+    sweep_stale_scratch()
+    report = ProgressReporter(run, progress_bar)
+    corpus = run.corpus_frame()
+    texts = corpus["text"].tolist()
+    labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
+
+    executor = make_executor(params)
+    try:
+        with StageTimer(run, "embeddings"):
+            embedding_stage(run, params, texts, report, executor)
+        ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
+        if not ok:
+            raise RuntimeError("no model could be embedded; see each model's error in the run")
+
+        if params.geometry:
+            with StageTimer(run, "geometry"):
+                geometry_stage(run, ok, labels, params, report)
+        if params.maps:
+            with StageTimer(run, "maps"):
+                maps_stage(run, ok, params, report)
+        if params.downstream and (labels is not None or run.has("pairs.parquet")):
+            with StageTimer(run, "downstream"):
+                downstream_stage(run, ok, labels, params, report)
+        for estimator in params.estimators:
+            with StageTimer(run, f"sufficiency_{estimator}"):
+                sufficiency_stage(run, ok, estimator, params, report, executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
+    transformers_ok = transformer_models(run)
+    if params.collapse and transformers_ok:
+        with StageTimer(run, "collapse"):
+            collapse_stage(run, transformers_ok, texts, params, report)
+    if params.concentration and transformers_ok:
+        with StageTimer(run, "concentration"):
+            concentration_stage(run, transformers_ok, texts, params, report)
+    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATORS):
+        with StageTimer(run, "validation"):
+            run_studies(run, params.validation, repeats=params.validation_repeats, report=report)
+    with StageTimer(run, "summary"):
+        summarise(run)
+
+
+def make_executor(params: RunParams):
+    """The executor of the embedding and sufficiency units: None runs them in this process."""
+    if params.executor == "ray":
+        from flare_core.compute import get_executor
+
+        return get_executor("ray", address=params.ray_address)
+    if params.workers > 1:
+        from flare_core.compute import get_executor
+
+        return get_executor("local", workers=params.workers)
+    return None

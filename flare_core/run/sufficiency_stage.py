@@ -1,0 +1,79 @@
+"""The information-sufficiency stage: the IS matrix of one estimator over the run's models, and its scores."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from flare_core.run.manifest import candidates, record_worker
+from flare_core.run.params import RunParams
+from flare_core.store.runs import Run
+
+
+def sufficiency_rows(n: int, limit: int | None, seed: int) -> np.ndarray:
+    if limit is None or n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+def sufficiency_stage(
+    run: Run, ok: list[str], estimator: str, params: RunParams, report, executor=None
+) -> None:
+    from flare_core.analyses import sufficiency
+
+    sources = candidates(run, ok)
+    if len(ok) < 2:
+        run.save_json(
+            {"skipped": "information sufficiency needs at least two models"}, f"sufficiency_{estimator}.json"
+        )
+        return
+    n_texts = len(run.corpus_frame())
+    rows = sufficiency_rows(n_texts, params.max_texts_sufficiency, params.seed)
+    if len(rows) == n_texts:  # every text: memory-mapped, large ones are trained a mini-batch at a time
+        embeddings = {m: run.load_embeddings(m, mmap=True) for m in ok}
+    else:
+        embeddings = {m: np.asarray(run.load_embeddings(m, mmap=True)[rows]) for m in ok}
+    config = None
+    if estimator == "flow":
+        config = sufficiency.FlowConfig.fast() if params.flow_preset == "fast" else sufficiency.FlowConfig()
+        config = dataclasses.replace(
+            config, autocast=params.autocast, batch_conditionals=params.batch_conditionals
+        )
+    else:
+        config = sufficiency.GMMConfig()
+    stage = f"sufficiency_{estimator}"
+
+    def tick(event: dict) -> None:
+        what = (
+            event.get("target")
+            if event.get("stage") == "marginal"
+            else f"{event.get('source')} → {event.get('target')}"
+        )
+        failed = f" (failed: {event['error']})" if event.get("error") else ""
+        unit = f"{event.get('stage')}: {what}"
+        record_worker(run, stage, unit, event.get("worker"), event.get("seconds"), not event.get("error"))
+        report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}{failed}")
+
+    result = sufficiency.sufficiency_matrix(
+        embeddings,
+        estimator=estimator,
+        config=config,
+        sources=sources,
+        targets=ok,
+        seed=params.seed,
+        device=params.device,
+        store_dir=run.artefact("sufficiency", estimator, "pairs"),
+        progress=tick,
+        should_stop=run.cancel_requested,
+        executor=executor,
+    )
+    result.save(run.artefact("sufficiency", estimator, "result"))
+    if not result.failed.empty:
+        run.save_frame(result.failed.astype(str), "sufficiency", estimator, "failed.parquet")
+        warnings = run.manifest.get("warnings", [])
+        warnings.append(f"{estimator}: {len(result.failed)} units failed; `flare resume` retries them")
+        run.update(warnings=warnings)
+    scores = sufficiency.model_scores(result, seed=params.seed)
+    run.save_frame(scores, "sufficiency", estimator, "scores.parquet")
+    run.save_frame(sufficiency.all_scores(result), "sufficiency", estimator, "all_scores.parquet")

@@ -1,0 +1,149 @@
+"""The stages that read token states of transformer models: mean-pooling collapse (SOCM) and layer-wise
+concentration."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.run.manifest import transformer_models
+from flare_core.run.params import RunParams
+from flare_core.run.progress import no_report
+from flare_core.store.cache import scratch_dir
+from flare_core.store.runs import Run, safe_name
+
+
+def collapse_stage(
+    run: Run, models: list[str], texts: list[str], params: RunParams, report=None, *, recompute: bool = False
+) -> None:
+    """SOCM of all pairs among ``params.collapse_texts`` sampled texts, per transformer model.
+
+    Models whose pairs are already stored for the same sample are skipped unless ``recompute``.
+    With labels, the summary also splits SOCM between same-label and different-label pairs.
+    """
+    report = report or no_report
+    from flare_core import encoders
+    from flare_core.analyses import collapse
+
+    n = min(params.collapse_texts, len(texts))
+    sample = np.sort(np.random.default_rng(params.seed).choice(len(texts), size=n, replace=False))
+    if run.has("collapse", "sample_rows.npy") and not np.array_equal(
+        run.load_array("collapse", "sample_rows.npy"), sample
+    ):
+        recompute = True
+    run.save_array(sample.astype(np.int64), "collapse", "sample_rows.npy")
+    pairs = collapse.sample_pairs(n, kind="all", seed=params.seed)
+    corpus = run.corpus_frame()
+    labels = corpus["label"].to_numpy() if run.manifest["corpus"].get("has_labels") else None
+    summaries = []
+    for index, model_id in enumerate(models):
+        report("collapse", index, len(models), f"SOCM of {model_id} on {len(pairs)} pairs")
+        parts = ("collapse", f"{safe_name(model_id)}.parquet")
+        if run.has(*parts) and not recompute:
+            frame = run.load_frame(*parts)
+        else:
+            encoder = encoders.load_encoder(model_id, device=params.device)
+            # token states stream to disk a chunk of texts at a time; SOCM reads them back per chunk of pairs
+            with tempfile.TemporaryDirectory(prefix="tokens-", dir=scratch_dir()) as scratch:
+                tokens = encoders.write_token_states(
+                    encoder, [texts[i] for i in sample], Path(scratch) / "store", max_length=params.max_length
+                )
+                frame = collapse.pair_distances(tokens, pairs, device=params.device)
+            frame["row_i"] = sample[frame["i"].to_numpy()]
+            frame["row_j"] = sample[frame["j"].to_numpy()]
+            if labels is not None:
+                frame["same_label"] = labels[frame["row_i"]] == labels[frame["row_j"]]
+            run.save_frame(frame, *parts)
+            del encoder, tokens
+        stats = collapse.collapse_summary(frame)
+        row = {"model": model_id, "n_pairs": stats["n_pairs"], "n_texts": n}
+        for quantity in ("socm", "d_mu", "d_sigma"):
+            row.update({f"{quantity}_{name}": value for name, value in stats[quantity].items()})
+        if "same_label" in frame:
+            row["socm_same_label_mean"] = float(frame.loc[frame["same_label"], "socm"].mean())
+            row["socm_different_label_mean"] = float(frame.loc[~frame["same_label"], "socm"].mean())
+        summaries.append(row)
+    run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
+    report("collapse", len(models), len(models), "collapse done")
+
+
+def concentration_stage(
+    run: Run, models: list[str], texts: list[str], params: RunParams, report=None
+) -> None:
+    """Layer-wise token concentration of each supported transformer model."""
+    report = report or no_report
+    from flare_core import encoders
+    from flare_core.analyses import concentration
+
+    n = min(params.concentration_texts, len(texts))
+    sample = np.sort(np.random.default_rng(params.seed + 1).choice(len(texts), size=n, replace=False))
+    frames, skipped = [], {}
+    for index, model_id in enumerate(models):
+        report("concentration", index, len(models), f"layer-wise concentration of {model_id}")
+        encoder = encoders.load_encoder(model_id, device=params.device)
+        try:
+            frame = concentration.layer_concentration(
+                encoder.model, encoder.tokenizer, [texts[i] for i in sample], device=params.device
+            )
+        except concentration.UnsupportedArchitecture as exc:
+            skipped[model_id] = str(exc)
+            continue
+        frame.insert(0, "model", model_id)
+        frames.append(frame)
+    if frames:
+        run.save_frame(pd.concat(frames, ignore_index=True), "concentration.parquet")
+    run.save_json({"texts": int(n), "skipped": skipped}, "concentration.json")
+    report("concentration", len(models), len(models), "concentration done")
+
+
+def recompute_collapse(
+    run: Run, models: list[str] | None = None, n_texts: int | None = None
+) -> dict[str, Any]:
+    """Compute (or recompute with ``n_texts`` texts) SOCM and the layer curves of the run's transformer
+    models, refresh its summary, and return ``summary`` and ``layers`` rows of those models with their
+    ten most collapsed pairs (texts included)."""
+    from flare_core.run.summary import summarise
+
+    params = RunParams.from_dict(run.manifest["params"])
+    if n_texts is not None:
+        params.collapse_texts = n_texts
+    available = transformer_models(run)
+    chosen = models or available
+    unknown = [m for m in chosen if m not in available]
+    if unknown:
+        raise ValueError(
+            f"no token states for {unknown}: collapse needs a transformer model of this run ({available})"
+        )
+    texts = run.corpus_frame()["text"].tolist()
+    collapse_stage(run, chosen, texts, params, recompute=n_texts is not None)
+    concentration_stage(run, chosen, texts, params)
+    summarise(run)
+    most_collapsed = {}
+    for model_id in chosen:
+        top = run.load_frame("collapse", f"{safe_name(model_id)}.parquet").nlargest(10, "socm")
+        most_collapsed[model_id] = [
+            {
+                "socm": row.socm,
+                "d_mu": row.d_mu,
+                "d_sigma": row.d_sigma,
+                "text_a": texts[row.row_i],
+                "text_b": texts[row.row_j],
+            }
+            for row in top.itertuples()
+        ]
+    summary = run.load_frame("collapse", "summary.parquet")
+    layers = run.load_frame("concentration.parquet") if run.has("concentration.parquet") else pd.DataFrame()
+    return {
+        "run_id": run.id,
+        "summary": _records(summary[summary["model"].isin(chosen)]),
+        "layers": _records(layers[layers["model"].isin(chosen)]) if not layers.empty else [],
+        "most_collapsed": most_collapsed,
+    }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return frame.replace({np.nan: None}).to_dict(orient="records")
