@@ -36,7 +36,7 @@ _EXPORTS = {
     "RunStore": "flare_core.store.runs",
     "RunParams": "flare_core.run.params",
     "create_run": "flare_core.run.create",
-    "run_results": "flare_core.results",
+    "run_results": "flare_core.view.results",
 }
 __all__ = sorted(_EXPORTS) + ["execute"]
 

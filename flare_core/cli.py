@@ -232,7 +232,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from flare_core.results import run_results
+    from flare_core.view.results import run_results
 
     run = _store(args).get(args.run_id)
     results = run_results(run)
@@ -324,7 +324,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from flare_core.report import write_report
+    from flare_core.view.report import write_report
 
     run = _store(args).get(args.run_id)
     out = write_report(run, args.output or Path(f"{run.id}.html"), include_texts=not args.no_texts)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flare_core import figures
-from flare_core.glossary import explain
 from flare_core.store.runs import safe_name
+from flare_core.view import figures
+from flare_core.view.glossary import explain
 from pages.common import (
     current_run,
     download_csv,

@@ -120,7 +120,7 @@ def download_csv(frame: pd.DataFrame, name: str, label: str = "Download CSV") ->
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.DataFrame] | None:
     """Scores, IS matrices and per-pair figures of one estimator (cached per run version)."""
-    from flare_core.results import sufficiency_frames
+    from flare_core.view.results import sufficiency_frames
 
     return sufficiency_frames(store().get(run_id), estimator)
 

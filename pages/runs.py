@@ -76,7 +76,7 @@ def share_panel() -> None:
     strip = st.checkbox("Leave the corpus texts out of the report and bundle", value=False)
     left, right = st.columns(2)
     if left.button("Build HTML report", help="One self-contained file that opens offline in any browser."):
-        from flare_core.report import build_report
+        from flare_core.view.report import build_report
 
         with st.spinner("Building the report…"):
             st.session_state["report"] = (

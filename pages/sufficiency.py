@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from flare_core import figures
 from flare_core.analyses import graph
-from flare_core.glossary import explain
-from flare_core.results import ESTIMATOR_LABELS
+from flare_core.view import figures
+from flare_core.view.glossary import explain
+from flare_core.view.results import ESTIMATOR_LABELS
 from pages.common import current_run, download_csv, load_sufficiency, run_version, status_banner
 
 st.title("Information sufficiency")

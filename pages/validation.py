@@ -5,8 +5,8 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
-from flare_core import figures
-from flare_core.glossary import explain
+from flare_core.view import figures
+from flare_core.view.glossary import explain
 from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
 
 st.title("Validation")

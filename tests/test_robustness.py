@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 
 from flare_core.data.corpus import AUTO, Corpus, load_corpus
 from flare_core.errors import CorpusError
-from flare_core.results import run_results
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
 from flare_core.store import atomic
 from flare_core.store.export import safe_csv
 from flare_core.store.runs import RunNotFound, RunStore
+from flare_core.view.results import run_results
 
 EVIL = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
@@ -445,7 +445,7 @@ def test_a_model_that_fails_to_load_does_not_sink_the_run(hostile_run):
 
 @pytest.mark.slow
 def test_html_in_texts_names_and_models_is_escaped_in_the_report(hostile_run):
-    from flare_core.report import build_report
+    from flare_core.view.report import build_report
 
     run, _ = hostile_run
     for include_texts in (True, False):

@@ -326,7 +326,7 @@ def test_import_validates_arguments(good_bundle, target, tmp_path):
 
 @pytest.mark.slow
 def test_round_trip_of_a_pipeline_run(labelled_run, tmp_path, target):
-    from flare_core.results import run_results
+    from flare_core.view.results import run_results
 
     path = export_run(labelled_run, tmp_path / "labelled.zip")
     with zipfile.ZipFile(path) as zf:

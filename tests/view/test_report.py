@@ -10,9 +10,9 @@ import pandas as pd
 import plotly.offline
 import pytest
 
-from flare_core import results as results_module
-from flare_core.report import ReportError, build_report, write_report
 from flare_core.store.runs import Run, RunStore, safe_name
+from flare_core.view import results as results_module
+from flare_core.view.report import ReportError, build_report, write_report
 
 EVIL = "<script>alert(1)</script>"
 EVIL_MODEL = f"evil{EVIL}"

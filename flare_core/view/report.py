@@ -1,7 +1,7 @@
 """A self-contained HTML report of one run: one file that opens offline in any browser.
 
 plotly.js is inlined once in the page head; every figure is a ``<div>`` drawn by it. The content comes
-from :func:`flare_core.results.run_results` and the run's artefacts: the recommendation, the ranking,
+from :func:`flare_core.view.results.run_results` and the run's artefacts: the recommendation, the ranking,
 the information-sufficiency heatmaps and graphs, the mean-pooling collapse scatter, the layer-wise
 concentration curves, baselines, downstream scores and correlations, and the parameters, versions,
 timings and seeds that make the run reproducible. Sections a run did not compute say so.
@@ -526,7 +526,7 @@ def _most_collapsed_table(frame: pd.DataFrame, texts: _Texts) -> str:
 
 
 def _collapse(run: Run, results: dict[str, Any], texts: _Texts, max_points: int, seed: int) -> str:
-    from flare_core.results import collapse_pairs
+    from flare_core.view.results import collapse_pairs
 
     models = _collapse_models(run, results)
     summary = _frame(results.get("collapse"))
@@ -679,7 +679,7 @@ def build_report(run: Run, *, include_texts: bool = True, max_scatter_points: in
 
     import plotly.offline
 
-    from flare_core.results import run_results
+    from flare_core.view.results import run_results
 
     results = run_results(run)
     corpus_texts: list[str] = []
