@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from flare_core.cli import run_rows
 from flare_core.run import jobs
+from flare_core.view.results import runs_table
 from pages.common import STATUS_ICONS, store, viewer_only
 
 st.title("Runs")
@@ -21,7 +21,7 @@ def worker_table(workers: dict) -> pd.DataFrame:
 
 @st.fragment(run_every=2.0)
 def live_runs() -> None:
-    rows = run_rows(store())
+    rows = runs_table(store())
     if not rows:
         st.info("No runs yet.")
         return

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.store.runs import Run, safe_name
+from flare_core.store.runs import Run, RunStore, safe_name
 
 ESTIMATOR_LABELS = {"flow": "FLARE (normalizing flows)", "gmm": "EMIR (Gaussian mixtures)"}
 
@@ -82,3 +82,25 @@ def collapse_pairs(run: Run, model_id: str) -> pd.DataFrame | None:
     """Per-pair d_μ, d_Σ, SOCM of one model (columns i, j, row_i, row_j, d_mu, d_sigma, socm)."""
     parts = ("collapse", f"{safe_name(model_id)}.parquet")
     return run.load_frame(*parts) if run.has(*parts) else None
+
+
+def runs_table(store: RunStore) -> list[dict[str, Any]]:
+    """One row per stored run, newest first: id, name, effective status, texts, models, created, stage, progress."""
+    from flare_core.run.jobs import effective_status
+
+    rows = []
+    for manifest in store.list():
+        progress = manifest.get("progress") or {}
+        rows.append(
+            {
+                "id": manifest["id"],
+                "name": manifest.get("name"),
+                "status": effective_status(store.get(manifest["id"])),
+                "texts": manifest.get("corpus", {}).get("n_texts"),
+                "models": ",".join(m["id"] for m in manifest.get("models", [])),
+                "created": manifest.get("created"),
+                "stage": progress.get("stage", ""),
+                "progress": f"{progress.get('done', '')}/{progress.get('total', '')}" if progress else "",
+            }
+        )
+    return rows

@@ -1,4 +1,4 @@
-"""The ``flare`` command: the same functions as the dashboard, from a shell.
+"""What each ``flare`` sub-command does (``cmd_*``): the same functions as the dashboard, from a shell.
 
 Every command that reports results takes ``--json``; every command takes ``--runs-dir`` (or reads
 ``$FLARE_RUNS_DIR``) to choose the run store.
@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from flare_core.store.atomic import to_json
-from flare_core.store.runs import RunNotFound, RunStore
+from flare_core.store.runs import RunStore
 
 
 def _store(args: argparse.Namespace) -> RunStore:
@@ -76,21 +76,6 @@ def _parse_embeddings(values: Sequence[str]) -> dict[str, Path]:
             raise ValueError(f"--embeddings expects NAME=PATH (a .npy or .parquet file), got {value!r}")
         found[name] = Path(path)
     return found
-
-
-def _text_limit(value: str) -> int | None:
-    """``--max-texts-sufficiency``: a positive count, or ``all``."""
-    if value.strip().lower() == "all":
-        return None
-    try:
-        count = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive number of texts or 'all', got {value!r}"
-        ) from None
-    if count < 2:
-        raise argparse.ArgumentTypeError(f"expected at least 2 texts or 'all', got {count}")
-    return count
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -199,29 +184,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
 # -- runs / show --------------------------------------------------------------------------------------------
 
 
-def run_rows(store: RunStore) -> list[dict[str, Any]]:
-    from flare_core.run.jobs import effective_status
-
-    rows = []
-    for manifest in store.list():
-        progress = manifest.get("progress") or {}
-        rows.append(
-            {
-                "id": manifest["id"],
-                "name": manifest.get("name"),
-                "status": effective_status(store.get(manifest["id"])),
-                "texts": manifest.get("corpus", {}).get("n_texts"),
-                "models": ",".join(m["id"] for m in manifest.get("models", [])),
-                "created": manifest.get("created"),
-                "stage": progress.get("stage", ""),
-                "progress": f"{progress.get('done', '')}/{progress.get('total', '')}" if progress else "",
-            }
-        )
-    return rows
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
-    rows = run_rows(_store(args))
+    from flare_core.view.results import runs_table
+
+    rows = runs_table(_store(args))
     if args.json:
         _print_json(rows)
     elif not rows:
@@ -374,175 +340,3 @@ def cmd_app(args: argparse.Namespace) -> int:
     if args.headless:
         cmd += ["--server.headless", "true"]
     return subprocess.call(cmd, env=env)
-
-
-# -- parser -------------------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--runs-dir", type=Path, default=None, help="run store folder (default: $FLARE_RUNS_DIR or ./runs)"
-    )
-    as_json = argparse.ArgumentParser(add_help=False)
-    as_json.add_argument("--json", action="store_true", help="machine-readable output")
-
-    parser = argparse.ArgumentParser(
-        prog="flare", description="FLARE Studio: choose an embedding model without labels."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("models", parents=[common, as_json], help="list the model registry")
-    p.set_defaults(func=cmd_models)
-
-    p = sub.add_parser("run", parents=[common, as_json], help="analyse a corpus with a pool of models")
-    p.add_argument("corpus", type=Path, help="CSV, TSV, Parquet or JSONL file")
-    p.add_argument("--models", default="", help="comma-separated registry ids, hub ids or local folders")
-    p.add_argument(
-        "--embeddings",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="precomputed embeddings (.npy or .parquet) as an extra model",
-    )
-    p.add_argument("--text-col", default=None)
-    p.add_argument("--label-col", default=None, help="label column (default: detected)")
-    p.add_argument("--no-labels", action="store_true", help="ignore any label column")
-    p.add_argument(
-        "--pair-cols", default=None, help="text_a,text_b,score columns (STS) or query,document (retrieval)"
-    )
-    p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
-    p.add_argument("--drop-duplicates", action="store_true")
-    p.add_argument("--estimator", choices=["flow", "gmm", "both"], default="both")
-    p.add_argument("--flow-preset", choices=["fast", "default"], default="default")
-    p.add_argument(
-        "--max-texts-sufficiency",
-        type=_text_limit,
-        default=2000,
-        help="texts used by the IS estimators (a seeded sample), or 'all'",
-    )
-    p.add_argument(
-        "--references",
-        default="",
-        help="comma-separated models used only as IS targets (not ranked); 'builtin' adds every available "
-        "built-in model and control",
-    )
-    p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
-    p.add_argument("--collapse-texts", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
-    p.add_argument("--name", default=None)
-    p.add_argument(
-        "--background", action="store_true", help="start the run in a background worker and return"
-    )
-    p.add_argument(
-        "--executor", choices=["local", "ray"], default="local", help="where embedding and IS units run"
-    )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="local executor: worker processes running units side by side (1: in this process)",
-    )
-    p.add_argument(
-        "--batch-conditionals",
-        type=int,
-        default=1,
-        help="flows: train up to this many conditionals of one target together as one batched model",
-    )
-    p.add_argument(
-        "--autocast",
-        action="store_true",
-        help="flows: bfloat16 matrix products in the conditioners (GPU); transforms stay float32",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="'auto' joins the cluster of this machine; ray://host:10001; default: a local Ray instance",
-    )
-    p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser("runs", parents=[common, as_json], help="list stored runs")
-    p.set_defaults(func=cmd_runs)
-
-    p = sub.add_parser("show", parents=[common, as_json], help="summarise a run")
-    p.add_argument("run_id")
-    p.set_defaults(func=cmd_show)
-
-    p = sub.add_parser("resume", parents=[common, as_json], help="finish an interrupted run")
-    p.add_argument("run_id")
-    p.set_defaults(func=cmd_resume)
-
-    p = sub.add_parser("cancel", parents=[common], help="ask a background run to stop")
-    p.add_argument("run_id")
-    p.set_defaults(func=cmd_cancel)
-
-    p = sub.add_parser("delete", parents=[common], help="delete a stored run")
-    p.add_argument("run_id")
-    p.set_defaults(func=cmd_delete)
-
-    p = sub.add_parser(
-        "collapse",
-        parents=[common, as_json],
-        help="mean-pooling collapse (SOCM) of a run's transformer models",
-    )
-    p.add_argument("run_id")
-    p.add_argument(
-        "--model", default=None, help="comma-separated models (default: every transformer of the run)"
-    )
-    p.add_argument("--texts", type=int, default=None, help="number of sampled texts (all pairs among them)")
-    p.set_defaults(func=cmd_collapse)
-
-    p = sub.add_parser("validate", parents=[common, as_json], help="validation studies of a run's ranking")
-    p.add_argument("run_id")
-    p.add_argument(
-        "--studies", default="subsampling,aggregation,pool_size,shuffle",
-        help="comma-separated: subsampling, aggregation, pool_size, shuffle",
-    )  # fmt: skip
-    p.add_argument("--repeats", type=int, default=None, help="repeats per subsample fraction / pool size")
-    p.set_defaults(func=cmd_validate)
-
-    p = sub.add_parser("report", parents=[common], help="self-contained HTML report of a run")
-    p.add_argument("run_id")
-    p.add_argument("-o", "--output", type=Path, default=None)
-    p.add_argument("--no-texts", action="store_true", help="leave every corpus text out of the report")
-    p.set_defaults(func=cmd_report)
-
-    p = sub.add_parser("export", parents=[common], help="zip a run to open it elsewhere")
-    p.add_argument("run_id")
-    p.add_argument("-o", "--output", type=Path, default=None)
-    p.add_argument("--no-texts", action="store_true", help="strip the corpus texts from the bundle")
-    p.set_defaults(func=cmd_export)
-
-    p = sub.add_parser("import", parents=[common], help="add a run bundle (zip) to the run store")
-    p.add_argument("bundle", type=Path)
-    p.add_argument("--run-id", default=None, help="store it under this id")
-    p.set_defaults(func=cmd_import)
-
-    p = sub.add_parser("demo", parents=[common], help="build the demo corpus and demo run if missing")
-    p.add_argument("--background", action="store_true")
-    p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("app", parents=[common], help="open the dashboard")
-    p.add_argument("--port", type=int, default=8501)
-    p.add_argument("--headless", action="store_true", help="do not open a browser")
-    p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
-    p.set_defaults(func=cmd_app)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except RunNotFound as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

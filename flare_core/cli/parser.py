@@ -1,0 +1,227 @@
+"""The ``flare`` command line: its sub-commands and options, and the entry point that runs one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from flare_core.cli.commands import (
+    cmd_app,
+    cmd_cancel,
+    cmd_collapse,
+    cmd_delete,
+    cmd_demo,
+    cmd_export,
+    cmd_import,
+    cmd_models,
+    cmd_report,
+    cmd_resume,
+    cmd_run,
+    cmd_runs,
+    cmd_show,
+    cmd_validate,
+)
+from flare_core.compute import EXECUTORS
+from flare_core.errors import RunNotFound
+from flare_core.run.params import ESTIMATORS, FLOW_PRESETS
+
+
+def _text_limit(value: str) -> int | None:
+    """``--max-texts-sufficiency``: a positive count, or ``all``."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of texts or 'all', got {value!r}"
+        ) from None
+    if count < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 texts or 'all', got {count}")
+    return count
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``flare`` parser; every sub-command's ``func`` default is the ``cmd_*`` function that runs it."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--runs-dir", type=Path, default=None, help="run store folder (default: $FLARE_RUNS_DIR or ./runs)"
+    )
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="machine-readable output")
+
+    parser = argparse.ArgumentParser(
+        prog="flare", description="FLARE Studio: choose an embedding model without labels."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("models", parents=[common, as_json], help="list the model registry")
+    p.set_defaults(func=cmd_models)
+    _add_run(sub, common, as_json)
+    _add_run_store(sub, common, as_json)
+    _add_sharing(sub, common)
+    _add_app(sub, common)
+    return parser
+
+
+def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+    """``flare run``: a corpus, a pool of models, and the options of the analysis."""
+    both = [common, as_json]
+    p = sub.add_parser("run", parents=both, help="analyse a corpus with a pool of models")
+    p.add_argument("corpus", type=Path, help="CSV, TSV, Parquet or JSONL file")
+    p.add_argument("--models", default="", help="comma-separated registry ids, hub ids or local folders")
+    p.add_argument(
+        "--embeddings",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="precomputed embeddings (.npy or .parquet) as an extra model",
+    )
+    p.add_argument("--text-col", default=None)
+    p.add_argument("--label-col", default=None, help="label column (default: detected)")
+    p.add_argument("--no-labels", action="store_true", help="ignore any label column")
+    p.add_argument(
+        "--pair-cols", default=None, help="text_a,text_b,score columns (STS) or query,document (retrieval)"
+    )
+    p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
+    p.add_argument("--drop-duplicates", action="store_true")
+    p.add_argument("--estimator", choices=[*ESTIMATORS, "both"], default="both")
+    p.add_argument("--flow-preset", choices=list(FLOW_PRESETS), default="default")
+    p.add_argument(
+        "--max-texts-sufficiency",
+        type=_text_limit,
+        default=2000,
+        help="texts used by the IS estimators (a seeded sample), or 'all'",
+    )
+    p.add_argument(
+        "--references",
+        default="",
+        help="comma-separated models used only as IS targets (not ranked); 'builtin' adds every available "
+        "built-in model and control",
+    )
+    p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
+    p.add_argument("--collapse-texts", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--name", default=None)
+    p.add_argument(
+        "--background", action="store_true", help="start the run in a background worker and return"
+    )
+    p.add_argument(
+        "--executor", choices=list(EXECUTORS), default="local", help="where embedding and IS units run"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="local executor: worker processes running units side by side (1: in this process)",
+    )
+    p.add_argument(
+        "--batch-conditionals",
+        type=int,
+        default=1,
+        help="flows: train up to this many conditionals of one target together as one batched model",
+    )
+    p.add_argument(
+        "--autocast",
+        action="store_true",
+        help="flows: bfloat16 matrix products in the conditioners (GPU); transforms stay float32",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="'auto' joins the cluster of this machine; ray://host:10001; default: a local Ray instance",
+    )
+    p.set_defaults(func=cmd_run)
+
+
+def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+    """The commands on stored runs: list, show, resume, cancel, delete, collapse, validate."""
+    both = [common, as_json]
+    p = sub.add_parser("runs", parents=both, help="list stored runs")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", parents=both, help="summarise a run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("resume", parents=both, help="finish an interrupted run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("cancel", parents=[common], help="ask a background run to stop")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_cancel)
+
+    p = sub.add_parser("delete", parents=[common], help="delete a stored run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser(
+        "collapse",
+        parents=both,
+        help="mean-pooling collapse (SOCM) of a run's transformer models",
+    )
+    p.add_argument("run_id")
+    p.add_argument(
+        "--model", default=None, help="comma-separated models (default: every transformer of the run)"
+    )
+    p.add_argument("--texts", type=int, default=None, help="number of sampled texts (all pairs among them)")
+    p.set_defaults(func=cmd_collapse)
+
+    p = sub.add_parser("validate", parents=both, help="validation studies of a run's ranking")
+    p.add_argument("run_id")
+    p.add_argument(
+        "--studies", default="subsampling,aggregation,pool_size,shuffle",
+        help="comma-separated: subsampling, aggregation, pool_size, shuffle",
+    )  # fmt: skip
+    p.add_argument("--repeats", type=int, default=None, help="repeats per subsample fraction / pool size")
+    p.set_defaults(func=cmd_validate)
+
+
+def _add_sharing(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``flare report``, ``flare export`` and ``flare import``."""
+    p = sub.add_parser("report", parents=[common], help="self-contained HTML report of a run")
+    p.add_argument("run_id")
+    p.add_argument("-o", "--output", type=Path, default=None)
+    p.add_argument("--no-texts", action="store_true", help="leave every corpus text out of the report")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", parents=[common], help="zip a run to open it elsewhere")
+    p.add_argument("run_id")
+    p.add_argument("-o", "--output", type=Path, default=None)
+    p.add_argument("--no-texts", action="store_true", help="strip the corpus texts from the bundle")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", parents=[common], help="add a run bundle (zip) to the run store")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("--run-id", default=None, help="store it under this id")
+    p.set_defaults(func=cmd_import)
+
+
+def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``flare demo`` and ``flare app``."""
+    p = sub.add_parser("demo", parents=[common], help="build the demo corpus and demo run if missing")
+    p.add_argument("--background", action="store_true")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("app", parents=[common], help="open the dashboard")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--headless", action="store_true", help="do not open a browser")
+    p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
+    p.set_defaults(func=cmd_app)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except RunNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
