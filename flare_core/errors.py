@@ -60,3 +60,12 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return self.text
+
+
+class DependencyFailed(RuntimeError):
+    """A unit of work was not run because a unit it requires failed (``unit``, and that unit's ``error``)."""
+
+    def __init__(self, unit: object, error: BaseException) -> None:
+        super().__init__(f"{unit!r} failed ({type(error).__name__}: {error})")
+        self.unit = unit
+        self.error = error

@@ -17,7 +17,7 @@ import os
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,37 +111,6 @@ class Executor(ABC):
     def close(self) -> None:
         """Cancel what is in flight and release the backend."""
         self.cancel()
-
-    def map_unordered(
-        self,
-        fn: Callable[..., Any],
-        tasks: Iterable[tuple[Hashable, tuple]],
-        resources: Resources | None = None,
-    ) -> Iterator[Outcome]:
-        """Run ``fn(*args)`` for each ``(key, args)`` in ``tasks``; yield outcomes in completion order.
-
-        At most ``max_in_flight`` tasks are submitted at once. Stopping the iteration early cancels
-        the tasks still in flight.
-        """
-        pending = iter(tasks)
-        exhausted = False
-        try:
-            while True:
-                while not exhausted and self.in_flight() < self.max_in_flight:
-                    item = next(pending, None)
-                    if item is None:
-                        exhausted = True
-                        break
-                    key, args = item
-                    self.submit(key, fn, tuple(args), resources)
-                if not self.in_flight():
-                    return
-                outcome = self.wait()
-                if outcome is not None:
-                    yield outcome
-        finally:
-            if self.in_flight():
-                self.cancel()
 
     def __enter__(self) -> Executor:
         return self

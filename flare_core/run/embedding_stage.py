@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
+from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
 from flare_core.run.manifest import record_worker, set_model
 from flare_core.run.params import RunParams
@@ -13,94 +17,113 @@ from flare_core.store.cache import cache_root
 from flare_core.store.runs import Run
 
 
+@dataclass(frozen=True)
+class EmbedUnit(Unit):
+    """Embed the corpus with one model."""
+
+    model: str
+
+
 def embedding_stage(
-    run: Run, params: RunParams, texts: list[str], report: Callable[..., None], executor: Any = None
+    run: Run,
+    params: RunParams,
+    texts: list[str],
+    report: Callable[..., None],
+    executor: Executor | None = None,
 ) -> None:
-    """Embed the corpus with every model not stored yet, one unit per model on ``executor``.
+    """Embed the corpus with every model not stored yet, one :class:`EmbedUnit` per model on ``executor``.
 
     Each unit streams its embeddings into the shared embedding cache and returns the file; the run
     store then copies it. With no executor (or a serial local one) the units run here, in order, with
     per-batch progress; on a pool or cluster they run side by side and report when each finishes.
     """
-    from flare_core.compute import LocalExecutor, Resources
-
     models = run.manifest["models"]
-    corpus_hash = run.manifest["corpus"]["content_hash"]
     todo = []
     for model in models:
-        model_id = model["id"]
-        if run.embedding_path(model_id).exists():
-            array = run.load_embeddings(model_id, mmap=True)
-            set_model(run, model_id, status="done", dim=int(array.shape[1]))
+        if run.embedding_path(model["id"]).exists():
+            array = run.load_embeddings(model["id"], mmap=True)
+            set_model(run, model["id"], status="done", dim=int(array.shape[1]))
         else:
-            todo.append(model_id)
-    done_count = len(models) - len(todo)
-    report("embeddings", done_count, len(models), f"embedding with {len(todo)} models")
+            todo.append(model["id"])
+    report("embeddings", len(models) - len(todo), len(models), f"embedding with {len(todo)} models")
     ex = executor or LocalExecutor()
-    in_process = not ex.remote
-    shared_texts = ex.put(texts)
-    wants_gpu = not in_process and params.device is not None and params.device.startswith("cuda")
-    resources = Resources(num_cpus=1.0, num_gpus=1.0 if wants_gpu else 0.0)
-
-    def tick_for(model_id: str) -> Callable[[int, int], None]:
-        def tick(done: int, total: int) -> None:
-            report("embeddings", done_count, len(models), f"{model_id}: {done}/{total} texts", model=model_id)
-
-        return tick
-
-    tasks = [
-        (
-            ("embed", model_id),
-            (
-                model_id,
-                shared_texts,
-                corpus_hash,
-                str(cache_root() / "embeddings"),
-                params.device,
-                params.batch_size,
-                params.max_length,
-                tick_for(model_id) if in_process else None,
-            ),
-        )
-        for model_id in todo
-    ]
-    pending = list(tasks)
+    handler = _EmbeddingHandler(run, params, texts, report, ex, done=len(models) - len(todo))
     try:
-        while pending or ex.in_flight():
-            while pending and ex.in_flight() < ex.max_in_flight:
-                key, args = pending.pop(0)
-                ex.submit(key, _embed_task, args, resources)
-            outcome = ex.wait(timeout=None if in_process else 0.5)
-            if outcome is None:  # units still running elsewhere: a cancel request stops them now
-                if run.cancel_requested():
-                    raise Cancelled(f"run {run.id} was cancelled")
-                continue
-            model_id = outcome.key[1]
-            record_worker(run, "embeddings", model_id, outcome.worker, outcome.seconds, outcome.ok)
-            error = outcome.error
-            if isinstance(error, Cancelled | KeyboardInterrupt):
-                raise Cancelled(f"run {run.id} was cancelled")
-            if error is None:
-                info = dict(outcome.value)
-                try:
-                    run.copy_embeddings(model_id, info.pop("path"))
-                except (FileNotFoundError, ValueError) as exc:  # a worker whose cache this machine cannot see
-                    error = exc  # (other OS errors, such as a full disk, fail the run: it resumes later)
-                else:
-                    dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
-                    set_model(run, model_id, status="done", dim=dim, **info)
-            if error is not None:
-                set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
-            done_count += 1
-            report(
-                "embeddings", done_count, len(models), f"{model_id} {'done' if error is None else 'failed'}"
-            )
+        run_units(ex, [EmbedUnit(m) for m in todo], handler, poll=0.5 if ex.remote else None)
     finally:
-        if ex.in_flight():
-            ex.cancel()
         if executor is None:
             ex.close()
     report("embeddings", len(models), len(models), "embeddings done")
+
+
+class _EmbeddingHandler:
+    """Runs :class:`EmbedUnit` tasks and stores each model's embeddings (or its error) in the run."""
+
+    def __init__(
+        self,
+        run: Run,
+        params: RunParams,
+        texts: list[str],
+        report: Callable[..., None],
+        executor: Executor,
+        *,
+        done: int,
+    ) -> None:
+        self.run, self.params, self.report = run, params, report
+        self.total, self.done = len(run.manifest["models"]), done
+        self.in_process = not executor.remote
+        self.texts = executor.put(texts)
+        wants_gpu = not self.in_process and params.device is not None and params.device.startswith("cuda")
+        self.resources = Resources(num_cpus=1.0, num_gpus=1.0 if wants_gpu else 0.0)
+        self.corpus_hash = run.manifest["corpus"]["content_hash"]
+
+    def pending(self, unit: EmbedUnit) -> EmbedUnit:
+        return unit
+
+    def task(self, unit: EmbedUnit) -> Task:
+        params = self.params
+        progress = functools.partial(self._batch_done, unit.model) if self.in_process else None
+        args = (
+            unit.model,
+            self.texts,
+            self.corpus_hash,
+            str(cache_root() / "embeddings"),
+            params.device,
+            params.batch_size,
+            params.max_length,
+            progress,
+        )
+        return Task(_embed_task, args, self.resources)
+
+    def _batch_done(self, model_id: str, done: int, total: int) -> None:
+        message = f"{model_id}: {done}/{total} texts"
+        self.report("embeddings", self.done, self.total, message, model=model_id)
+
+    def finish(self, unit: EmbedUnit, outcome: Outcome) -> None:
+        run, model_id = self.run, unit.model
+        record_worker(run, "embeddings", model_id, outcome.worker, outcome.seconds, outcome.ok)
+        error = outcome.error
+        if isinstance(error, Cancelled | KeyboardInterrupt):
+            raise Cancelled(f"run {run.id} was cancelled")
+        if error is None:
+            info = dict(outcome.value)
+            try:
+                run.copy_embeddings(model_id, info.pop("path"))
+            except (FileNotFoundError, ValueError) as exc:  # a worker whose cache this machine cannot see
+                error = exc  # (other OS errors, such as a full disk, fail the run: it resumes later)
+            else:
+                dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
+                set_model(run, model_id, status="done", dim=dim, **info)
+        if error is not None:
+            set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
+        self.done += 1
+        self.report(
+            "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}"
+        )
+
+    def check_stop(self) -> None:
+        if self.run.cancel_requested():
+            raise Cancelled(f"run {self.run.id} was cancelled")
 
 
 def _embed_task(

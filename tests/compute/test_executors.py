@@ -20,15 +20,17 @@ import pytest
 import torch
 
 from flare_core.analyses.sufficiency import (
-    Cancelled,
     FlowConfig,
     GMMConfig,
     SufficiencyResult,
     sufficiency_matrix,
 )
 from flare_core.analyses.sufficiency import gmm as gmm_module
-from flare_core.analyses.sufficiency.matrix import FAILED_COLUMNS, RECORD_COLUMNS
+from flare_core.analyses.sufficiency.result import FAILED_COLUMNS, RECORD_COLUMNS
+from flare_core.analyses.sufficiency.units import ConditionalUnit
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources, get_executor
+from flare_core.compute.scheduler import Task, Unit, run_units
+from flare_core.errors import Cancelled
 
 TINY_FLOW = FlowConfig(
     n_transforms=1, hidden_features=16, rank=4, max_epochs=4, max_epochs_conditional=4, patience=2
@@ -87,6 +89,39 @@ def _square(x: int) -> int:
 # ---------------------------------------------------------------- local executor and the matrix
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call(Unit):
+    """Call a function on ``x`` (``index`` keeps equal arguments apart)."""
+
+    index: int
+    x: int
+
+
+class _Collect:
+    """Runs every :class:`_Call` with ``fn`` and keeps the outcomes in the order they came."""
+
+    def __init__(self, fn: Callable[[int], Any]) -> None:
+        self.fn, self.outcomes = fn, []
+
+    def pending(self, unit: _Call) -> _Call:
+        return unit
+
+    def task(self, unit: _Call) -> Task:
+        return Task(self.fn, (unit.x,))
+
+    def finish(self, unit: _Call, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+
+    def check_stop(self) -> None:
+        return None
+
+
+def _run_all(executor: Executor, fn: Callable[[int], Any], xs: list[int]) -> list[Outcome]:
+    handler = _Collect(fn)
+    run_units(executor, [_Call(i, x) for i, x in enumerate(xs)], handler)
+    return handler.outcomes
+
+
 def test_local_executor_runs_in_submission_order_and_reports_errors():
     calls: list[int] = []
 
@@ -94,9 +129,9 @@ def test_local_executor_runs_in_submission_order_and_reports_errors():
         calls.append(x)
         return _square(x)
 
-    outcomes = list(LocalExecutor().map_unordered(task, [(i, (x,)) for i, x in enumerate([3, -1, 2])]))
+    outcomes = _run_all(LocalExecutor(), task, [3, -1, 2])
     assert calls == [3, -1, 2]
-    assert [o.key for o in outcomes] == [0, 1, 2]
+    assert [o.key for o in outcomes] == [_Call(0, 3), _Call(1, -1), _Call(2, 2)]
     assert [o.value for o in outcomes] == [9, None, 4]
     assert isinstance(outcomes[1].error, ValueError) and not outcomes[1].ok
     here = f"{socket.gethostname()}:{os.getpid()}"
@@ -305,8 +340,8 @@ def test_ray_reports_a_raising_task_and_retries_a_killed_worker(ray_executor, tm
     faulty = _Faults(
         ray_executor,
         {
-            ("conditional", "a", "b"): (_killed_once, (str(marker),)),
-            ("conditional", "c", "a"): (_raises, ()),
+            ConditionalUnit("a", "b"): (_killed_once, (str(marker),)),
+            ConditionalUnit("c", "a"): (_raises, ()),
         },
     )
     events: list[dict] = []
@@ -327,8 +362,8 @@ def test_ray_cancel_then_resume(ray_executor, tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_executor_map_unordered(ray_executor):
-    outcomes = {o.key: o for o in ray_executor.map_unordered(_square, [(x, (x,)) for x in (-2, 3, 4)])}
+def test_ray_executor_runs_units(ray_executor):
+    outcomes = {o.key.x: o for o in _run_all(ray_executor, _square, [-2, 3, 4])}
     assert outcomes[3].value == 9 and outcomes[4].value == 16
     assert isinstance(outcomes[-2].error, ValueError) and "negative -2" in str(outcomes[-2].error)
     assert ray_executor.in_flight() == 0
@@ -533,9 +568,9 @@ def test_process_pool_matrix_with_raising_and_killed_tasks(process_pool, tmp_pat
     faulty = _Faults(
         process_pool,
         {
-            ("conditional", "a", "b"): (_sigkilled_once, (str(marker),)),
-            ("conditional", "b", "c"): (_sigkilled_always, (str(attempts),)),
-            ("conditional", "c", "a"): (_raises, ()),
+            ConditionalUnit("a", "b"): (_sigkilled_once, (str(marker),)),
+            ConditionalUnit("b", "c"): (_sigkilled_always, (str(attempts),)),
+            ConditionalUnit("c", "a"): (_raises, ()),
         },
     )
     events: list[dict] = []
@@ -554,7 +589,7 @@ def test_process_pool_matrix_with_raising_and_killed_tasks(process_pool, tmp_pat
     errors = {(row.source, row.target): row.error for row in result.failed.itertuples()}
     assert errors[("c", "a")] == "ArithmeticError: this pair fails on purpose"
     assert errors[("b", "c")] == (
-        "WorkerDied: the worker process running task ('conditional', 'b', 'c') died (killed by SIGKILL) "
+        "WorkerDied: the worker process running task ConditionalUnit(source='b', target='c') died (killed by SIGKILL) "
         "on each of its 2 attempts (max_retries=1)"
     )
     assert len(events) == 9 and sum("error" in e for e in events) == 2

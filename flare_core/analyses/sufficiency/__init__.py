@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from flare_core.analyses.sufficiency.flows import FlowConfig
 from flare_core.analyses.sufficiency.gmm import GMMConfig
-from flare_core.analyses.sufficiency.matrix import Cancelled, SufficiencyResult, sufficiency_matrix
+from flare_core.analyses.sufficiency.matrix import sufficiency_matrix
+from flare_core.analyses.sufficiency.result import SufficiencyResult
 from flare_core.analyses.sufficiency.scores import all_scores, indistinguishable, model_scores
 
 __all__ = [
-    "Cancelled",
     "FlowConfig",
     "GMMConfig",
     "SufficiencyResult",

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from flare_core.analyses.sufficiency.matrix import SufficiencyResult
+from flare_core.analyses.sufficiency.result import SufficiencyResult
 from flare_core.checks import check_int, check_probability
 
 _AGGREGATIONS = ("median", "mean", "trim10")

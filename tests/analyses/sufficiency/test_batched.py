@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix
-from flare_core.analyses.sufficiency.matrix import RECORD_COLUMNS
+from flare_core.analyses.sufficiency.result import RECORD_COLUMNS
 from tests.analyses.sufficiency._data import gaussian_pair
 
 NUMERIC = [c for c in RECORD_COLUMNS if c not in ("source", "target", "seconds", "epochs")]

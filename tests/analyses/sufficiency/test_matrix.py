@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 from flare_core.analyses.sufficiency import (
-    Cancelled,
     FlowConfig,
     GMMConfig,
     SufficiencyResult,
     sufficiency_matrix,
 )
 from flare_core.analyses.sufficiency import flows as flows_module
-from flare_core.analyses.sufficiency.matrix import RECORD_COLUMNS
+from flare_core.analyses.sufficiency.result import RECORD_COLUMNS
+from flare_core.errors import Cancelled
 from tests.properties import assert_finite, assert_shape
 
 TINY = FlowConfig(

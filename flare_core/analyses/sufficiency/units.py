@@ -1,0 +1,155 @@
+"""The units of a sufficiency matrix and the task each runs.
+
+A target's :class:`MarginalUnit` comes first; each pair's :class:`ConditionalUnit` (or, with
+``batch_conditionals`` > 1, a :class:`ConditionalGroupUnit` of several sources of one target) requires
+it. Each task is a pure function of the standardised arrays, the config and its seeds, so it computes
+the same numbers in any process, on any executor.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from flare_core.analyses.sufficiency import flows, gmm
+from flare_core.analyses.sufficiency.flows import FlowConfig
+from flare_core.analyses.sufficiency.gmm import GMMConfig
+from flare_core.compute.scheduler import Unit
+from flare_core.device import pick_device
+
+
+@dataclass(frozen=True)
+class MarginalUnit(Unit):
+    """Train the marginal density of ``target``."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class ConditionalUnit(Unit):
+    """Train the conditional density of ``target`` given ``source``; requires the target's marginal."""
+
+    source: str
+    target: str
+
+    def requires(self) -> tuple[Unit, ...]:
+        return (MarginalUnit(self.target),)
+
+
+@dataclass(frozen=True)
+class ConditionalGroupUnit(Unit):
+    """Train the conditionals of ``target`` given each of ``sources`` as one batched model (flows)."""
+
+    target: str
+    sources: tuple[str, ...]
+
+    def requires(self) -> tuple[Unit, ...]:
+        return (MarginalUnit(self.target),)
+
+
+def _task_device(device: str | torch.device | None) -> torch.device:
+    return device if isinstance(device, torch.device) else pick_device(device)
+
+
+def _quiet_readonly_arrays() -> None:
+    """Arrays shared through an object store are read-only; torch warns when it wraps them."""
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+def _fit_summary(outcome: Any) -> dict[str, Any]:
+    return {
+        "nll_train": outcome.nll_train,
+        "nll_val": outcome.nll_val,
+        "epochs": outcome.epochs,
+        "seconds": outcome.seconds,
+        "logp_val": outcome.logp_val,
+    }
+
+
+def marginal_task(
+    cfg: FlowConfig | GMMConfig,
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    seed: int,
+    device: str | torch.device | None,
+) -> dict[str, Any]:
+    """Train the marginal of one target: a pure function of its arguments (any process, any executor).
+
+    ``v_train`` (n_train, d_v), ``v_val`` (n_val, d_v) are standardised. Returns the fit summary
+    (``logp_val`` (n_val,) float64) and, for flows, the CPU ``state`` dict the conditionals start from.
+    """
+    _quiet_readonly_arrays()
+    dev = _task_device(device)
+    if isinstance(cfg, FlowConfig):
+        outcome = flows._fit_marginal(v_train, v_val, cfg, seed, dev)
+        state = {k: v.detach().cpu().clone() for k, v in outcome.model.state_dict().items()}
+    else:
+        outcome = gmm._fit_marginal(v_train, v_val, cfg, seed, dev)
+        state = None
+    return {**_fit_summary(outcome), "state": state}
+
+
+def conditional_task(
+    cfg: FlowConfig | GMMConfig,
+    u_train: np.ndarray,
+    u_val: np.ndarray,
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    marginal_state: dict[str, torch.Tensor] | None,
+    d_target: int,
+    marg_seed: int,
+    pair_seed: int,
+    device: str | torch.device | None,
+) -> dict[str, Any]:
+    """Train the conditional of one pair: a pure function of its arguments (any process, any executor).
+
+    ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are standardised and row-aligned. Flows start from the
+    marginal rebuilt from ``marginal_state`` (bit-identical to the trained one). Returns the fit summary.
+    """
+    _quiet_readonly_arrays()
+    dev = _task_device(device)
+    if isinstance(cfg, FlowConfig):
+        if marginal_state is None:
+            raise ValueError("a conditional flow needs its target's marginal weights")
+        marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
+        marginal.load_state_dict(marginal_state)
+        marginal.eval()
+        outcome = flows._fit_conditional(marginal, u_train, v_train, u_val, v_val, cfg, pair_seed)
+    else:
+        outcome = gmm._fit_conditional(u_train, v_train, u_val, v_val, cfg, pair_seed, dev)
+    return _fit_summary(outcome)
+
+
+def conditional_group_task(
+    cfg: FlowConfig,
+    v_train: np.ndarray,
+    v_val: np.ndarray,
+    marginal_state: dict[str, torch.Tensor],
+    d_target: int,
+    marg_seed: int,
+    pair_seeds: list[int],
+    device: str | torch.device | None,
+    *sources: Any,
+) -> list[dict[str, Any]]:
+    """Train the conditionals of several pairs of one target as one batched flow (see ``_batched``).
+
+    ``sources`` is ``u_train_1, u_val_1, u_train_2, u_val_2, ...`` ((n, d_u) each; flat, so that a
+    remote executor resolves every shared array), one pair per seed of ``pair_seeds``. Returns one fit
+    summary per pair, in order.
+    """
+    from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
+
+    _quiet_readonly_arrays()
+    if len(sources) != 2 * len(pair_seeds):
+        raise ValueError(f"expected {2 * len(pair_seeds)} source arrays, got {len(sources)}")
+    dev = _task_device(device)
+    marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
+    marginal.load_state_dict(marginal_state)
+    marginal.eval()
+    triples = [(sources[2 * k], sources[2 * k + 1], seed) for k, seed in enumerate(pair_seeds)]
+    outcomes = fit_conditionals_batched(marginal, triples, v_train, v_val, cfg)
+    return [_fit_summary(outcome) for outcome in outcomes]
