@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -90,28 +91,12 @@ def sufficiency_matrix(
     check_callable(should_stop, "should_stop")
     check_bool(stream, "stream", allow_none=True)
     check_choice(on_error, "on_error", (None, *_ON_ERROR))
-    if executor is not None and not isinstance(executor, str | Executor):
-        raise ValueError(f"executor must be an Executor, a name {list(EXECUTORS)} or None, got {executor!r}")
-    if isinstance(executor, str) and executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r}: choose from {list(EXECUTORS)}")
     task_device, resources = _placement(executor, device)
     n = next(iter(arrays.values())).shape[0]
     train_idx, val_idx = _split(cfg, n, float(val_fraction), seed)
     dims = {name: int(arrays[name].shape[1]) for name in names}
     config_dict = {"estimator": estimator, **cfg.to_dict()}
-    store = UnitStore(Path(store_dir) if store_dir is not None else None, names)
-    store.check_manifest(
-        {
-            "format": _FORMAT,
-            "names": names,
-            "dims": dims,
-            "config": config_dict,
-            "seed": seed,
-            "val_fraction": float(val_fraction),
-            "n_rows": n,
-            "fingerprints": {name: fingerprint(arrays[name]) for name in names},
-        }
-    )
+    store = _open_store(store_dir, arrays, dims, config_dict, seed, float(val_fraction))
     ex, owned = _resolve_executor(executor)
     inputs = MatrixInputs(arrays, dims, train_idx, val_idx, cfg, seed, task_device, resources, stream)
     plan = [(t, [s for s in sources if s != t]) for t in targets]
@@ -127,6 +112,32 @@ def sufficiency_matrix(
     return matrix.result(sources, targets, config_dict, estimator)
 
 
+def _open_store(
+    store_dir: str | Path | None,
+    arrays: dict[str, np.ndarray],
+    dims: dict[str, int],
+    config: dict[str, Any],
+    seed: int,
+    val_fraction: float,
+) -> UnitStore:
+    """The unit store of ``store_dir`` (none when None), checked to hold this same matrix if it exists."""
+    names = list(arrays)
+    store = UnitStore(Path(store_dir) if store_dir is not None else None, names)
+    store.check_manifest(
+        {
+            "format": _FORMAT,
+            "names": names,
+            "dims": dims,
+            "config": config,
+            "seed": seed,
+            "val_fraction": val_fraction,
+            "n_rows": next(iter(arrays.values())).shape[0],
+            "fingerprints": {name: fingerprint(x) for name, x in arrays.items()},
+        }
+    )
+    return store
+
+
 def _placement(
     executor: Executor | str | None, device: str | None
 ) -> tuple[str | torch.device | None, Resources]:
@@ -135,6 +146,10 @@ def _placement(
     With a remote executor ``device`` is resolved inside each task (None: that worker's best device);
     in this process it is resolved here once.
     """
+    if executor is not None and not isinstance(executor, str | Executor):
+        raise ValueError(f"executor must be an Executor, a name {list(EXECUTORS)} or None, got {executor!r}")
+    if isinstance(executor, str) and executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}: choose from {list(EXECUTORS)}")
     remote = isinstance(executor, Executor) and executor.remote or executor == "ray"
     if remote:
         if device is not None:
