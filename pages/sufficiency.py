@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from flare_core.analyses import graph
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.results import ESTIMATOR_LABELS
 from pages.common import current_run, download_csv, load_sufficiency, run_version, status_banner
 
 st.title("Information sufficiency")
@@ -17,7 +17,7 @@ if run is None:
     st.stop()
 status_banner(run)
 version = run_version(run)
-available = [e for e in ("flow", "gmm") if run.has("sufficiency", e, "scores.parquet")]
+available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
 if not available:
     st.info(
         "No information-sufficiency results in this run yet. They need at least two embedded models and the "
@@ -25,14 +25,14 @@ if not available:
     )
     st.stop()
 estimator = st.radio(
-    "Estimator", available, format_func=ESTIMATOR_LABELS.get, horizontal=True, help=explain("flow_score")
+    "Estimator", available, format_func=estimator_label, horizontal=True, help=explain("flow_score")
 )
 frames = load_sufficiency(run.id, version, estimator)
 scores, per_dim, pairs = frames["scores"], frames["is_per_dim"], frames["pairs"]
 
 st.subheader("Ranking", help=explain("ci"))
 st.plotly_chart(
-    figures.ranking_bar(scores, f"{ESTIMATOR_LABELS[estimator]}: median IS/d over targets"), key="rank"
+    figures.ranking_bar(scores, f"{estimator_label(estimator)}: median IS/d over targets"), key="rank"
 )
 download_csv(scores, f"{run.id}-{estimator}-scores")
 

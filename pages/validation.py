@@ -5,6 +5,7 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.view import figures
 from flare_core.view.glossary import explain
 from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
@@ -49,7 +50,7 @@ else:
         st.caption(f"{explain(x)} {explain(y)}")
 
 st.subheader("Stability of the ranking")
-estimators = [e for e in ("flow", "gmm") if run.has("validation", f"{e}_subsampling.parquet")]
+estimators = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
 if not estimators and not run.has("validation", "shuffle.parquet"):
     st.info("No validation studies in this run yet: `flare validate RUN_ID` computes them.")
     st.stop()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.cli.commands import (
     cmd_app,
     cmd_cancel,
@@ -26,7 +27,7 @@ from flare_core.cli.commands import (
 )
 from flare_core.compute import EXECUTORS
 from flare_core.errors import RunNotFound
-from flare_core.run.params import ESTIMATORS, FLOW_PRESETS
+from flare_core.run.params import FLOW_PRESETS
 
 
 def _text_limit(value: str) -> int | None:
@@ -87,7 +88,7 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
     )
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
-    p.add_argument("--estimator", choices=[*ESTIMATORS, "both"], default="both")
+    p.add_argument("--estimator", choices=[*ESTIMATOR_NAMES, "both"], default="both")
     p.add_argument("--flow-preset", choices=list(FLOW_PRESETS), default="default")
     p.add_argument(
         "--max-texts-sufficiency",

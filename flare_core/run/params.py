@@ -7,10 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_bool, check_int
-
-ESTIMATORS = ("flow", "gmm")
-
 
 FLOW_PRESETS = ("fast", "default")
 
@@ -49,9 +47,9 @@ class RunParams:
             raise ValueError("choose at least one model")
         if len(set(self.models)) != len(self.models):
             raise ValueError("a model is listed twice")
-        unknown = sorted(set(self.estimators) - set(ESTIMATORS))
+        unknown = sorted(set(self.estimators) - set(ESTIMATOR_NAMES))
         if unknown:
-            raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATORS)}")
+            raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATOR_NAMES)}")
         if self.flow_preset not in FLOW_PRESETS:
             raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
         for name in ("concentration_texts", "batch_size", "workers", "batch_conditionals"):

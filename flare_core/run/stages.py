@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
 from flare_core.run.embedding_stage import embedding_stage
 from flare_core.run.manifest import transformer_models
-from flare_core.run.params import ESTIMATORS, RunParams
+from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
 from flare_core.run.studies import run_studies
 from flare_core.run.sufficiency_stage import sufficiency_stage
@@ -84,7 +85,7 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     if params.concentration and transformers_ok:
         with StageTimer(run, "concentration"):
             concentration_stage(run, transformers_ok, texts, params, report)
-    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATORS):
+    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES):
         with StageTimer(run, "validation"):
             run_studies(run, params.validation, repeats=params.validation_repeats, report=report)
     with StageTimer(run, "summary"):

@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.correlate import ranking_correlation
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_int, check_probability
-from flare_core.run.params import ESTIMATORS, RunParams
+from flare_core.run.params import RunParams
 from flare_core.run.progress import no_report
 from flare_core.run.sufficiency_stage import sufficiency_rows
 from flare_core.store.runs import Run
@@ -212,7 +213,7 @@ def run_studies(run: Run, studies: Sequence[str], *, repeats: int = 20, report=N
     params = RunParams.from_dict(run.manifest["params"])
     downstream = _downstream_series(run)
     digest: dict[str, Any] = run.load_json("validation.json") if run.has("validation.json") else {}
-    estimators = [e for e in ESTIMATORS if run.has("sufficiency", e, "scores.parquet")]
+    estimators = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
     for index, estimator in enumerate(estimators):
         report("validation", index, len(estimators) + 1, f"validation studies for {estimator}")
         result = sufficiency.SufficiencyResult.load(run.artefact("sufficiency", estimator, "result"))

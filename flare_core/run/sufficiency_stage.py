@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -34,27 +34,9 @@ def sufficiency_stage(
         embeddings = {m: run.load_embeddings(m, mmap=True) for m in ok}
     else:
         embeddings = {m: np.asarray(run.load_embeddings(m, mmap=True)[rows]) for m in ok}
-    config = None
-    if estimator == "flow":
-        config = sufficiency.FlowConfig.fast() if params.flow_preset == "fast" else sufficiency.FlowConfig()
-        config = dataclasses.replace(
-            config, autocast=params.autocast, batch_conditionals=params.batch_conditionals
-        )
-    else:
-        config = sufficiency.GMMConfig()
-    stage = f"sufficiency_{estimator}"
-
-    def tick(event: dict) -> None:
-        what = (
-            event.get("target")
-            if event.get("stage") == "marginal"
-            else f"{event.get('source')} → {event.get('target')}"
-        )
-        failed = f" (failed: {event['error']})" if event.get("error") else ""
-        unit = f"{event.get('stage')}: {what}"
-        record_worker(run, stage, unit, event.get("worker"), event.get("seconds"), not event.get("error"))
-        report(stage, event["done"], event["total"], f"{event.get('stage')}: {what}{failed}")
-
+    config = sufficiency.get_estimator(estimator).run_config(
+        params.flow_preset, autocast=params.autocast, batch_conditionals=params.batch_conditionals
+    )
     result = sufficiency.sufficiency_matrix(
         embeddings,
         estimator=estimator,
@@ -64,7 +46,7 @@ def sufficiency_stage(
         seed=params.seed,
         device=params.device,
         store_dir=run.artefact("sufficiency", estimator, "pairs"),
-        progress=tick,
+        progress=_UnitProgress(run, f"sufficiency_{estimator}", report),
         should_stop=run.cancel_requested,
         executor=executor,
     )
@@ -77,3 +59,22 @@ def sufficiency_stage(
     scores = sufficiency.model_scores(result, seed=params.seed)
     run.save_frame(scores, "sufficiency", estimator, "scores.parquet")
     run.save_frame(sufficiency.all_scores(result), "sufficiency", estimator, "all_scores.parquet")
+
+
+class _UnitProgress:
+    """Turns the matrix's progress events into the run's stage progress and per-worker unit counts."""
+
+    def __init__(self, run: Run, stage: str, report: Callable[..., None]) -> None:
+        self.run, self.stage, self.report = run, stage, report
+
+    def __call__(self, event: dict) -> None:
+        what = (
+            event.get("target")
+            if event.get("stage") == "marginal"
+            else f"{event.get('source')} → {event.get('target')}"
+        )
+        failed = f" (failed: {event['error']})" if event.get("error") else ""
+        unit = f"{event.get('stage')}: {what}"
+        ok = not event.get("error")
+        record_worker(self.run, self.stage, unit, event.get("worker"), event.get("seconds"), ok)
+        self.report(self.stage, event["done"], event["total"], f"{unit}{failed}")

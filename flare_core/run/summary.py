@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from flare_core.run.params import ESTIMATORS
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.store.runs import Run
 
 
@@ -18,7 +18,7 @@ def summarise(run: Run) -> pd.DataFrame:
             "dim": [m.get("dim") for m in models],
         }
     ).set_index("model")
-    for estimator in ESTIMATORS:
+    for estimator in ESTIMATOR_NAMES:
         if run.has("sufficiency", estimator, "scores.parquet"):
             scores = run.load_frame("sufficiency", estimator, "scores.parquet").set_index("model")
             table[f"{estimator}_score"] = scores["score"]
@@ -56,7 +56,7 @@ def _correlations(run: Run, table: pd.DataFrame) -> None:
         return
     candidates = table[table["role"] == "candidate"].set_index("model")
     label_free = candidates[[c for c in LABEL_FREE_COLUMNS if c in candidates]].astype(float)
-    for estimator in ESTIMATORS:
+    for estimator in ESTIMATOR_NAMES:
         if run.has("sufficiency", estimator, "all_scores.parquet"):
             variants = run.load_frame("sufficiency", estimator, "all_scores.parquet").set_index("model")
             variants = variants.select_dtypes("number").drop(columns=["index", "n_targets"], errors="ignore")
@@ -73,7 +73,7 @@ def _verdict(run: Run) -> None:
     from flare_core.analyses.correlate import ranking_correlation
     from flare_core.run.verdict import verdict
 
-    available = [e for e in ESTIMATORS if run.has("sufficiency", e, "scores.parquet")]
+    available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
     if not available:
         return
     estimator = available[0]

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-ESTIMATOR_NAMES = {"flow": "FLARE flow", "gmm": "EMIR mixture"}
+from flare_core.analyses.sufficiency.registry import ESTIMATORS
 
 
 def overlapping(scores: pd.DataFrame, model: str) -> list[str]:
@@ -47,7 +47,7 @@ def verdict(
         confidence = "high"
     else:
         confidence = "moderate"
-    name = ESTIMATOR_NAMES.get(estimator, estimator)
+    name = ESTIMATORS[estimator].short_label if estimator in ESTIMATORS else estimator
     sentences = [
         f"Recommended: {best['model']}.",
         f"Of the {len(ranked)} candidate models it holds the most information about the others on your texts "

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.checks import check_bool, check_int
 from flare_core.errors import ReportError
 from flare_core.store import atomic
 from flare_core.store.runs import MANIFEST, Run, utc_now
 
-ESTIMATOR_NAMES = {"flow": "FLARE (normalizing flows)", "gmm": "EMIR (Gaussian mixtures)"}
 MAX_TABLE_ROWS = 200
 MOST_COLLAPSED = 10
 HOVER_TEXT_CHARS = 160
@@ -225,7 +225,7 @@ def _recommendation(results: dict[str, Any], texts: _Texts) -> str:
     verdict = results.get("verdict")
     if isinstance(verdict, dict) and verdict.get("text"):
         return f'<p class="recommendation">{_e(texts.scrub(str(verdict["text"])))}</p>'
-    for estimator in ("flow", "gmm"):
+    for estimator in ESTIMATOR_NAMES:
         block = results.get("sufficiency", {}).get(estimator)
         ranked = _best(block.get("scores", [])) if block else []
         if not ranked:
@@ -233,7 +233,7 @@ def _recommendation(results: dict[str, Any], texts: _Texts) -> str:
         top = ranked[0]
         sentence = (
             f"Recommended model: <strong>{_e(top['model'])}</strong>. It has the highest information-sufficiency "
-            f"score with {_e(ESTIMATOR_NAMES[estimator])}: median IS/d<sub>target</sub> = {float(top['score']):.4g}"
+            f"score with {_e(estimator_label(estimator))}: median IS/d<sub>target</sub> = {float(top['score']):.4g}"
         )
         low, high = top.get("ci_low"), top.get("ci_high")
         if not _is_missing(low) and not _is_missing(high):
@@ -264,10 +264,10 @@ def _ranking(results: dict[str, Any]) -> str:
                 summary = summary.sort_values(column, na_position="last", kind="mergesort")
                 break
         parts.append(_table(summary))
-    for estimator in ("flow", "gmm"):
+    for estimator in ESTIMATOR_NAMES:
         block = results.get("sufficiency", {}).get(estimator)
         if block and block.get("scores"):
-            parts.append(f"<h3>Scores: {_e(ESTIMATOR_NAMES[estimator])}</h3>")
+            parts.append(f"<h3>Scores: {_e(estimator_label(estimator))}</h3>")
             parts.append(
                 '<p class="note">Median over targets of IS(source → target) / d<sub>target</sub>, '
                 "with a 95% bootstrap interval.</p>"
@@ -318,7 +318,7 @@ def _heatmap(per_dim: pd.DataFrame, estimator: str) -> str:
     fig.update_xaxes(type="category", title_text="target")
     fig.update_yaxes(type="category", title_text="source", autorange="reversed")
     height = max(360, min(900, 120 + 34 * len(per_dim.index)))
-    _layout(fig, f"IS(source → target) / d<sub>target</sub>: {_e(ESTIMATOR_NAMES[estimator])}", height)
+    _layout(fig, f"IS(source → target) / d<sub>target</sub>: {_e(estimator_label(estimator))}", height)
     return _figure(fig, f"is-heatmap-{estimator}")
 
 
@@ -393,7 +393,7 @@ def _graph(per_dim: pd.DataFrame, scores: pd.Series, estimator: str, seed: int) 
         )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x")
-    _layout(fig, f"IS graph: {_e(ESTIMATOR_NAMES[estimator])} (size = score, colour = community)", 560)
+    _layout(fig, f"IS graph: {_e(estimator_label(estimator))} (size = score, colour = community)", 560)
     return _figure(fig, f"is-graph-{estimator}")
 
 
@@ -402,13 +402,13 @@ def _sufficiency(results: dict[str, Any], seed: int) -> str:
     if not blocks:
         return _missing("Information sufficiency")
     parts = []
-    for estimator in ("flow", "gmm"):
+    for estimator in ESTIMATOR_NAMES:
         block = blocks.get(estimator)
         if not block:
-            parts.append(f"<h3>{_e(ESTIMATOR_NAMES[estimator])}</h3>" + _missing(ESTIMATOR_NAMES[estimator]))
+            parts.append(f"<h3>{_e(estimator_label(estimator))}</h3>" + _missing(estimator_label(estimator)))
             continue
         per_dim, scores = _is_frames(block)
-        parts.append(f"<h3>{_e(ESTIMATOR_NAMES[estimator])}</h3>")
+        parts.append(f"<h3>{_e(estimator_label(estimator))}</h3>")
         parts.append(_heatmap(per_dim, estimator))
         try:
             parts.append(_graph(per_dim, scores, estimator, seed))

@@ -7,9 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.store.runs import Run, RunStore, safe_name
-
-ESTIMATOR_LABELS = {"flow": "FLARE (normalizing flows)", "gmm": "EMIR (Gaussian mixtures)"}
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -45,12 +44,12 @@ def run_results(run: Run) -> dict[str, Any]:
     if run.has("summary.parquet"):
         out["summary"] = _records(run.load_frame("summary.parquet"))
     sufficiency: dict[str, Any] = {}
-    for estimator in ("flow", "gmm"):
+    for estimator in ESTIMATOR_NAMES:
         frames = sufficiency_frames(run, estimator)
         if frames is None:
             continue
         sufficiency[estimator] = {
-            "label": ESTIMATOR_LABELS[estimator],
+            "label": estimator_label(estimator),
             "scores": _records(frames["scores"]),
             "all_scores": _records(frames["all_scores"]),
             "is_matrix": {

@@ -1,19 +1,33 @@
-"""Information sufficiency between embedders: FLARE flows, EMIR/KNIFE mixtures, matrix and scores."""
+"""Information sufficiency between embedders: the estimator protocol and its registry, FLARE flows,
+EMIR/KNIFE mixtures, the matrix, its result and the scores.
+
+The names below are imported on first use, so that reading the registry (names and labels of the
+estimators) does not import torch.
+"""
 
 from __future__ import annotations
 
-from flare_core.analyses.sufficiency.flows import FlowConfig
-from flare_core.analyses.sufficiency.gmm import GMMConfig
-from flare_core.analyses.sufficiency.matrix import sufficiency_matrix
-from flare_core.analyses.sufficiency.result import SufficiencyResult
-from flare_core.analyses.sufficiency.scores import all_scores, indistinguishable, model_scores
+import importlib
+from typing import Any
 
-__all__ = [
-    "FlowConfig",
-    "GMMConfig",
-    "SufficiencyResult",
-    "all_scores",
-    "indistinguishable",
-    "model_scores",
-    "sufficiency_matrix",
-]
+_EXPORTS = {
+    "ESTIMATORS": "registry",
+    "get_estimator": "registry",
+    "Estimator": "estimator",
+    "FlowConfig": "flows",
+    "FlowEstimator": "flows",
+    "GMMConfig": "gmm",
+    "GMMEstimator": "gmm",
+    "SufficiencyResult": "result",
+    "sufficiency_matrix": "matrix",
+    "all_scores": "scores",
+    "indistinguishable": "scores",
+    "model_scores": "scores",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,6 +23,7 @@ when B = 0). The penalty is not part of any reported NLL.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +44,9 @@ from torch import nn
 from flare_core.analyses.sufficiency._config import DictConfig
 from flare_core.analyses.sufficiency._rows import StandardizedRows, as_training_data
 from flare_core.analyses.sufficiency._training import FitOutcome, _train
-from flare_core.checks import check_bool, check_choice, check_int, check_matrix, check_number
-from flare_core.device import pick_device, seed_everything
+from flare_core.analyses.sufficiency.estimator import Estimator, TrainingArray
+from flare_core.checks import check_bool, check_choice, check_int, check_number
+from flare_core.device import seed_everything
 
 _FLOWS = ("maf", "nsf")
 
@@ -236,28 +238,6 @@ def branches(conditional: Flow) -> list[LowRankBranch]:
     return [t.autoregressive_net.branch for t in _made_transforms(conditional)]
 
 
-def fit_marginal_flow(
-    v_train: np.ndarray,
-    v_val: np.ndarray,
-    config: FlowConfig | None = None,
-    *,
-    seed: int = 0,
-    device: str | torch.device | None = None,
-) -> FitOutcome:
-    """Train p_phi(v) on ``v_train`` (n_train, d_v), early-stopped on ``v_val`` (n_val, d_v).
-
-    Inputs should already be standardised. Returns a :class:`FitOutcome` whose ``model`` is the flow
-    (best validation weights) and whose ``logp_*`` are per-sample log-likelihoods in nats.
-    """
-    config = config or FlowConfig()
-    if not isinstance(config, FlowConfig):
-        raise ValueError(f"config must be a FlowConfig, got {type(config).__name__}")
-    v_train = check_matrix(v_train, "v_train", min_rows=2, dtype=np.float32)
-    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
-    dev = device if isinstance(device, torch.device) else pick_device(device)
-    return _fit_marginal(v_train, v_val, config, int(seed), dev)
-
-
 def _fit_marginal(
     v_train: np.ndarray | StandardizedRows,
     v_val: np.ndarray | StandardizedRows,
@@ -285,39 +265,6 @@ def _fit_marginal(
         eval_batch_size=config.eval_batch_size,
         autocast=config.autocast,
     )
-
-
-def fit_conditional_flow(
-    marginal: Flow,
-    u_train: np.ndarray,
-    v_train: np.ndarray,
-    u_val: np.ndarray,
-    v_val: np.ndarray,
-    config: FlowConfig | None = None,
-    *,
-    seed: int = 0,
-) -> FitOutcome:
-    """Train p_theta(v|u) initialised from ``marginal``; early-stopped on the validation conditional NLL.
-
-    ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are row-aligned, standardised arrays. The initial model (equal
-    to the marginal) is a candidate for the kept weights, so the validation IS is never negative by
-    more than rounding. ``marginal`` is not modified.
-    """
-    config = config or FlowConfig()
-    if not isinstance(config, FlowConfig):
-        raise ValueError(f"config must be a FlowConfig, got {type(config).__name__}")
-    if not isinstance(marginal, Flow):
-        raise ValueError(f"marginal must be an nflows Flow, got {type(marginal).__name__}")
-    d_v = _made_transforms(marginal)[0].features if _made_transforms(marginal) else None
-    u_train = check_matrix(u_train, "u_train", min_rows=2, dtype=np.float32)
-    v_train = check_matrix(v_train, "v_train", min_rows=2, n_cols=d_v, dtype=np.float32)
-    u_val = check_matrix(u_val, "u_val", min_rows=2, n_cols=u_train.shape[1], dtype=np.float32)
-    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
-    if len(u_train) != len(v_train) or len(u_val) != len(v_val):
-        raise ValueError(
-            f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"
-        )
-    return _fit_conditional(marginal, u_train, v_train, u_val, v_val, config, int(seed))
 
 
 def _deviation_penalty(conditional: Flow, config: FlowConfig) -> tuple[list[nn.Parameter], Any]:
@@ -386,9 +333,91 @@ def _fit_conditional(
 
 
 def build_marginal(features: int, config: FlowConfig, seed: int) -> Flow:
-    """An untrained marginal flow with the architecture ``fit_marginal_flow`` uses for ``seed``.
+    """An untrained marginal flow with the architecture :meth:`FlowEstimator.fit_marginal` uses for ``seed``.
 
     Used to reload saved weights: ``build_marginal(d, cfg, seed).load_state_dict(state)``.
     """
     check_int(features, "features", min_value=1)
     return _build_flow(features, config, seed_everything(int(seed)))
+
+
+class FlowEstimator(Estimator):
+    """FLARE's estimator: a marginal flow p_phi(v), and conditionals p_theta(v | u) fine-tuned from it.
+
+    The conditional's initial model (equal to the marginal) is a candidate for the kept weights, so the
+    validation IS is never negative by more than rounding. With ``batch_conditionals`` > 1 the
+    conditionals of one target are trained together as one vmapped model (:mod:`._batched`).
+    """
+
+    name = "flow"
+    config_type = FlowConfig
+    uses_marginal = True
+
+    def run_config(self, preset: str, **options: Any) -> FlowConfig:
+        config = FlowConfig.fast() if preset == "fast" else FlowConfig()
+        known = {name: options[name] for name in ("autocast", "batch_conditionals") if name in options}
+        return dataclasses.replace(config, **known)
+
+    def marginal_weights(self, model: nn.Module) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+    def restore_marginal(
+        self,
+        weights: dict[str, torch.Tensor] | None,
+        features: int,
+        config: FlowConfig,
+        seed: int,
+        device: torch.device,
+    ) -> Flow:
+        if weights is None:
+            raise ValueError("a conditional flow needs its target's marginal weights")
+        marginal = build_marginal(features, config, seed).to(device)
+        marginal.load_state_dict(weights)
+        marginal.eval()
+        return marginal
+
+    def group_size(self, config: FlowConfig) -> int:
+        return config.batch_conditionals
+
+    def fit_conditional_group(
+        self,
+        marginal: nn.Module | None,
+        sources: list[tuple[TrainingArray, TrainingArray, int]],
+        v_train: TrainingArray,
+        v_val: TrainingArray,
+        config: FlowConfig,
+    ) -> list[FitOutcome]:
+        from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
+
+        assert isinstance(marginal, Flow)
+        return fit_conditionals_batched(marginal, sources, v_train, v_val, config)
+
+    def _marginal_features(self, marginal: nn.Module | None) -> int | None:
+        if not isinstance(marginal, Flow):
+            raise ValueError(f"marginal must be an nflows Flow, got {type(marginal).__name__}")
+        made = _made_transforms(marginal)
+        return made[0].features if made else None
+
+    def _fit_marginal(
+        self,
+        v_train: TrainingArray,
+        v_val: TrainingArray,
+        config: FlowConfig,
+        seed: int,
+        device: torch.device,
+    ) -> FitOutcome:
+        return _fit_marginal(v_train, v_val, config, seed, device)
+
+    def _fit_conditional(
+        self,
+        u_train: TrainingArray,
+        v_train: TrainingArray,
+        u_val: TrainingArray,
+        v_val: TrainingArray,
+        config: FlowConfig,
+        seed: int,
+        device: torch.device,
+        marginal: nn.Module | None,
+    ) -> FitOutcome:
+        assert isinstance(marginal, Flow)
+        return _fit_conditional(marginal, u_train, v_train, u_val, v_val, config, seed)

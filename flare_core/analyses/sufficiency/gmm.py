@@ -18,8 +18,9 @@ from torch import nn
 from flare_core.analyses.sufficiency._config import DictConfig
 from flare_core.analyses.sufficiency._rows import as_training_data, gather
 from flare_core.analyses.sufficiency._training import FitOutcome, _train
-from flare_core.checks import check_choice, check_int, check_matrix, check_number
-from flare_core.device import pick_device, seed_everything
+from flare_core.analyses.sufficiency.estimator import Estimator, TrainingArray
+from flare_core.checks import check_choice, check_int, check_number
+from flare_core.device import seed_everything
 
 _LOG_2PI = math.log(2 * math.pi)
 _EVALUATE_ON = ("val", "train")
@@ -121,34 +122,6 @@ class ConditionalGMM(nn.Module):
         return _mixture_log_prob(v, self.logits(h), self.means(h).reshape(shape), log_scales)
 
 
-def _config(config: GMMConfig | None) -> GMMConfig:
-    config = config or GMMConfig()
-    if not isinstance(config, GMMConfig):
-        raise ValueError(f"config must be a GMMConfig, got {type(config).__name__}")
-    return config
-
-
-def fit_marginal_gmm(
-    v_train: np.ndarray,
-    v_val: np.ndarray,
-    config: GMMConfig | None = None,
-    *,
-    seed: int = 0,
-    device: str | torch.device | None = None,
-) -> FitOutcome:
-    """Fit the marginal mixture on ``v_train`` (n_train, d); monitor/evaluate on ``v_val`` (n_val, d).
-
-    Means start at ``n_modes`` training rows drawn with the seed. With ``config.evaluate_on == "train"``
-    there is no early stopping (fixed ``max_epochs``); pass the training rows as ``v_val`` to reproduce
-    EMIR's train-set evaluation.
-    """
-    config = _config(config)
-    v_train = check_matrix(v_train, "v_train", min_rows=2, dtype=np.float32)
-    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
-    dev = device if isinstance(device, torch.device) else pick_device(device)
-    return _fit_marginal(v_train, v_val, config, int(seed), dev)
-
-
 def _fit_marginal(
     v_train: np.ndarray, v_val: np.ndarray, config: GMMConfig, seed: int, device: torch.device
 ) -> FitOutcome:
@@ -174,30 +147,6 @@ def _fit_marginal(
         grad_clip=config.grad_clip,
         eval_batch_size=config.eval_batch_size,
     )
-
-
-def fit_conditional_gmm(
-    u_train: np.ndarray,
-    v_train: np.ndarray,
-    u_val: np.ndarray,
-    v_val: np.ndarray,
-    config: GMMConfig | None = None,
-    *,
-    seed: int = 0,
-    device: str | torch.device | None = None,
-) -> FitOutcome:
-    """Fit p(v|u) with the KNIFE MLP; ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are row-aligned arrays."""
-    config = _config(config)
-    u_train = check_matrix(u_train, "u_train", min_rows=2, dtype=np.float32)
-    v_train = check_matrix(v_train, "v_train", min_rows=2, dtype=np.float32)
-    u_val = check_matrix(u_val, "u_val", min_rows=2, n_cols=u_train.shape[1], dtype=np.float32)
-    v_val = check_matrix(v_val, "v_val", min_rows=2, n_cols=v_train.shape[1], dtype=np.float32)
-    if len(u_train) != len(v_train) or len(u_val) != len(v_val):
-        raise ValueError(
-            f"u and v must have the same rows: train {len(u_train)} vs {len(v_train)}, val {len(u_val)} vs {len(v_val)}"
-        )
-    dev = device if isinstance(device, torch.device) else pick_device(device)
-    return _fit_conditional(u_train, v_train, u_val, v_val, config, int(seed), dev)
 
 
 def _fit_conditional(
@@ -230,3 +179,36 @@ def _fit_conditional(
         grad_clip=config.grad_clip,
         eval_batch_size=config.eval_batch_size,
     )
+
+
+class GMMEstimator(Estimator):
+    """EMIR/KNIFE's estimator: a diagonal mixture marginal and an MLP-parametrised mixture conditional.
+
+    Means of the marginal start at ``n_modes`` training rows drawn with the seed. With
+    ``config.evaluate_on == "train"`` there is no early stopping (fixed epochs) and the matrix measures
+    the NLLs on the training rows, as EMIR does.
+    """
+
+    name = "gmm"
+    config_type = GMMConfig
+
+    def evaluates_on_training_rows(self, config: GMMConfig) -> bool:
+        return config.evaluate_on == "train"
+
+    def _fit_marginal(
+        self, v_train: TrainingArray, v_val: TrainingArray, config: GMMConfig, seed: int, device: torch.device
+    ) -> FitOutcome:
+        return _fit_marginal(v_train, v_val, config, seed, device)
+
+    def _fit_conditional(
+        self,
+        u_train: TrainingArray,
+        v_train: TrainingArray,
+        u_val: TrainingArray,
+        v_val: TrainingArray,
+        config: GMMConfig,
+        seed: int,
+        device: torch.device,
+        marginal: nn.Module | None,
+    ) -> FitOutcome:
+        return _fit_conditional(u_train, v_train, u_val, v_val, config, seed, device)

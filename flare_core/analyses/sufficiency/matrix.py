@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from flare_core.analyses.sufficiency._config import DictConfig
 from flare_core.analyses.sufficiency._standardize import _split_indices
-from flare_core.analyses.sufficiency.flows import FlowConfig
-from flare_core.analyses.sufficiency.gmm import GMMConfig
 from flare_core.analyses.sufficiency.matrix_run import MatrixInputs, MatrixRun
+from flare_core.analyses.sufficiency.registry import get_estimator
 from flare_core.analyses.sufficiency.result import _FORMAT, SufficiencyResult
 from flare_core.analyses.sufficiency.unit_store import UnitStore, fingerprint, row_chunks
 from flare_core.checks import check_bool, check_callable, check_choice, check_int, check_probability
@@ -30,7 +30,6 @@ from flare_core.compute import EXECUTORS, Executor, LocalExecutor, Resources, ge
 from flare_core.compute.scheduler import run_units
 from flare_core.device import pick_device
 
-_ESTIMATORS = ("flow", "gmm")
 _ON_ERROR = ("raise", "continue")
 
 
@@ -38,7 +37,7 @@ def sufficiency_matrix(
     embeddings: Mapping[str, np.ndarray],
     *,
     estimator: str = "flow",
-    config: FlowConfig | GMMConfig | None = None,
+    config: DictConfig | None = None,
     sources: Sequence[str] | None = None,
     targets: Sequence[str] | None = None,
     seed: int = 0,
@@ -54,7 +53,8 @@ def sufficiency_matrix(
     """Estimate IS(a -> b) for every ordered pair a != b with a in ``sources`` and b in ``targets``.
 
     ``embeddings[name]`` is an (n, d_name) array; all share the same n rows (the same texts, same order).
-    ``estimator`` "flow" (FLARE, :class:`FlowConfig`) or "gmm" (EMIR/KNIFE, :class:`GMMConfig`).
+    ``estimator``: a name of :data:`~flare_core.analyses.sufficiency.registry.ESTIMATORS`, "flow" (FLARE,
+    :class:`FlowConfig`) or "gmm" (EMIR/KNIFE, :class:`GMMConfig`); ``config`` is of its ``config_type``.
     Targets default to every name, so reference models can be targets without being ranked (leave them
     out of ``sources``). Seeds: the split from ``seed``; the marginal of target b from (seed, b); the
     conditional of (a, b) from (seed, a, b) (SHA-256, independent of the order of the work).
@@ -93,12 +93,14 @@ def sufficiency_matrix(
     check_choice(on_error, "on_error", (None, *_ON_ERROR))
     task_device, resources = _placement(executor, device)
     n = next(iter(arrays.values())).shape[0]
-    train_idx, val_idx = _split(cfg, n, float(val_fraction), seed)
+    train_idx, val_idx = _split(estimator, cfg, n, float(val_fraction), seed)
     dims = {name: int(arrays[name].shape[1]) for name in names}
     config_dict = {"estimator": estimator, **cfg.to_dict()}
     store = _open_store(store_dir, arrays, dims, config_dict, seed, float(val_fraction))
     ex, owned = _resolve_executor(executor)
-    inputs = MatrixInputs(arrays, dims, train_idx, val_idx, cfg, seed, task_device, resources, stream)
+    inputs = MatrixInputs(
+        estimator, arrays, dims, train_idx, val_idx, cfg, seed, task_device, resources, stream
+    )
     plan = [(t, [s for s in sources if s != t]) for t in targets]
     plan = [(t, srcs) for t, srcs in plan if srcs]
     matrix = MatrixRun(
@@ -166,10 +168,10 @@ def _placement(
 
 
 def _split(
-    cfg: FlowConfig | GMMConfig, n: int, val_fraction: float, seed: int
+    estimator: str, cfg: DictConfig, n: int, val_fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(train_idx, val_idx)``: the seeded split, or every row for both with EMIR's train-set evaluation."""
-    if isinstance(cfg, GMMConfig) and cfg.evaluate_on == "train":
+    if get_estimator(estimator).evaluates_on_training_rows(cfg):
         if n < 2:
             raise ValueError(f"need at least 2 rows, got {n}")
         every = np.arange(n, dtype=np.int64)
@@ -232,14 +234,14 @@ def _validate_subset(kind: str, chosen: Sequence[str] | None, names: list[str]) 
     return chosen
 
 
-def _resolve_config(estimator: str, config: FlowConfig | GMMConfig | None) -> FlowConfig | GMMConfig:
-    if estimator not in _ESTIMATORS:
-        raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {estimator!r}")
-    expected = FlowConfig if estimator == "flow" else GMMConfig
+def _resolve_config(estimator: str, config: DictConfig | None) -> DictConfig:
+    est = get_estimator(estimator)
     if config is None:
-        return expected()
-    if not isinstance(config, expected):
-        raise ValueError(f"estimator {estimator!r} needs a {expected.__name__}, got {type(config).__name__}")
+        return est.config_type()
+    if not isinstance(config, est.config_type):
+        raise ValueError(
+            f"estimator {estimator!r} needs a {est.config_type.__name__}, got {type(config).__name__}"
+        )
     return config
 
 

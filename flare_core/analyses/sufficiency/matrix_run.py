@@ -19,8 +19,7 @@ import torch
 
 from flare_core.analyses.sufficiency._rows import StandardizedRows
 from flare_core.analyses.sufficiency._standardize import _derive_seed, _fit_standardizer, _standardize
-from flare_core.analyses.sufficiency.flows import FlowConfig
-from flare_core.analyses.sufficiency.gmm import GMMConfig
+from flare_core.analyses.sufficiency.registry import get_estimator
 from flare_core.analyses.sufficiency.result import (
     FAILED_COLUMNS,
     MARGINAL_COLUMNS,
@@ -45,14 +44,16 @@ _STREAM_BYTES = 256 * 2**20
 
 @dataclass(frozen=True)
 class MatrixInputs:
-    """What every unit of one matrix trains from: the arrays (n, d_name), their widths, the split, the
-    estimator's config, the seed, the device tasks compute on and the resources they ask for."""
+    """What every unit of one matrix trains from: the estimator's name, the arrays (n, d_name), their
+    widths, the split, the estimator's config, the seed, the device tasks compute on and the resources
+    they ask for."""
 
+    estimator: str
     arrays: dict[str, np.ndarray]
     dims: dict[str, int]
     train_idx: np.ndarray
     val_idx: np.ndarray
-    config: FlowConfig | GMMConfig
+    config: Any
     seed: int
     device: str | torch.device | None
     resources: Resources
@@ -75,8 +76,9 @@ class MatrixRun:
     ) -> None:
         self.inputs, self.plan, self.store, self.executor = inputs, plan, store, executor
         self.progress, self.should_stop, self.on_error = progress, should_stop, on_error
-        self.is_flow = isinstance(inputs.config, FlowConfig)
-        self.group = inputs.config.batch_conditionals if self.is_flow else 1
+        estimator = get_estimator(inputs.estimator)
+        self.uses_marginal = estimator.uses_marginal
+        self.group = estimator.group_size(inputs.config)
         self.n_val = len(inputs.val_idx)
         self.total = sum(1 + len(srcs) for _, srcs in plan)
         self.done = 0
@@ -122,16 +124,24 @@ class MatrixRun:
         inputs, seed = self.inputs, self.inputs.seed
         if isinstance(unit, MarginalUnit):
             v_tr, v_va = self._data(unit.target)
-            args = (inputs.config, v_tr, v_va, _derive_seed(seed, "marginal", unit.target), inputs.device)
+            args = (
+                inputs.estimator,
+                inputs.config,
+                v_tr,
+                v_va,
+                _derive_seed(seed, "marginal", unit.target),
+                inputs.device,
+            )
             return Task(marginal_task, args, inputs.resources)
         marginal_seed = _derive_seed(seed, "marginal", unit.target)
         if isinstance(unit, ConditionalGroupUnit):
             v_tr, v_va = self._data(unit.target)
             args = (
+                inputs.estimator,
                 inputs.config,
                 v_tr,
                 v_va,
-                self._state(unit.target),
+                self._state(unit.target) if self.uses_marginal else None,
                 inputs.dims[unit.target],
                 marginal_seed,
                 [_derive_seed(seed, "conditional", source, unit.target) for source in unit.sources],
@@ -143,12 +153,13 @@ class MatrixRun:
         u_tr, u_va = self._data(unit.source)
         v_tr, v_va = self._data(unit.target)
         args = (
+            inputs.estimator,
             inputs.config,
             u_tr,
             u_va,
             v_tr,
             v_va,
-            self._state(unit.target) if self.is_flow else None,
+            self._state(unit.target) if self.uses_marginal else None,
             inputs.dims[unit.target],
             marginal_seed,
             _derive_seed(seed, "conditional", unit.source, unit.target),
@@ -173,7 +184,7 @@ class MatrixRun:
                 "seconds": fit["seconds"],
             }
             self.store.save_marginal(target, record, fit["logp_val"], fit["state"])
-            if self.is_flow and self.pairs_left[target]:
+            if self.uses_marginal and self.pairs_left[target]:
                 self.states[target] = self.executor.put(fit["state"])
             self._marginal_done(target, record, fit["logp_val"], resumed=False, outcome=outcome)
         elif isinstance(unit, ConditionalGroupUnit):

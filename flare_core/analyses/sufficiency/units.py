@@ -15,9 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from flare_core.analyses.sufficiency import flows, gmm
-from flare_core.analyses.sufficiency.flows import FlowConfig
-from flare_core.analyses.sufficiency.gmm import GMMConfig
+from flare_core.analyses.sufficiency.registry import get_estimator
 from flare_core.compute.scheduler import Unit
 from flare_core.device import pick_device
 
@@ -71,7 +69,8 @@ def _fit_summary(outcome: Any) -> dict[str, Any]:
 
 
 def marginal_task(
-    cfg: FlowConfig | GMMConfig,
+    estimator: str,
+    config: Any,
     v_train: np.ndarray,
     v_val: np.ndarray,
     seed: int,
@@ -80,21 +79,18 @@ def marginal_task(
     """Train the marginal of one target: a pure function of its arguments (any process, any executor).
 
     ``v_train`` (n_train, d_v), ``v_val`` (n_val, d_v) are standardised. Returns the fit summary
-    (``logp_val`` (n_val,) float64) and, for flows, the CPU ``state`` dict the conditionals start from.
+    (``logp_val`` (n_val,) float64) and the ``state`` the conditionals start from (CPU tensors, or None
+    for estimators whose conditionals do not use the marginal).
     """
     _quiet_readonly_arrays()
-    dev = _task_device(device)
-    if isinstance(cfg, FlowConfig):
-        outcome = flows._fit_marginal(v_train, v_val, cfg, seed, dev)
-        state = {k: v.detach().cpu().clone() for k, v in outcome.model.state_dict().items()}
-    else:
-        outcome = gmm._fit_marginal(v_train, v_val, cfg, seed, dev)
-        state = None
-    return {**_fit_summary(outcome), "state": state}
+    est = get_estimator(estimator)
+    outcome = est._fit_marginal(v_train, v_val, config, seed, _task_device(device))
+    return {**_fit_summary(outcome), "state": est.marginal_weights(outcome.model)}
 
 
 def conditional_task(
-    cfg: FlowConfig | GMMConfig,
+    estimator: str,
+    config: Any,
     u_train: np.ndarray,
     u_val: np.ndarray,
     v_train: np.ndarray,
@@ -107,49 +103,42 @@ def conditional_task(
 ) -> dict[str, Any]:
     """Train the conditional of one pair: a pure function of its arguments (any process, any executor).
 
-    ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are standardised and row-aligned. Flows start from the
-    marginal rebuilt from ``marginal_state`` (bit-identical to the trained one). Returns the fit summary.
+    ``u_*`` (n, d_u) and ``v_*`` (n, d_v) are standardised and row-aligned. Estimators that start from
+    the marginal rebuild it from ``marginal_state`` (bit-identical to the trained one). Returns the fit
+    summary.
     """
     _quiet_readonly_arrays()
+    est = get_estimator(estimator)
     dev = _task_device(device)
-    if isinstance(cfg, FlowConfig):
-        if marginal_state is None:
-            raise ValueError("a conditional flow needs its target's marginal weights")
-        marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
-        marginal.load_state_dict(marginal_state)
-        marginal.eval()
-        outcome = flows._fit_conditional(marginal, u_train, v_train, u_val, v_val, cfg, pair_seed)
-    else:
-        outcome = gmm._fit_conditional(u_train, v_train, u_val, v_val, cfg, pair_seed, dev)
+    marginal = est.restore_marginal(marginal_state, d_target, config, marg_seed, dev)
+    outcome = est._fit_conditional(u_train, v_train, u_val, v_val, config, pair_seed, dev, marginal)
     return _fit_summary(outcome)
 
 
 def conditional_group_task(
-    cfg: FlowConfig,
+    estimator: str,
+    config: Any,
     v_train: np.ndarray,
     v_val: np.ndarray,
-    marginal_state: dict[str, torch.Tensor],
+    marginal_state: dict[str, torch.Tensor] | None,
     d_target: int,
     marg_seed: int,
     pair_seeds: list[int],
     device: str | torch.device | None,
     *sources: Any,
 ) -> list[dict[str, Any]]:
-    """Train the conditionals of several pairs of one target as one batched flow (see ``_batched``).
+    """Train the conditionals of several pairs of one target together (``Estimator.fit_conditional_group``).
 
     ``sources`` is ``u_train_1, u_val_1, u_train_2, u_val_2, ...`` ((n, d_u) each; flat, so that a
     remote executor resolves every shared array), one pair per seed of ``pair_seeds``. Returns one fit
     summary per pair, in order.
     """
-    from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
-
     _quiet_readonly_arrays()
     if len(sources) != 2 * len(pair_seeds):
         raise ValueError(f"expected {2 * len(pair_seeds)} source arrays, got {len(sources)}")
+    est = get_estimator(estimator)
     dev = _task_device(device)
-    marginal = flows.build_marginal(d_target, cfg, marg_seed).to(dev)
-    marginal.load_state_dict(marginal_state)
-    marginal.eval()
+    marginal = est.restore_marginal(marginal_state, d_target, config, marg_seed, dev)
     triples = [(sources[2 * k], sources[2 * k + 1], seed) for k, seed in enumerate(pair_seeds)]
-    outcomes = fit_conditionals_batched(marginal, triples, v_train, v_val, cfg)
+    outcomes = est.fit_conditional_group(marginal, triples, v_train, v_val, config)
     return [_fit_summary(outcome) for outcome in outcomes]

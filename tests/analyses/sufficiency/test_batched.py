@@ -74,13 +74,13 @@ def test_batched_conditionals_resume_and_validation(tmp_path):
 
 def test_batched_outcomes_are_each_sources_own_flow():
     from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
-    from flare_core.analyses.sufficiency.flows import fit_marginal_flow
+    from flare_core.analyses.sufficiency.flows import FlowEstimator
 
     pool = _pool()
     config = FlowConfig(n_transforms=1, hidden_features=8, rank=4, max_epochs=2, max_epochs_conditional=2,
                         patience=1, batch_conditionals=2)  # fmt: skip
     v = pool["v"]
-    marginal = fit_marginal_flow(v[:500], v[500:], config, seed=0, device="cpu").model
+    marginal = FlowEstimator().fit_marginal(v[:500], v[500:], config, seed=0, device="cpu").model
     sources = [(pool[name][:500], pool[name][500:], k) for k, name in enumerate(["noise", "u noisy wide"])]
     outcomes = fit_conditionals_batched(marginal, sources, v[:500], v[500:], config)
     for (_, u_val, _), outcome in zip(sources, outcomes, strict=True):

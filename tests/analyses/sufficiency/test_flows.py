@@ -7,10 +7,9 @@ import torch
 from flare_core.analyses.sufficiency.flows import (
     ConditionedMADE,
     FlowConfig,
+    FlowEstimator,
     _made_transforms,
     branches,
-    fit_conditional_flow,
-    fit_marginal_flow,
     make_conditional,
 )
 from tests.properties import assert_finite, assert_shape
@@ -20,7 +19,7 @@ def _trained_marginal(flow: str = "maf"):
     rng = np.random.default_rng(0)
     v = rng.standard_normal((200, 5)).astype(np.float32)
     cfg = FlowConfig(flow=flow, n_transforms=2, hidden_features=16, rank=4, max_epochs=2, patience=2)
-    return fit_marginal_flow(v[:160], v[160:], cfg, seed=0, device="cpu"), cfg, v
+    return FlowEstimator().fit_marginal(v[:160], v[160:], cfg, seed=0, device="cpu"), cfg, v
 
 
 @pytest.mark.parametrize("flow", ["maf", "nsf"])
@@ -45,7 +44,7 @@ def test_autocast_keeps_transforms_and_log_det_in_float32():
     rng = np.random.default_rng(0)
     v = rng.standard_normal((120, 5)).astype(np.float32)
     cfg = FlowConfig(n_transforms=2, hidden_features=16, rank=4, max_epochs=1, patience=1, autocast=True)
-    outcome = fit_marginal_flow(v[:100], v[100:], cfg, seed=0, device="cpu")
+    outcome = FlowEstimator().fit_marginal(v[:100], v[100:], cfg, seed=0, device="cpu")
     flow = outcome.model
     seen: dict[str, torch.dtype] = {}
 
@@ -101,7 +100,9 @@ def test_fit_conditional_never_worse_than_marginal_on_validation():
     outcome, cfg, v = _trained_marginal()
     rng = np.random.default_rng(1)
     u = rng.standard_normal((200, 3)).astype(np.float32)
-    cond = fit_conditional_flow(outcome.model, u[:160], v[:160], u[160:], v[160:], cfg, seed=0)
+    cond = FlowEstimator().fit_conditional(
+        u[:160], v[:160], u[160:], v[160:], cfg, seed=0, marginal=outcome.model
+    )
     assert_shape(cond.logp_val, (40,))
     assert_finite(cond.logp_val)
     assert cond.nll_val <= outcome.nll_val + 1e-9
@@ -120,18 +121,6 @@ def test_flow_config_validation():
     with pytest.raises(ValueError, match="unknown FlowConfig fields"):
         FlowConfig.from_dict({"flow": "maf", "depth": 3})
     assert FlowConfig.from_dict(FlowConfig.fast().to_dict()) == FlowConfig.fast()
-
-
-def test_fit_inputs_validated():
-    v = np.zeros((10, 3), dtype=np.float32)
-    with pytest.raises(ValueError, match="2-D"):
-        fit_marginal_flow(v[:, 0], v, device="cpu")
-    with pytest.raises(ValueError, match="columns, expected 3"):
-        fit_marginal_flow(v, v[:, :2], device="cpu")
-    bad = v.copy()
-    bad[0, 0] = np.nan
-    with pytest.raises(ValueError, match="finite"):
-        fit_marginal_flow(bad, v, device="cpu")
 
 
 def test_evaluation_builds_no_autograd_graph():

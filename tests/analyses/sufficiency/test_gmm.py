@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from flare_core.analyses.sufficiency.gmm import ConditionalGMM, DiagonalGMM, GMMConfig, fit_marginal_gmm
+from flare_core.analyses.sufficiency.gmm import ConditionalGMM, DiagonalGMM, GMMConfig, GMMEstimator
 from tests.properties import assert_finite, assert_shape
 
 
@@ -34,7 +34,7 @@ def test_emir_mode_has_no_early_stopping():
     rng = np.random.default_rng(0)
     v = rng.standard_normal((200, 3)).astype(np.float32)
     cfg = GMMConfig.emir()
-    out = fit_marginal_gmm(v, v, cfg, seed=0, device="cpu")
+    out = GMMEstimator().fit_marginal(v, v, cfg, seed=0, device="cpu")
     assert out.epochs == cfg.max_epochs == 5
     assert out.history == []
     np.testing.assert_array_equal(out.logp_train, out.logp_val)
