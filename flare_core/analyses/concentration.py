@@ -204,16 +204,6 @@ def _handles(model: Any) -> tuple[str, list[_LayerHandles]]:
     return ("bert" if mtype in _BERT_TYPES else "mpnet"), out
 
 
-def head_op_norms(model: Any) -> np.ndarray:
-    """``||W^o_h W^v_h||_op^2`` for every layer and head (biases excluded).
-
-    Returns:
-        float64 array ``(n_layers, n_heads)``.
-    """
-    _, handles = _handles(model)
-    return np.stack([_op_norms(h) for h in handles])
-
-
 def _op_norms(h: _LayerHandles) -> np.ndarray:
     """Squared spectral norms of ``W^o_h W^v_h`` (``d x d``, rank ``d_h``) for the heads of one layer.
 

@@ -112,6 +112,7 @@ def test_tiny_bert_matches_hand_computation() -> None:
     heads = model.config.num_attention_heads
     dh = model.config.hidden_size // heads
     want_rows = []
+    op_norms: dict[tuple[int, int], float] = {}  # ||W^o_h W^v_h||_op^2 from the weights, per (layer, head)
     with torch.no_grad():
         for ti, text in enumerate(texts):
             ids = tok([text])["input_ids"][0].tolist()
@@ -124,6 +125,7 @@ def test_tiny_bert_matches_hand_computation() -> None:
                 for hd in range(heads):
                     sl = slice(hd * dh, (hd + 1) * dh)
                     op = torch.linalg.matrix_norm(wo[:, sl] @ wv[sl, :], ord=2) ** 2
+                    op_norms[(li + 1, hd)] = float(op)
                     p = torch.eye(n, dtype=torch.float64) - 1.0 / n
                     lam.append(float(op * torch.linalg.matrix_norm(p @ st["A"][hd]) ** 2 / (n - 1)))
                 h, z, y, x = st["H"], st["Z"], st["Y"], st["X"]
@@ -166,7 +168,10 @@ def test_tiny_bert_matches_hand_computation() -> None:
             np.mean([np.mean(r["lambda_heads"]) for r in mine]), rel=1e-5
         )
         assert lrow.n_texts == 3
-    np.testing.assert_allclose(conc.head_op_norms(model), res.heads.op_norm2.to_numpy().reshape(2, heads))
+    got_norms = {(int(r.layer), int(r.head)): float(r.op_norm2) for r in res.heads.itertuples()}
+    assert got_norms.keys() == op_norms.keys()
+    for key, want in op_norms.items():
+        assert got_norms[key] == pytest.approx(want, rel=1e-9), key
 
 
 def test_padding_and_batching_do_not_change_values() -> None:

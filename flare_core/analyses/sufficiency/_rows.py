@@ -98,10 +98,6 @@ def n_rows(data: TrainingData) -> int:
     return int(data.shape[0])
 
 
-def n_columns(data: TrainingData | np.ndarray) -> int:
-    return int(data.shape[1])
-
-
 def gather(data: TrainingData, index: torch.Tensor, device: torch.device) -> torch.Tensor:
     """Rows ``index`` (b,) of ``data`` as a float32 (b, d) tensor on ``device``."""
     if isinstance(data, torch.Tensor):
