@@ -29,6 +29,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from flare_core.analyses.sufficiency._rows import (
     StandardizedRows,
+    TrainingData,
     as_training_data,
     gather,
     n_rows,
@@ -94,120 +95,170 @@ def fit_conditionals_batched(
     source, in order; ``seconds`` is the group's wall time divided among its flows.
     """
     start_time = time.perf_counter()
-    device = next(marginal.parameters()).device
-    k_flows = len(sources)
-    width = max(int(u_tr.shape[1]) for u_tr, _, _ in sources)
-    flows_, generators = [], []
-    for u_train, _, seed in sources:
-        generators.append(seed_everything(int(seed)))
-        conditional = make_conditional(marginal, int(u_train.shape[1]), config, int(seed))
-        _pad_projection(conditional, width)
-        if config.autocast:
-            _keep_transforms_in_float32(conditional)
-        flows_.append(conditional)
-    modules = [_LogProb(f) for f in flows_]
-    params, buffers = stack_module_state(modules)  # name -> (K, ...) leaf tensors
-    template = copy.deepcopy(modules[0]).to("meta")
-    branch_names = {n for n in params if ".branch." in n}
-    trainable = [n for n in params if config.train_backbone or n in branch_names]
-    anchored = [n for n in trainable if not n.endswith(".A.weight")]
-    anchors = {n: params[n].detach().clone() for n in anchored}
-    for name, p in params.items():
-        p.requires_grad_(name in trainable)
-    optimizer = torch.optim.Adam([params[n] for n in trainable], lr=config.lr)
-
-    def log_prob(p: dict, b: dict, v: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return functional_call(template, (p, b), (v, u))
-
-    batched_log_prob = vmap(log_prob)
-    v_tr = as_training_data(v_train, device)
-    v_va = as_training_data(v_val, device)
+    stack = _StackedFlows(marginal, sources, config)
+    device = stack.device
+    v_tr, v_va = as_training_data(v_train, device), as_training_data(v_val, device)
     u_tr = [as_training_data(s[0], device) for s in sources]
     u_va = [as_training_data(s[1], device) for s in sources]
-    n = n_rows(v_tr)
+    # every flow equals the marginal here: a candidate for the kept weights
+    schedule = _Schedule(stack.evaluate(v_va, u_va), stack, config.patience)
+    for _epoch in range(config.max_epochs_conditional):
+        stack.train_epoch(v_tr, u_tr, schedule.active)
+        schedule.count_epoch()
+        if not any(schedule.active):
+            break
+        schedule.update(stack.evaluate(v_va, u_va), stack)
+        if not any(schedule.active):
+            break
+    stack.load(schedule.best_state)
+    logp_train = stack.evaluate(v_tr, u_tr)
+    logp_val = stack.evaluate(v_va, u_va)
+    share = (time.perf_counter() - start_time) / len(sources)
+    return [
+        FitOutcome(flow, logp_train[k], logp_val[k], schedule.epochs[k], share, schedule.history[k])
+        for k, flow in enumerate(stack.unstacked([int(u.shape[1]) for u, _, _ in sources]))
+    ]
 
-    def evaluate(v_data, u_data) -> np.ndarray:
+
+class _StackedFlows:
+    """K conditional flows of one target, their parameters stacked along a leading axis (K, ...), with
+    one vmapped log-likelihood and one optimiser over the trainable stacked parameters."""
+
+    def __init__(
+        self,
+        marginal: Flow,
+        sources: Sequence[tuple[np.ndarray | StandardizedRows, np.ndarray | StandardizedRows, int]],
+        config: FlowConfig,
+    ) -> None:
+        self.config = config
+        self.device = next(marginal.parameters()).device
+        self.k_flows = len(sources)
+        self.width = max(int(u_tr.shape[1]) for u_tr, _, _ in sources)
+        self.flows, self.generators = [], []
+        for u_train, _, seed in sources:
+            self.generators.append(seed_everything(int(seed)))
+            conditional = make_conditional(marginal, int(u_train.shape[1]), config, int(seed))
+            _pad_projection(conditional, self.width)
+            if config.autocast:
+                _keep_transforms_in_float32(conditional)
+            self.flows.append(conditional)
+        self.modules = [_LogProb(f) for f in self.flows]
+        self.params, self.buffers = stack_module_state(self.modules)  # name -> (K, ...) leaf tensors
+        self.template = copy.deepcopy(self.modules[0]).to("meta")
+        branch_names = {n for n in self.params if ".branch." in n}
+        self.trainable = [n for n in self.params if config.train_backbone or n in branch_names]
+        self.anchored = [n for n in self.trainable if not n.endswith(".A.weight")]
+        self.anchors = {n: self.params[n].detach().clone() for n in self.anchored}
+        for name, p in self.params.items():
+            p.requires_grad_(name in self.trainable)
+        self.optimizer = torch.optim.Adam([self.params[n] for n in self.trainable], lr=config.lr)
+        self.batched_log_prob = vmap(self._log_prob)
+
+    def _log_prob(self, p: dict, b: dict, v: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.template, (p, b), (v, u))
+
+    def evaluate(self, v_data: TrainingData, u_data: list[TrainingData]) -> np.ndarray:
         """(K, n) float64 log-likelihoods of every flow on the rows of ``v_data`` / ``u_data[k]``."""
-        rows = n_rows(v_data)
+        rows, k_flows, device = n_rows(v_data), self.k_flows, self.device
         out = np.empty((k_flows, rows), dtype=np.float64)
-        step = config.eval_batch_size
+        step = self.config.eval_batch_size
         with torch.no_grad():
             for start in range(0, rows, step):
                 v = row_slice(v_data, start, start + step, device)
-                u = torch.stack([_padded(row_slice(x, start, start + step, device), width) for x in u_data])
-                with _autocast(device, config.autocast):
-                    logp = batched_log_prob(params, buffers, v.expand(k_flows, *v.shape), u)
+                u = torch.stack(
+                    [_padded(row_slice(x, start, start + step, device), self.width) for x in u_data]
+                )
+                with _autocast(device, self.config.autocast):
+                    logp = self.batched_log_prob(self.params, self.buffers, v.expand(k_flows, *v.shape), u)
                 out[:, start : start + step] = logp.detach().to("cpu", torch.float64).numpy()
         return out
 
-    def snapshot(k: int) -> dict[str, torch.Tensor]:
-        return {name: p[k].detach().clone() for name, p in params.items()}
+    def snapshot(self, k: int) -> dict[str, torch.Tensor]:
+        """A copy of flow ``k``'s parameters."""
+        return {name: p[k].detach().clone() for name, p in self.params.items()}
 
-    first = evaluate(v_va, u_va)  # every flow equals the marginal here: a candidate for the kept weights
-    history = [[float(-first[k].mean())] for k in range(k_flows)]
-    best = [h[0] if math.isfinite(h[0]) else math.inf for h in history]
-    best_state = [snapshot(k) for k in range(k_flows)]
-    stale = [0] * k_flows
-    epochs = [0] * k_flows
-    active = [True] * k_flows
-    for _epoch in range(config.max_epochs_conditional):
-        perms = [torch.randperm(n, generator=g).to(device) for g in generators]
+    def train_epoch(self, v_tr: TrainingData, u_tr: list[TrainingData], active: list[bool]) -> None:
+        """One epoch of each flow's own batches; a flow whose loss turns non-finite stops (``active``)."""
+        config, device = self.config, self.device
+        n = n_rows(v_tr)
+        perms = [torch.randperm(n, generator=g).to(device) for g in self.generators]
         for start in range(0, n, config.batch_size):
             idx = [perm[start : start + config.batch_size] for perm in perms]
             v = torch.stack([gather(v_tr, i, device) for i in idx])
-            u = torch.stack([_padded(gather(x, i, device), width) for x, i in zip(u_tr, idx, strict=True)])
+            u = torch.stack(
+                [_padded(gather(x, i, device), self.width) for x, i in zip(u_tr, idx, strict=True)]
+            )
             with _autocast(device, config.autocast):
-                nll = -batched_log_prob(params, buffers, v, u).mean(dim=1)  # (K,)
+                nll = -self.batched_log_prob(self.params, self.buffers, v, u).mean(dim=1)  # (K,)
             if config.l2_deviation > 0:
-                deviation = sum(((params[m] - anchors[m]) ** 2).flatten(1).sum(1) for m in anchored)
+                deviation = sum(
+                    ((self.params[m] - self.anchors[m]) ** 2).flatten(1).sum(1) for m in self.anchored
+                )
                 nll = nll + config.l2_deviation * deviation
             finite = torch.isfinite(nll).tolist()  # one synchronisation for the K flows
-            for k in range(k_flows):
+            for k in range(self.k_flows):
                 if active[k] and not finite[k]:
                     active[k] = False  # diverged: keeps its best weights
             if not any(active):
-                break
+                return
             mask = torch.tensor(active, device=device)
-            optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_grad(set_to_none=True)
             nll[mask].sum().backward()
             if config.grad_clip is not None:
-                _clip_per_flow([params[m] for m in trainable], config.grad_clip)
-            optimizer.step()
-        for k in range(k_flows):
-            epochs[k] += int(active[k])
-        if not any(active):
-            break
-        current = evaluate(v_va, u_va)
-        for k in range(k_flows):
-            if not active[k]:
+                _clip_per_flow([self.params[m] for m in self.trainable], config.grad_clip)
+            self.optimizer.step()
+
+    def load(self, states: list[dict[str, torch.Tensor]]) -> None:
+        """Set every flow's parameters to ``states[k]``."""
+        with torch.no_grad():
+            for k in range(self.k_flows):
+                for name, p in self.params.items():
+                    p[k].copy_(states[k][name])
+
+    def unstacked(self, widths: list[int]) -> list[Flow]:
+        """Each flow with its stacked parameters copied back and its projection narrowed to its source."""
+        for k, conditional in enumerate(self.flows):
+            with torch.no_grad():
+                for name, p in self.modules[k].named_parameters():
+                    p.copy_(self.params[name][k])
+            _narrow_projection(conditional, widths[k])
+            conditional.eval()
+        return self.flows
+
+
+class _Schedule:
+    """Each flow's early stopping: its validation history, best value and weights, epochs and whether it
+    still trains."""
+
+    def __init__(self, first: np.ndarray, stack: _StackedFlows, patience: int) -> None:
+        k_flows = len(first)
+        self.patience = patience
+        self.history = [[float(-first[k].mean())] for k in range(k_flows)]
+        self.best = [h[0] if math.isfinite(h[0]) else math.inf for h in self.history]
+        self.best_state = [stack.snapshot(k) for k in range(k_flows)]
+        self.stale = [0] * k_flows
+        self.epochs = [0] * k_flows
+        self.active = [True] * k_flows
+
+    def count_epoch(self) -> None:
+        for k, active in enumerate(self.active):
+            self.epochs[k] += int(active)
+
+    def update(self, current: np.ndarray, stack: _StackedFlows) -> None:
+        """Record the validation NLL of each active flow; keep its weights when best, stop it after
+        ``patience`` epochs without improvement."""
+        for k, active in enumerate(self.active):
+            if not active:
                 continue
             value = float(-current[k].mean())
             value = value if math.isfinite(value) else math.inf
-            history[k].append(value)
-            if value < best[k]:
-                best[k], stale[k], best_state[k] = value, 0, snapshot(k)
+            self.history[k].append(value)
+            if value < self.best[k]:
+                self.best[k], self.stale[k], self.best_state[k] = value, 0, stack.snapshot(k)
             else:
-                stale[k] += 1
-                if stale[k] >= config.patience:
-                    active[k] = False
-        if not any(active):
-            break
-    with torch.no_grad():
-        for k in range(k_flows):
-            for name, p in params.items():
-                p[k].copy_(best_state[k][name])
-    logp_train = evaluate(v_tr, u_tr)
-    logp_val = evaluate(v_va, u_va)
-    share = (time.perf_counter() - start_time) / k_flows
-    outcomes = []
-    for k, conditional in enumerate(flows_):
-        with torch.no_grad():
-            for name, p in modules[k].named_parameters():
-                p.copy_(params[name][k])
-        _narrow_projection(conditional, int(sources[k][0].shape[1]))
-        conditional.eval()
-        outcomes.append(FitOutcome(conditional, logp_train[k], logp_val[k], epochs[k], share, history[k]))
-    return outcomes
+                self.stale[k] += 1
+                if self.stale[k] >= self.patience:
+                    self.active[k] = False
 
 
 def _clip_per_flow(stacked: Sequence[torch.Tensor], max_norm: float) -> None:

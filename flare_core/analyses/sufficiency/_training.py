@@ -123,12 +123,8 @@ def _train(
     stale = 0
     epochs = 0
 
-    def _monitor() -> float:
-        value = float(-_evaluate(model, log_prob, val, eval_batch_size, autocast).mean())
-        return value if math.isfinite(value) else math.inf
-
     if early_stopping and evaluate_initial:
-        best = _monitor()
+        best = _mean_nll(model, log_prob, val, eval_batch_size, autocast)
         history.append(best)
         best_state = _state_copy(model)
 
@@ -136,26 +132,14 @@ def _train(
     diverged = False
     for _epoch in range(max_epochs):
         perm = torch.randperm(n, generator=generator).to(device)
-        for start in range(0, n, batch_size):
-            idx = perm[start : start + batch_size]
-            batch = [gather(t, idx, device) for t in train]
-            with _autocast(device, autocast):
-                loss = -log_prob(batch).mean()
-            if penalty is not None:
-                loss = loss + penalty()
-            if not torch.isfinite(loss):
-                diverged = True
-                break
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                nn.utils.clip_grad_norm_(params, grad_clip)
-            optimizer.step()
+        diverged = not _epoch_steps(
+            log_prob, params, train, optimizer, perm, batch_size, penalty, grad_clip, autocast
+        )
         if diverged:
             break
         epochs += 1
         if early_stopping:
-            value = _monitor()
+            value = _mean_nll(model, log_prob, val, eval_batch_size, autocast)
             history.append(value)
             if value < best:
                 best, stale, best_state = value, 0, _state_copy(model)
@@ -169,3 +153,41 @@ def _train(
     logp_train = _evaluate(model, log_prob, train, eval_batch_size, autocast)
     logp_val = _evaluate(model, log_prob, val, eval_batch_size, autocast)
     return FitOutcome(model, logp_train, logp_val, epochs, time.perf_counter() - start_time, history)
+
+
+def _mean_nll(
+    model: nn.Module, log_prob: LogProbFn, data: Sequence[TrainingData], batch_size: int, autocast: bool
+) -> float:
+    """Mean negative log-likelihood of ``data`` (inf when it is not finite)."""
+    value = float(-_evaluate(model, log_prob, data, batch_size, autocast).mean())
+    return value if math.isfinite(value) else math.inf
+
+
+def _epoch_steps(
+    log_prob: LogProbFn,
+    params: Sequence[nn.Parameter],
+    train: Sequence[TrainingData],
+    optimizer: torch.optim.Optimizer,
+    perm: torch.Tensor,
+    batch_size: int,
+    penalty: PenaltyFn | None,
+    grad_clip: float | None,
+    autocast: bool,
+) -> bool:
+    """One Adam step per mini-batch of ``perm``; False (and no step) as soon as a loss is not finite."""
+    device = perm.device
+    for start in range(0, len(perm), batch_size):
+        idx = perm[start : start + batch_size]
+        batch = [gather(t, idx, device) for t in train]
+        with _autocast(device, autocast):
+            loss = -log_prob(batch).mean()
+        if penalty is not None:
+            loss = loss + penalty()
+        if not torch.isfinite(loss):
+            return False
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip is not None:
+            nn.utils.clip_grad_norm_(params, grad_clip)
+        optimizer.step()
+    return True
