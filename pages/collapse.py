@@ -7,12 +7,12 @@ import streamlit as st
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.results import most_collapsed_pairs, pair_token_view
 from pages.common import (
     current_run,
     download_csv,
     escape,
     load_corpus_frame,
-    load_encoder_cached,
     load_frame,
     run_version,
     status_banner,
@@ -52,17 +52,15 @@ st.subheader(f"d_μ vs d_Σ ({len(pairs):,} pairs)", help=f"{explain('d_mu')} {e
 max_points = st.select_slider(
     "Points drawn (seeded sample)", [10_000, 50_000, 100_000, 500_000], value=100_000
 )
-st.plotly_chart(figures.collapse_scatter(pairs, model, max_points=max_points), key="scatter")
+texts = corpus["text"].tolist()
+st.plotly_chart(figures.collapse_scatter(pairs, model, max_points=max_points, texts=texts), key="scatter")
 download_csv(pairs, f"{run.id}-collapse-{safe_name(model)}")
 
 st.subheader("Most-collapsed pairs")
 k = st.slider("How many", 5, 100, 20)
-top = pairs.nlargest(k, "socm").reset_index(drop=True)
-texts = corpus["text"]
-top["text A"] = texts.iloc[top["row_i"]].str.slice(0, 160).to_numpy()
-top["text B"] = texts.iloc[top["row_j"]].str.slice(0, 160).to_numpy()
+top = most_collapsed_pairs(pairs, texts, k)
 event = st.dataframe(
-    top[["socm", "d_mu", "d_sigma", "text A", "text B", "row_i", "row_j"]],
+    top,
     hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
@@ -71,15 +69,12 @@ event = st.dataframe(
 selected = event.selection.rows if event is not None else []
 if selected:
     pair = top.iloc[selected[0]]
-    text_a, text_b = texts.iloc[int(pair["row_i"])], texts.iloc[int(pair["row_j"])]
+    text_a, text_b = texts[int(pair["row_i"])], texts[int(pair["row_j"])]
     st.markdown(f"**Text A:** {escape(text_a[:400])}", unsafe_allow_html=True)
     st.markdown(f"**Text B:** {escape(text_b[:400])}", unsafe_allow_html=True)
     try:
-        from flare_core.analyses.collapse import token_view
-
-        encoder = load_encoder_cached(model)
-        states = encoder.token_states([text_a, text_b])
-        st.plotly_chart(figures.token_view_figure(token_view(states[0], states[1])), key="token-view")
+        view = pair_token_view(model, text_a, text_b)
+        st.plotly_chart(figures.token_view_figure(view), key="token-view")
     except Exception as exc:  # noqa: BLE001 - the model may be missing on this machine
         st.warning(f"The token view needs the model {model!r} on this machine: {exc}")
 else:

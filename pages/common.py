@@ -123,11 +123,3 @@ def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.
     from flare_core.view.results import sufficiency_frames
 
     return sufficiency_frames(store().get(run_id), estimator)
-
-
-@st.cache_resource(show_spinner="Loading the model…", max_entries=2)
-def load_encoder_cached(model_id: str):
-    """An encoder kept in memory across reruns and sessions."""
-    from flare_core.encoders import load_encoder
-
-    return load_encoder(model_id)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from flare_core.store.runs import safe_name
+from flare_core.view import figures
+from flare_core.view.results import embedding_table
 from pages.common import (
     current_run,
     download_csv,
@@ -39,29 +38,10 @@ if stats.get("encoding_warning"):
     st.warning(stats["encoding_warning"])
 has_labels = manifest["corpus"].get("has_labels")
 if has_labels:
-    counts = corpus["label"].value_counts().rename_axis("label").reset_index(name="texts")
-    st.plotly_chart(px.bar(counts, x="label", y="texts", title="Texts per label"), key="label-counts")
+    st.plotly_chart(figures.label_counts_bar(corpus["label"]), key="label-counts")
 
 st.subheader("Embeddings")
-rows = []
-for model in manifest["models"]:
-    if model.get("status") != "done":
-        rows.append({"model": model["id"], "status": model.get("status"), "error": model.get("error")})
-        continue
-    x = run.load_embeddings(model["id"], mmap=True)
-    norms = np.linalg.norm(np.asarray(x), axis=1)
-    rows.append(
-        {
-            "model": model["id"],
-            "status": "done",
-            "dim": int(x.shape[1]),
-            "mean norm": float(norms.mean()),
-            "std norm": float(norms.std()),
-            "zero rows": int((norms == 0).sum()),
-            "seconds": model.get("seconds"),
-        }
-    )
-embedding_stats = pd.DataFrame(rows)
+embedding_stats = embedding_table(run)
 st.dataframe(embedding_stats, hide_index=True)
 download_csv(embedding_stats, f"{run.id}-embedding-stats")
 
@@ -84,18 +64,7 @@ for column, model_id in zip(st.columns(max(len(chosen), 1)), chosen, strict=Fals
     points["text"] = corpus["text"].iloc[points["row"]].map(lambda t: escape(t[:200])).to_numpy()
     if has_labels:
         points["label"] = corpus["label"].iloc[points["row"]].astype(str).to_numpy()
-    fig = px.scatter(
-        points,
-        x="x",
-        y="y",
-        color="label" if colour == "label" else None,
-        hover_data={"text": True, "x": False, "y": False},
-        custom_data=["row"],
-        title=model_id,
-        render_mode="webgl",
-    )
-    fig.update_traces(marker={"size": 5})
-    fig.update_layout(dragmode="lasso", height=480)
+    fig = figures.embedding_map(points, model_id, colour="label" if colour == "label" else None)
     with column:
         event = st.plotly_chart(
             fig, key=f"map-{model_id}", on_select="rerun", selection_mode=("lasso", "box")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.results import layer_metrics
 from pages.common import current_run, download_csv, load_frame, run_version, status_banner
 
 st.title("Layer-wise concentration")
@@ -26,9 +27,7 @@ if run.has("concentration.json"):
     st.caption(f"Averaged over {info.get('texts')} sampled texts.")
     for model, reason in (info.get("skipped") or {}).items():
         st.warning(f"{model}: {reason}")
-if "head" in frame.columns:
-    frame = frame[frame["head"].isna() | (frame["head"] < 0)] if frame["head"].notna().any() else frame
-metrics = [c for c in frame.select_dtypes("number").columns if c not in ("layer", "head")]
+frame, metrics = layer_metrics(frame)
 models = frame["model"].unique().tolist()
 chosen = st.multiselect("Models", models, default=models)
 shown = frame[frame["model"].isin(chosen)]

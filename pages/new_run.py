@@ -6,14 +6,11 @@ import os
 
 import streamlit as st
 
-from flare_core.data.columns import detect_columns
-from flare_core.data.corpus import load_corpus
-from flare_core.data.reading import read_table
-from flare_core.encoders import is_available, list_models, load_precomputed
 from flare_core.errors import CorpusError
 from flare_core.run import jobs
 from flare_core.run.create import create_run
-from flare_core.run.params import RunParams
+from flare_core.run.inputs import available_models, load_corpus, load_precomputed, preview_table
+from flare_core.run.params import ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
 from pages.common import store, viewer_only
 
 MAX_UPLOAD_MB = int(os.environ.get("FLARE_MAX_UPLOAD_MB", "200"))
@@ -38,8 +35,7 @@ if upload.size > MAX_UPLOAD_MB * 1024 * 1024:
     st.stop()
 data = upload.getvalue()
 try:
-    frame, info = read_table(data, name=upload.name, max_bytes=MAX_UPLOAD_MB * 1024 * 1024)
-    detected = detect_columns(frame)
+    frame, info, detected = preview_table(data, name=upload.name, max_bytes=MAX_UPLOAD_MB * 1024 * 1024)
 except CorpusError as exc:
     st.error(f"{upload.name} cannot be read: {exc}")
     st.stop()
@@ -65,9 +61,7 @@ if detected.get("pairs") and st.checkbox(
     pair_columns = tuple(detected["pairs"])
 
 st.subheader("Models")
-specs = list_models()
-available = [s.id for s in specs if is_available(s.id)]
-missing = [s.id for s in specs if s.id not in available]
+available, missing = available_models()
 models = st.multiselect(
     "Built-in models and controls",
     available,
@@ -91,11 +85,11 @@ uploads = st.file_uploader(
 with st.expander("Analysis settings"):
     estimator = st.radio(
         "Information-sufficiency estimator",
-        ["both", "flow", "gmm"],
+        list(ESTIMATOR_CHOICES),
         horizontal=True,
         help="flow: FLARE's normalizing flows (slower, more accurate); gmm: EMIR's Gaussian mixtures (fast).",
     )
-    flow_preset = st.radio("Flow size", ["fast", "default"], horizontal=True)
+    flow_preset = st.radio("Flow size", list(FLOW_PRESETS), horizontal=True)
     references = st.multiselect(
         "Reference models (IS targets only, not ranked)", [m for m in available if m not in models]
     )
@@ -134,13 +128,12 @@ if st.button("Start run", type="primary", disabled=not (models or uploads)):
             os.path.splitext(f.name)[0]: load_precomputed(f.getvalue(), n_rows=len(corpus), name=f.name)
             for f in uploads
         }
-        params = RunParams(
+        params = build_params(
             models=models,
-            estimators=["flow", "gmm"] if estimator == "both" else [estimator],
-            flow_preset=flow_preset,
-            reference_pool=references,
+            estimator=estimator,
+            references=references,
             collapse=collapse,
-            concentration=collapse,
+            flow_preset=flow_preset,
             collapse_texts=int(collapse_texts),
             seed=int(seed),
             workers=int(workers),

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from flare_core.analyses import graph
-from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 from pages.common import current_run, download_csv, load_sufficiency, run_version, status_banner
 
 st.title("Information sufficiency")
@@ -31,43 +30,26 @@ frames = load_sufficiency(run.id, version, estimator)
 scores, per_dim, pairs = frames["scores"], frames["is_per_dim"], frames["pairs"]
 
 st.subheader("Ranking", help=explain("ci"))
-st.plotly_chart(
-    figures.ranking_bar(scores, f"{estimator_label(estimator)}: median IS/d over targets"), key="rank"
-)
+st.plotly_chart(figures.sufficiency_ranking(scores, estimator), key="rank")
 download_csv(scores, f"{run.id}-{estimator}-scores")
 
 st.subheader("IS heatmap", help=explain("is_per_dim"))
-order_by = st.radio("Order", ["score", "community", "name"], horizontal=True)
+order_by = st.radio("Order", list(HEATMAP_ORDERS), horizontal=True)
 threshold = st.slider(
     "Edge threshold (IS/d)", 0.0, float(max(per_dim.max().max(), 0.0) or 1.0), 0.0, help=explain("is_per_dim")
 )
 resolution = st.slider("Louvain resolution", 0.5, 2.0, 1.1, 0.1, help=explain("community"))
-score_series = scores.set_index("model")["score"]
-is_graph = graph.is_graph(per_dim, scores=score_series, threshold=threshold)
-communities = graph.communities(is_graph, resolution=resolution, seed=0)
-if order_by == "score":
-    order = list(score_series.sort_values(ascending=False).index) + [
-        t for t in per_dim.columns if t not in score_series
-    ]
-elif order_by == "community":
-    order = sorted(per_dim.columns, key=lambda m: (communities.get(m, 99), m))
-else:
-    order = sorted(per_dim.columns)
-rows = [m for m in order if m in per_dim.index]
-st.plotly_chart(
-    figures.is_heatmap(per_dim.loc[rows, [c for c in order if c in per_dim.columns]]), key="heatmap"
-)
+view = is_graph_view(per_dim, scores, threshold=threshold, resolution=resolution, order_by=order_by)
+st.plotly_chart(figures.is_heatmap(view.per_dim), key="heatmap")
 download_csv(per_dim.reset_index(names="source"), f"{run.id}-{estimator}-is-per-dim")
 
 st.subheader("IS graph with Louvain communities", help=explain("community"))
-layout = graph.graph_layout(is_graph, seed=0)
-nodes, edges = graph.graph_frames(is_graph, communities, layout)
-st.plotly_chart(figures.is_graph_figure(nodes, edges), key="graph")
+st.plotly_chart(figures.is_graph_figure(view.nodes, view.edges), key="graph")
 st.caption(
-    f"{len(edges)} edges above IS/d = {threshold:.3g}; {nodes['community'].nunique()} communities "
+    f"{len(view.edges)} edges above IS/d = {threshold:.3g}; {view.communities} communities "
     f"(Louvain, resolution {resolution}, seed 0). Node size = score, colour = community, arrow width = IS/d."
 )
-download_csv(nodes, f"{run.id}-{estimator}-graph-nodes")
+download_csv(view.nodes, f"{run.id}-{estimator}-graph-nodes")
 
 st.subheader("Per-pair figures", help=explain("delta_emp"))
 columns = [c for c in pairs.columns if c not in ("seconds",)]

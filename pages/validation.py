@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import plotly.express as px
 import streamlit as st
 
-from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.results import ESTIMATOR_NAMES
 from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
 
 st.title("Validation")
@@ -44,9 +43,7 @@ else:
             c for c in ("accuracy", "f1", "v_measure", "cosine_spearman") if c in numeric
         ] or numeric
         y = right.selectbox("Downstream score", downstream)
-        fig = px.scatter(summary, x=x, y=y, text="model", title=f"{x} vs {y}")
-        fig.update_traces(textposition="top center")
-        st.plotly_chart(fig, key="score-scatter")
+        st.plotly_chart(figures.score_scatter(summary, x, y), key="score-scatter")
         st.caption(f"{explain(x)} {explain(y)}")
 
 st.subheader("Stability of the ranking")

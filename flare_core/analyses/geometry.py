@@ -304,3 +304,19 @@ def geometry_report(
         "silhouette_clusters": sil_d["n_clusters"],
         "silhouette_samples": sil_d["n_samples"],
     }
+
+
+def norm_statistics(x: Any) -> dict[str, float | int]:
+    """Row norms of ``x`` (N, d): ``mean_norm``, ``std_norm`` (population) and ``zero_rows`` (rows of norm 0).
+
+    ``x`` may be memory-mapped; it is read once.
+    """
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"x must be a 2-D array of shape (N, d), got shape {arr.shape}")
+    norms = np.linalg.norm(arr, axis=1)
+    return {
+        "mean_norm": float(norms.mean()),
+        "std_norm": float(norms.std()),
+        "zero_rows": int((norms == 0).sum()),
+    }

@@ -7,10 +7,14 @@ each other well (EMIR: networkx Louvain on the directed graph, resolution 1.1).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import community as community_louvain
 import networkx as nx
 import numpy as np
 import pandas as pd
+
+from flare_core.checks import check_choice
 
 METHODS = ("networkx", "python-louvain")
 NODE_COLUMNS = ["name", "x", "y", "score", "community"]
@@ -193,3 +197,25 @@ def graph_frames(
         columns=EDGE_COLUMNS,
     )
     return nodes, edges
+
+
+ORDERS = ("score", "community", "name")
+
+
+def model_order(
+    models: Sequence[str], scores: pd.Series, groups: Mapping[str, int], by: str = "score"
+) -> list[str]:
+    """``models`` in the order a heatmap shows them.
+
+    ``by="score"``: the scored models by decreasing score, then the unscored ones (references) as
+    given; ``"community"``: by community id, then name (a model without a community last);
+    ``"name"``: alphabetical.
+    """
+    check_choice(by, "by", ORDERS)
+    models = list(models)
+    if by == "score":
+        ranked = list(scores.sort_values(ascending=False).index)
+        return ranked + [m for m in models if m not in scores]
+    if by == "community":
+        return sorted(models, key=lambda m: (groups.get(m, 99), m))
+    return sorted(models)

@@ -78,12 +78,16 @@ def _parse_embeddings(values: Sequence[str]) -> dict[str, Path]:
     return found
 
 
+def _names(value: str | None) -> list[str]:
+    """The comma-separated names of an option, blanks dropped."""
+    return [m.strip() for m in value.split(",") if m.strip()] if value else []
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from flare_core.data.corpus import AUTO, load_corpus
-    from flare_core.encoders import load_precomputed
     from flare_core.run import jobs
     from flare_core.run.create import create_run
-    from flare_core.run.params import RunParams
+    from flare_core.run.inputs import AUTO, load_corpus, load_precomputed
+    from flare_core.run.params import build_params
 
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
     if pair_columns is not AUTO and len(pair_columns) not in (2, 3):
@@ -104,22 +108,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         name: load_precomputed(path, n_rows=len(corpus), name=name)
         for name, path in _parse_embeddings(args.embeddings).items()
     }
-    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else []
-    estimators = ["flow", "gmm"] if args.estimator == "both" else [args.estimator]
-    references = [m.strip() for m in args.references.split(",") if m.strip()] if args.references else []
-    if references == ["builtin"]:
-        from flare_core.encoders import is_available, list_models
-
-        references = [s.id for s in list_models() if s.id not in models and is_available(s.id)]
-    params = RunParams(
+    models = _names(args.models)
+    if not models and not precomputed:
+        raise ValueError("choose at least one model with --models or --embeddings")
+    params = build_params(
         models=models,
-        estimators=estimators,
+        estimator=args.estimator,
+        references=_names(args.references),
+        collapse=not args.no_collapse,
         flow_preset=args.flow_preset,
         max_texts_sufficiency=args.max_texts_sufficiency,
-        reference_pool=references,
-        collapse=not args.no_collapse,
         collapse_texts=args.collapse_texts,
-        concentration=not args.no_collapse,
         seed=args.seed,
         device=args.device,
         executor=args.executor,
@@ -128,8 +127,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         autocast=args.autocast,
         batch_conditionals=args.batch_conditionals,
     )
-    if not models and not precomputed:
-        raise ValueError("choose at least one model with --models or --embeddings")
     run = create_run(_store(args), corpus, params, name=args.name, precomputed=precomputed)
     print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)
     if args.background:
@@ -326,7 +323,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    app = Path(__file__).resolve().parent.parent / "app.py"
+    app = Path(__file__).resolve().parents[2] / "app.py"
     if not app.is_file():
         raise FileNotFoundError(f"the dashboard script {app} is missing; run from a source checkout")
     env = dict(os.environ)

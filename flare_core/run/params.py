@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
-from flare_core.checks import check_bool, check_int
+from flare_core.checks import check_bool, check_choice, check_int
 
 FLOW_PRESETS = ("fast", "default")
+ESTIMATOR_CHOICES = ("both", *ESTIMATOR_NAMES)  # what a person picks: every estimator, or one
 
 
 @dataclass
@@ -70,3 +71,35 @@ class RunParams:
     def from_dict(cls, data: Mapping[str, Any]) -> RunParams:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def build_params(
+    *,
+    models: Sequence[str],
+    estimator: str = "both",
+    references: Sequence[str] = (),
+    collapse: bool = True,
+    **options: Any,
+) -> RunParams:
+    """The checked :class:`RunParams` of a person's choices: the ``flare run`` options and the New run
+    page's settings both come through here.
+
+    ``estimator`` is a registered estimator or ``"both"`` (every one); ``references`` lists models used
+    only as IS targets, or is ``["builtin"]`` for every available built-in model not among ``models``;
+    ``collapse`` turns SOCM and the layer-wise concentration on or off together. ``options`` are other
+    :class:`RunParams` fields (``flow_preset``, ``collapse_texts``, ``seed``, ``workers``…).
+    """
+    check_choice(estimator, "estimator", ESTIMATOR_CHOICES)
+    references = list(references)
+    if references == ["builtin"]:
+        from flare_core.encoders import is_available, list_models
+
+        references = [s.id for s in list_models() if s.id not in models and is_available(s.id)]
+    return RunParams(
+        models=list(models),
+        estimators=list(ESTIMATOR_NAMES) if estimator == "both" else [estimator],
+        reference_pool=references,
+        collapse=collapse,
+        concentration=collapse,
+        **options,
+    ).validate()

@@ -1,13 +1,16 @@
-"""Plotly figures shared by the dashboard pages and the HTML report (no Streamlit here)."""
+"""Every chart FLARE Studio draws: the dashboard pages and the HTML report call these functions (no
+Streamlit here), so a run looks the same in both."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from flare_core.analyses.sufficiency.registry import estimator_label
 
 DIVERGING = "RdBu"
 SEQUENTIAL = "Viridis"
@@ -52,6 +55,11 @@ def ranking_bar(scores: pd.DataFrame, title: str = "Ranking") -> go.Figure:
     )
     fig.update_xaxes(title="median IS / d_target (nats per dimension)")
     return _layout(fig, title, height=max(260, 40 * len(ordered) + 120))
+
+
+def sufficiency_ranking(scores: pd.DataFrame, estimator: str) -> go.Figure:
+    """The ranking bar of one estimator's scores, titled with the estimator's name."""
+    return ranking_bar(scores, f"{estimator_label(estimator)}: median IS/d over targets")
 
 
 def is_heatmap(per_dim: pd.DataFrame, title: str = "IS(source → target) / d_target") -> go.Figure:
@@ -106,8 +114,16 @@ def is_graph_figure(nodes: pd.DataFrame, edges: pd.DataFrame, title: str = "IS g
     return _layout(fig, title, height=520)
 
 
-def collapse_scatter(pairs: pd.DataFrame, title: str, max_points: int = 100_000, seed: int = 0) -> go.Figure:
-    """d_μ vs d_Σ per text pair (WebGL; seeded sample above ``max_points``) with SOCM iso-lines."""
+def collapse_scatter(
+    pairs: pd.DataFrame,
+    title: str,
+    max_points: int = 100_000,
+    seed: int = 0,
+    texts: Sequence[str] | None = None,
+) -> go.Figure:
+    """d_μ vs d_Σ per text pair (WebGL; seeded sample above ``max_points``) with SOCM iso-lines at the
+    50th, 90th and 99th percentiles and the ten most collapsed pairs circled (their texts in the hover
+    when ``texts``, the corpus by row, are given)."""
     shown = pairs if len(pairs) <= max_points else pairs.sample(max_points, random_state=seed)
     fig = go.Figure(
         go.Scattergl(
@@ -123,7 +139,7 @@ def collapse_scatter(pairs: pd.DataFrame, title: str, max_points: int = 100_000,
             },
             customdata=shown[["i", "j"]].to_numpy(),
             hovertemplate="pair (%{customdata[0]}, %{customdata[1]})<br>d_μ %{x:.3g}<br>d_Σ %{y:.3g}<extra></extra>",
-            name="pairs",
+            name=f"pairs ({len(shown):,} of {len(pairs):,})",
         )
     )
     x_max = float(max(shown["d_mu"].max(), 1e-3)) * 1.05
@@ -138,10 +154,34 @@ def collapse_scatter(pairs: pd.DataFrame, title: str, max_points: int = 100_000,
                 name=f"SOCM = {level:.3g}", hoverinfo="skip",
             )
         )  # fmt: skip
+    if len(pairs):
+        fig.add_trace(_most_collapsed_trace(pairs, texts))
     fig.update_xaxes(title="d_μ (distance of the means)", range=[0, x_max])
     fig.update_yaxes(title="d_Σ (distance of the token covariances)", range=[0, y_max])
     fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.2})
     return _layout(fig, title, height=480)
+
+
+def _most_collapsed_trace(pairs: pd.DataFrame, texts: Sequence[str] | None, k: int = 10) -> go.Scatter:
+    """Circles around the ``k`` pairs with the highest SOCM; the hover names both texts."""
+    top = pairs.sort_values(["socm", "i", "j"], ascending=[False, True, True], kind="mergesort").head(k)
+    rows_i = top["row_i"] if "row_i" in top else top["i"]
+    rows_j = top["row_j"] if "row_j" in top else top["j"]
+    hover = []
+    for socm, a, b in zip(top["socm"], rows_i, rows_j, strict=True):
+        line = f"SOCM = {socm:.4f}<br>texts {int(a)} and {int(b)}"
+        if texts is not None:
+            line += f"<br>{html.escape(str(texts[int(a)])[:80])}<br>{html.escape(str(texts[int(b)])[:80])}"
+        hover.append(line)
+    return go.Scatter(
+        x=top["d_mu"],
+        y=top["d_sigma"],
+        mode="markers",
+        marker={"size": 9, "color": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#E45756"}},
+        hovertext=hover,
+        hoverinfo="text",
+        name=f"{len(top)} most collapsed pairs",
+    )
 
 
 def distributions(values: Mapping[str, np.ndarray], title: str, axis: str) -> go.Figure:
@@ -235,3 +275,55 @@ def token_view_figure(view: pd.DataFrame, title: str = "Token embeddings (uncent
             )
         )  # fmt: skip
     return _layout(fig, title, height=460)
+
+
+def label_counts_bar(labels: pd.Series, title: str = "Texts per label") -> go.Figure:
+    """How many texts carry each label (bars in order of decreasing count)."""
+    counts = labels.astype(str).value_counts()
+    fig = go.Figure(
+        go.Bar(
+            x=[html.escape(str(label)) for label in counts.index],
+            y=counts.to_numpy(),
+            marker_color=PALETTE[0],
+            hovertemplate="%{x}: %{y} texts<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title="label")
+    fig.update_yaxes(title="texts")
+    return _layout(fig, title, height=360)
+
+
+def embedding_map(points: pd.DataFrame, title: str, colour: str | None = None) -> go.Figure:
+    """A 2-D map of one model's texts (columns ``x``, ``y``, ``row``, ``text`` already escaped, and the
+    ``colour`` column when given); lasso and box selections return the points' ``row``."""
+    fig = go.Figure()
+    groups = points.groupby(colour, sort=True) if colour else [(None, points)]
+    for index, (value, part) in enumerate(groups):
+        fig.add_trace(
+            go.Scattergl(
+                x=part["x"], y=part["y"], mode="markers", customdata=part[["row"]].to_numpy(), text=part["text"],
+                name=html.escape(str(value)) if value is not None else "texts",
+                marker={"size": 5, "color": PALETTE[index % len(PALETTE)]},
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )  # fmt: skip
+    fig.update_layout(dragmode="lasso", showlegend=colour is not None)
+    return _layout(fig, title, height=480)
+
+
+def score_scatter(summary: pd.DataFrame, x: str, y: str) -> go.Figure:
+    """One point per model: a label-free score against a downstream score."""
+    fig = go.Figure(
+        go.Scatter(
+            x=summary[x],
+            y=summary[y],
+            mode="markers+text",
+            text=[html.escape(str(m)) for m in summary["model"]],
+            textposition="top center",
+            marker={"color": PALETTE[0], "size": 10},
+            hovertemplate="%{text}: %{x:.4g}, %{y:.4g}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title=x)
+    fig.update_yaxes(title=y)
+    return _layout(fig, f"{x} vs {y}")

@@ -1,14 +1,21 @@
-"""Reading a stored run's results into plain Python structures (for ``flare show --json``, reports, pages)."""
+"""Reading a stored run's results into plain structures and tables (for ``flare show --json``, the report
+and the pages), and preparing what each chart shows."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.graph import ORDERS
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.store.runs import Run, RunStore, safe_name
+
+HEATMAP_ORDERS = ORDERS  # the orders the IS heatmap offers (see is_graph_view)
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -103,3 +110,116 @@ def runs_table(store: RunStore) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+@dataclass(frozen=True)
+class ISGraphView:
+    """What the IS heatmap and graph show: ``per_dim`` (sources × targets, rows and columns in display
+    order), the graph's ``nodes`` and ``edges`` (:func:`flare_core.analyses.graph.graph_frames`) and the
+    number of Louvain ``communities``."""
+
+    per_dim: pd.DataFrame
+    nodes: pd.DataFrame
+    edges: pd.DataFrame
+    communities: int
+
+
+def is_graph_view(
+    per_dim: pd.DataFrame,
+    scores: pd.DataFrame,
+    *,
+    threshold: float = 0.0,
+    resolution: float = 1.1,
+    order_by: str = "score",
+    seed: int = 0,
+) -> ISGraphView:
+    """The IS graph above ``threshold`` with its Louvain communities (``resolution``, ``seed``), a seeded
+    layout, and the heatmap's rows and columns ordered ``by`` score, community or name."""
+    from flare_core.analyses import graph
+
+    score_series = scores.set_index("model")["score"]
+    is_graph = graph.is_graph(per_dim, scores=score_series, threshold=threshold)
+    groups = graph.communities(is_graph, resolution=resolution, seed=seed)
+    order = graph.model_order(list(per_dim.columns), score_series, groups, order_by)
+    rows = [m for m in order if m in per_dim.index]
+    shown = per_dim.loc[rows, [c for c in order if c in per_dim.columns]]
+    nodes, edges = graph.graph_frames(is_graph, groups, graph.graph_layout(is_graph, seed=seed))
+    return ISGraphView(shown, nodes, edges, int(nodes["community"].nunique()) if len(nodes) else 0)
+
+
+def embedding_table(run: Run) -> pd.DataFrame:
+    """One row per model of the run: status, width and row-norm statistics of its embeddings, or its error."""
+    from flare_core.analyses.geometry import norm_statistics
+
+    rows = []
+    for model in run.manifest["models"]:
+        if model.get("status") != "done":
+            rows.append({"model": model["id"], "status": model.get("status"), "error": model.get("error")})
+            continue
+        x = run.load_embeddings(model["id"], mmap=True)
+        norms = norm_statistics(x)
+        rows.append(
+            {
+                "model": model["id"],
+                "status": "done",
+                "dim": int(x.shape[1]),
+                "mean norm": norms["mean_norm"],
+                "std norm": norms["std_norm"],
+                "zero rows": norms["zero_rows"],
+                "seconds": model.get("seconds"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def most_collapsed_pairs(
+    pairs: pd.DataFrame, texts: Sequence[str] | None, k: int, chars: int = 160
+) -> pd.DataFrame:
+    """The ``k`` pairs with the highest SOCM (ties by rows), with both texts cut to ``chars`` characters
+    when ``texts`` (the corpus, by row) are given: columns ``socm, d_mu, d_sigma, row_i, row_j`` (and
+    ``text A``, ``text B``)."""
+    from flare_core.analyses.collapse import most_collapsed
+
+    rows = pairs.assign(
+        row_i=pairs["row_i"] if "row_i" in pairs else pairs["i"],
+        row_j=pairs["row_j"] if "row_j" in pairs else pairs["j"],
+    )
+    top = most_collapsed(rows, k)
+    out = top[["socm", "d_mu", "d_sigma"]].copy()
+    if texts is not None:
+        out["text A"] = [_cut(texts[int(r)], chars) for r in top["row_i"]]
+        out["text B"] = [_cut(texts[int(r)], chars) for r in top["row_j"]]
+    out["row_i"], out["row_j"] = top["row_i"].to_numpy(), top["row_j"].to_numpy()
+    return out
+
+
+def _cut(text: str, chars: int) -> str:
+    return str(text)[:chars]
+
+
+def layer_metrics(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The layer-level rows of a concentration table (per-head rows dropped) and the metrics to draw."""
+    if "head" in frame.columns and frame["head"].notna().any():
+        frame = frame[frame["head"].isna() | (frame["head"] < 0)]
+    metrics = [c for c in frame.select_dtypes("number").columns if c not in ("layer", "head")]
+    return frame, metrics
+
+
+@functools.lru_cache(maxsize=2)
+def _recent_encoder(model_id: str) -> Any:
+    from flare_core.encoders import load_encoder
+
+    return load_encoder(model_id)
+
+
+def pair_token_view(
+    model_id: str, text_a: str, text_b: str, *, load: Callable[[str], Any] | None = None
+) -> pd.DataFrame:
+    """Both texts' token embeddings and means in 2-D (uncentred PCA, SOCM paper Figure 1) with the model
+    ``model_id``, loaded by ``load`` (default: :func:`flare_core.encoders.load_encoder`, the two most
+    recent models kept in memory)."""
+    from flare_core.analyses.collapse import token_view
+
+    encoder = (load or _recent_encoder)(model_id)
+    states = encoder.token_states([text_a, text_b])
+    return token_view(states[0], states[1])

@@ -1,0 +1,34 @@
+"""What a person gives to start a run, read and checked: a corpus table, precomputed embeddings and the
+models to choose from (the New run page and ``flare run`` use the same functions)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, BinaryIO
+
+import pandas as pd
+
+from flare_core.data.columns import detect_columns
+from flare_core.data.corpus import AUTO, Corpus, load_corpus
+from flare_core.data.reading import read_table
+from flare_core.encoders import load_precomputed
+
+__all__ = ["AUTO", "Corpus", "available_models", "load_corpus", "load_precomputed", "preview_table"]
+
+
+def available_models() -> tuple[list[str], list[str]]:
+    """``(available, missing)``: ids of the registry's models that can be loaded here, and the others."""
+    from flare_core.encoders import is_available, list_models
+
+    ids = [spec.id for spec in list_models()]
+    available = [m for m in ids if is_available(m)]
+    return available, [m for m in ids if m not in available]
+
+
+def preview_table(
+    source: str | os.PathLike | bytes | BinaryIO, *, name: str | None = None, max_bytes: int
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
+    """``(frame, info, detected)``: the raw table (:func:`~flare_core.data.reading.read_table`) and the
+    text, label and pair columns guessed for it (:func:`~flare_core.data.columns.detect_columns`)."""
+    frame, info = read_table(source, name=name, max_bytes=max_bytes)
+    return frame, info, detect_columns(frame)
