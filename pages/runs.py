@@ -116,7 +116,7 @@ share_panel()
 if not viewer_only():
     with st.expander("Import a run bundle"):
         from flare_core.errors import BundleError
-        from flare_core.store.bundle import import_run
+        from flare_core.store.bundle_import import import_run
 
         upload = st.file_uploader(
             "Run bundle (.zip made by `flare export` or the button above)", type=["zip"]

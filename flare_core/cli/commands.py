@@ -304,7 +304,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from flare_core.store.bundle import import_run
+    from flare_core.store.bundle_import import import_run
 
     run = import_run(_store(args), args.bundle, run_id=args.run_id)
     print(run.id)

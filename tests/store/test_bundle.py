@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.store.bundle import BundleError, export_run, import_run
+from flare_core.errors import BundleError
+from flare_core.store.bundle import export_run
+from flare_core.store.bundle_import import import_run
 from flare_core.store.runs import Run, RunStore, safe_name
 
 MODELS = ["all-MiniLM-L6-v2", "glove-6b-50d"]
