@@ -14,7 +14,7 @@ _EXPORTS = {
     "ESTIMATORS": "registry",
     "get_estimator": "registry",
     "Estimator": "estimator",
-    "FlowConfig": "flows",
+    "FlowConfig": "flow_model",
     "FlowEstimator": "flows",
     "GMMConfig": "gmm",
     "GMMEstimator": "gmm",

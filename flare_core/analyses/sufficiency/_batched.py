@@ -36,7 +36,7 @@ from flare_core.analyses.sufficiency._rows import (
     row_slice,
 )
 from flare_core.analyses.sufficiency._training import FitOutcome, _autocast
-from flare_core.analyses.sufficiency.flows import (
+from flare_core.analyses.sufficiency.flow_model import (
     FlowConfig,
     _keep_transforms_in_float32,
     branches,

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from flare_core.analyses.sufficiency.flows import (
+from flare_core.analyses.sufficiency.flow_model import (
     ConditionedMADE,
     FlowConfig,
-    FlowEstimator,
     _made_transforms,
     branches,
     make_conditional,
 )
+from flare_core.analyses.sufficiency.flows import FlowEstimator
 from tests.properties import assert_finite, assert_shape
 
 
