@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-
-def flare(*args: str, runs_dir, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, FLARE_RUNS_DIR=str(runs_dir))
-    proc = subprocess.run(
-        [sys.executable, "-m", "flare_core.cli", *args], capture_output=True, text=True, env=env, timeout=600
-    )
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
+from flare_core.store.runs import RunStore, safe_name
+from tests.support import flare
 
 
 def test_models_lists_the_registry(tmp_path):
@@ -87,11 +77,25 @@ def test_collapse_command_recomputes_socm_with_more_texts(tmp_path, small_corpus
     out = json.loads(flare("collapse", run_id, "--texts", "8", "--json", runs_dir=runs).stdout)
     (summary,) = out["summary"]
     assert summary["model"] == "all-MiniLM-L6-v2" and summary["n_pairs"] == 28 and summary["n_texts"] == 8
-    assert summary["socm_mean"] >= 0 and summary["socm_same_label_mean"] is not None
+    # the summary is the stored per-pair table, and each pair's SOCM is (1 - d_mu) * d_sigma (paper Eq. 4)
+    run = RunStore(runs).get(run_id)
+    pairs = run.load_frame("collapse", f"{safe_name('all-MiniLM-L6-v2')}.parquet")
+    sample = run.load_array("collapse", "sample_rows.npy")
+    assert len(pairs) == 28 and set(pairs["row_i"]) | set(pairs["row_j"]) == set(sample.tolist())
+    np.testing.assert_allclose(
+        pairs["socm"], (1 - pairs["d_mu"]).clip(lower=0) * pairs["d_sigma"], rtol=1e-12
+    )
+    labels = run.corpus_frame()["label"].to_numpy()
+    same = labels[pairs["row_i"]] == labels[pairs["row_j"]]
+    assert 0 < same.sum() < 28  # 8 texts of 5 topics: some pairs share a topic, most do not
+    assert summary["socm_mean"] == pytest.approx(pairs["socm"].mean()) and summary["socm_mean"] > 0
+    assert summary["socm_same_label_mean"] == pytest.approx(pairs.loc[same, "socm"].mean())
+    assert summary["socm_different_label_mean"] == pytest.approx(pairs.loc[~same, "socm"].mean())
     assert sorted({row["layer"] for row in out["layers"]}) == [1, 2, 3, 4, 5, 6]
     top = out["most_collapsed"]["all-MiniLM-L6-v2"]
-    assert len(top) == 10 and [t["socm"] for t in top] == sorted((t["socm"] for t in top), reverse=True)
-    assert all(t["text_a"] and t["text_b"] for t in top)
+    assert [t["socm"] for t in top] == pytest.approx(sorted(pairs["socm"], reverse=True)[:10])
+    texts = run.corpus_frame()["text"].tolist()
+    assert all(t["text_a"] in texts and t["text_b"] in texts for t in top)
     refused = flare("collapse", run_id, "--model", "glove-6b-50d", runs_dir=runs, check=False)
     assert refused.returncode == 2 and "transformer" in refused.stderr
 

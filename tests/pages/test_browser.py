@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "screenshots"
 FLAGS = [
     "--headless=new",
