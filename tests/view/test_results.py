@@ -20,8 +20,8 @@ from tests.encoders._helpers import tiny_bert
 MODELS = ["a", "b", "c"]
 
 
-@pytest.fixture
-def run(tmp_path) -> Run:
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Run:
     """A finished run: embeddings of three models (``c`` nearly copies ``a``), a GMM IS matrix with its
     scores, a collapse table and a concentration table with per-head rows."""
     rng = np.random.default_rng(0)
@@ -42,7 +42,7 @@ def run(tmp_path) -> Run:
         + [{"id": "broken", "status": "failed", "error": "ModelUnavailable: not here"}],
         "params": {"models": MODELS, "seed": 0},
     }
-    run = RunStore(tmp_path / "runs").create(manifest, run_id="hand")
+    run = RunStore(tmp_path_factory.mktemp("runs")).create(manifest, run_id="hand")
     for model, x in embeddings.items():
         run.save_embeddings(model, x)
     cfg = GMMConfig(max_epochs=3, max_epochs_conditional=3, patience=2)
@@ -141,13 +141,18 @@ def test_layer_metrics_drop_per_head_rows(run):
     assert metrics == ["r", "C"] and list(frame["r"]) == [1.0, 2.0]
 
 
-def test_runs_table_reads_progress_and_effective_status(run):
+def test_runs_table_reads_progress_and_effective_status(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    run = store.create({"name": "busy", "models": [{"id": "a"}, {"id": "b"}], "corpus": {"n_texts": 7}})
     run.update(status="running", pid=123, progress={"stage": "sufficiency_gmm", "done": 2, "total": 9})
     (run.path / jobs.HEARTBEAT).write_text(repr(time.time() - 3600))
-    (row,) = results.runs_table(RunStore(run.path.parent))
-    assert row["id"] == "hand" and row["status"] == "failed"  # its worker stopped beating
-    assert row["stage"] == "sufficiency_gmm" and row["progress"] == "2/9"
-    assert row["models"] == "a,b,c,broken"
+    done = store.create({"name": "finished", "status": "done", "models": []})
+    rows = {row["id"]: row for row in results.runs_table(store)}
+    busy = rows[run.id]
+    assert busy["status"] == "failed"  # its worker stopped beating
+    assert busy["stage"] == "sufficiency_gmm" and busy["progress"] == "2/9"
+    assert busy["models"] == "a,b" and busy["texts"] == 7
+    assert rows[done.id]["status"] == "done" and rows[done.id]["progress"] == ""
 
 
 def test_pair_token_view_loads_the_model_and_projects_both_texts():
