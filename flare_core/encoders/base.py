@@ -12,7 +12,10 @@ from flare_core.checks import check_int
 
 ProgressFn = Callable[[int, int], None]
 
-KINDS = ("transformer", "static", "control", "hub", "precomputed")
+#: How a model computes its vectors.
+KINDS = ("transformer", "onnx", "compiled", "static", "corpus", "hub", "precomputed")
+#: What a model is for in a ranking (see :mod:`flare_core.encoders.pool`).
+ROLES = ("candidate", "control", "partial")
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,8 @@ class ModelSpec:
 
     ``dim`` and ``layers`` are ``None`` when unknown before loading (hub ids, local folders) or not
     applicable (``layers`` for static models). ``revision`` identifies the weights (package version,
-    or a hash of local files) and is part of every embedding-cache key.
+    or a hash of local files) and is part of every embedding-cache key. ``role`` is one of
+    :data:`ROLES` and ``family`` groups models that share an architecture or training recipe.
     """
 
     id: str
@@ -33,6 +37,12 @@ class ModelSpec:
     kind: str
     description: str
     revision: str
+    role: str = "candidate"
+    family: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
 
 
 @runtime_checkable

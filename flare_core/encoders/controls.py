@@ -107,3 +107,34 @@ class TfidfSvdEncoder:
         if progress is not None:
             progress(len(items), len(items))
         return z.astype(np.float32)
+
+
+class ShuffledRowsEncoder:
+    """A control with a real model's geometry and no link to the texts: ``inner``'s vectors, rows shuffled.
+
+    ``encode(texts)`` returns ``inner.encode(texts)[perm]`` for a permutation drawn from ``seed`` and
+    the number of texts, so text i receives the vector of some other text. Every label-free geometric
+    score (uniformity, IsoScore, effective rank) rates it exactly like ``inner``; an information score
+    must put it at the bottom. The embedding cache encodes a large corpus in chunks, in which case rows
+    are shuffled within each chunk (4,096 texts): the link to the texts is broken all the same.
+    """
+
+    def __init__(self, spec: ModelSpec, inner, *, seed: int = 0) -> None:
+        self.spec = spec
+        self.inner = inner
+        self.seed = check_int(seed, "seed")
+        self.pooling = f"shuffled({getattr(inner, 'pooling', 'unknown')})"
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+        max_length: int | None = None,
+    ) -> np.ndarray:
+        """``inner``'s embeddings (N, d) with their rows permuted."""
+        items = check_texts(texts)
+        x = self.inner.encode(items, batch_size=batch_size, progress=progress, max_length=max_length)
+        perm = np.random.default_rng([self.seed, len(items)]).permutation(len(items))
+        return np.ascontiguousarray(x[perm])

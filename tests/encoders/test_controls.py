@@ -1,4 +1,4 @@
-"""TF-IDF + SVD control."""
+"""Models built on the corpus (TF-IDF + SVD, Doc2Vec) and the shuffled-rows control."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ CORPUS = [t for t in TEXTS if t] * 2
 
 def test_tfidf_fitted_on_corpus_texts():
     enc = load_encoder("tfidf-svd-256", corpus_texts=CORPUS)
-    assert enc.spec.kind == "control"
+    assert (enc.spec.kind, enc.spec.role) == ("corpus", "candidate")
     n_features = len(enc.vectorizer.vocabulary_)
     k = min(256, n_features - 1, len(CORPUS) - 1)
     assert enc.spec.dim == k
@@ -38,3 +38,54 @@ def test_tfidf_fits_on_first_encode_and_revision_names_the_fit():
     assert other.spec.revision != enc.spec.revision
     with pytest.raises(ValueError, match="at least 2 texts"):
         load_encoder("tfidf-svd-256", corpus_texts=["one text"])
+
+
+def test_doc2vec_trains_on_the_corpus_and_is_reproducible_across_processes():
+    import subprocess
+    import sys
+
+    enc = load_encoder("doc2vec-corpus-100", corpus_texts=CORPUS)
+    assert (enc.spec.dim, enc.spec.kind, enc.spec.role) == (100, "corpus", "candidate")
+    emb = enc.encode(CORPUS)
+    assert emb.shape == (len(CORPUS), 100) and emb.dtype == np.float32
+    assert_finite(emb)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    # a corpus text gets the vector trained for it (normalised)
+    first = enc.model.dv[0] / np.linalg.norm(enc.model.dv[0])
+    np.testing.assert_allclose(emb[0], first, atol=1e-6)
+    # a new text is inferred, the same way twice
+    new = ["The striker scored twice in the cup final.", "The cat sat on the mat, again."]
+    np.testing.assert_array_equal(enc.encode(new), enc.encode(new))
+    # and identically in another process whose str hash is salted differently (gensim's default is not)
+    script = (
+        "import sys, numpy as np\n"
+        "from flare_core.encoders import load_encoder\n"
+        f"corpus = {CORPUS!r}\nnew = {new!r}\n"
+        "enc = load_encoder('doc2vec-corpus-100', corpus_texts=corpus)\n"
+        "np.save(sys.argv[1], np.vstack([enc.encode(corpus), enc.encode(new)]))\n"
+    )
+    outputs = []
+    for salt in ("1", "2"):
+        path = f"{pytest.importorskip('tempfile').mkdtemp()}/d2v.npy"
+        env = {**__import__("os").environ, "PYTHONHASHSEED": salt}
+        subprocess.run([sys.executable, "-c", script, path], check=True, env=env, timeout=300)
+        outputs.append(np.load(path))
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    np.testing.assert_allclose(outputs[0][: len(CORPUS)], emb, atol=1e-6)
+    with pytest.raises(ValueError, match="at least 2 texts"):
+        load_encoder("doc2vec-corpus-100", corpus_texts=["one text"])
+
+
+def test_shuffled_control_keeps_the_geometry_and_breaks_the_pairing():
+    texts = [f"{t} {i}" for i, t in enumerate(TEXTS * 6) if t]
+    glove = load_encoder("glove-6b-50d").encode(texts)
+    control = load_encoder("shuffled-glove-6b-50d")
+    assert control.spec.role == "control"
+    shuffled = control.encode(texts)
+    assert shuffled.shape == glove.shape
+    # the same set of rows ...
+    np.testing.assert_array_equal(np.sort(shuffled, axis=0), np.sort(glove, axis=0))
+    # ... handed to other texts: few rows stay where they were, and the order is seeded
+    kept = np.mean([np.array_equal(a, b) for a, b in zip(shuffled, glove, strict=True)])
+    assert kept < 0.2
+    np.testing.assert_array_equal(shuffled, load_encoder("shuffled-glove-6b-50d").encode(texts))

