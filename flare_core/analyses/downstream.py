@@ -19,6 +19,7 @@ from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import v_measure_score
 from sklearn.model_selection import StratifiedKFold, cross_validate
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import normalize
 
 from flare_core.checks import check_int, check_labels, check_matrix
@@ -142,6 +143,42 @@ def classification(x: Any, labels: Any, folds: int = 5, seed: int = 0) -> dict[s
 
     Raises ``ValueError`` for malformed inputs, ``folds < 2``, or fewer than 2 classes with 2+ members.
     """
+    xs, ys, cv, info = _classification_folds(x, labels, folds, seed)
+    res = cross_validate(
+        LogisticRegression(max_iter=1000), xs, ys, cv=cv, scoring={"accuracy": "accuracy", "f1": "f1_macro"}
+    )
+    return {
+        "accuracy": float(np.mean(res["test_accuracy"])),
+        "f1": float(np.mean(res["test_f1"])),
+        "accuracy_std": float(np.std(res["test_accuracy"])),
+        "f1_std": float(np.std(res["test_f1"])),
+        **info,
+    }
+
+
+def knn_accuracy(x: Any, labels: Any, k: int = 10, folds: int = 5, seed: int = 0) -> dict[str, Any]:
+    """Cross-validated accuracy of a ``k``-nearest-neighbour vote (cosine distance) on ``x`` (N, d).
+
+    The same folds as :func:`classification` (stratified, shuffled with ``seed``; single-member classes
+    dropped). Returns ``{"knn_accuracy", "knn_accuracy_std", "k", **fold information}``.
+    """
+    k = check_int(k, "k", min_value=1)
+    xs, ys, cv, info = _classification_folds(x, labels, folds, seed)
+    smallest_train = len(ys) - int(np.ceil(len(ys) / info["n_folds"]))
+    neighbours = min(k, smallest_train)
+    res = cross_validate(KNeighborsClassifier(n_neighbors=neighbours, metric="cosine"), xs, ys, cv=cv)
+    return {
+        "knn_accuracy": float(np.mean(res["test_score"])),
+        "knn_accuracy_std": float(np.std(res["test_score"])),
+        "k": neighbours,
+        **info,
+    }
+
+
+def _classification_folds(
+    x: Any, labels: Any, folds: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, StratifiedKFold, dict[str, Any]]:
+    """Checked rows and label codes (classes with one member dropped), the folds, and what was done."""
     arr = check_matrix(x, "x", min_rows=2)
     folds = check_int(folds, "folds", min_value=2)
     raw = np.asarray(labels)
@@ -152,27 +189,18 @@ def classification(x: Any, labels: Any, folds: int = 5, seed: int = 0) -> dict[s
         raise ValueError(
             f"classification needs at least 2 classes with 2 or more members; got counts {counts.tolist()}"
         )
-    dropped_codes = np.flatnonzero(counts < 2)
-    dropped = sorted({str(v) for v in raw[np.isin(codes, dropped_codes)]})
+    dropped = sorted({str(v) for v in raw[np.isin(codes, np.flatnonzero(counts < 2))]})
     mask = np.isin(codes, keep_classes)
-    xs, ys = arr[mask], codes[mask]
-    n_folds = int(min(int(folds), counts[keep_classes].min()))
-    cv = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    res = cross_validate(
-        LogisticRegression(max_iter=1000), xs, ys, cv=cv, scoring={"accuracy": "accuracy", "f1": "f1_macro"}
-    )
-    return {
-        "accuracy": float(np.mean(res["test_accuracy"])),
-        "f1": float(np.mean(res["test_f1"])),
-        "accuracy_std": float(np.std(res["test_accuracy"])),
-        "f1_std": float(np.std(res["test_f1"])),
+    n_folds = int(min(folds, counts[keep_classes].min()))
+    info = {
         "n_folds": n_folds,
-        "n_folds_requested": int(folds),
-        "folds_reduced": n_folds < int(folds),
-        "n_samples": int(xs.shape[0]),
+        "n_folds_requested": folds,
+        "folds_reduced": n_folds < folds,
+        "n_samples": int(mask.sum()),
         "n_classes": int(keep_classes.shape[0]),
         "dropped_classes": dropped,
     }
+    return arr[mask], codes[mask], StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed), info
 
 
 def clustering(x: Any, labels: Any, seed: int = 0) -> dict[str, Any]:

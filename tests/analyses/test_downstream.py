@@ -177,3 +177,28 @@ def test_downstream_report_tasks():
         downstream_report()
     with pytest.raises(ValueError, match="without pairs"):
         downstream_report(x, y, gold=[1.0])
+
+
+def test_knn_accuracy_matches_a_plain_scikit_learn_cross_validation():
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from flare_core.analyses.downstream import knn_accuracy
+
+    rng = np.random.default_rng(3)
+    labels = np.repeat(["a", "b", "c"], 40)
+    x = rng.normal(size=(120, 8))
+    x[:, 0] += np.select([labels == "a", labels == "b"], [3.0, -3.0], 0.0)
+    result = knn_accuracy(x, labels, k=5, folds=4, seed=2)
+    codes = np.unique(labels, return_inverse=True)[1]
+    reference = cross_val_score(
+        KNeighborsClassifier(5, metric="cosine"),
+        x,
+        codes,
+        cv=StratifiedKFold(4, shuffle=True, random_state=2),
+    ).mean()
+    assert result["knn_accuracy"] == pytest.approx(reference, abs=1e-12)
+    assert result["k"] == 5 and result["n_folds"] == 4 and 0.5 < result["knn_accuracy"] <= 1.0
+    # k larger than a training fold is capped; single-member classes are dropped as for the probe
+    small = knn_accuracy(x[:9], ["a", "b", "a", "b", "a", "b", "a", "b", "z"], k=50, folds=2)
+    assert small["k"] == 4 and small["dropped_classes"] == ["z"]
