@@ -1,0 +1,92 @@
+"""Time left for a running run, from the measured rate of the work done so far.
+
+A run's work is planned as stages of units (an embedding model, a marginal or conditional density, a
+model's map ...), each stage with a prior cost per unit for a 2-core laptop CPU. The estimate:
+
+- a finished stage costs what it took;
+- a running stage's units left cost its measured time per unit so far;
+- a stage not started yet costs its prior, scaled by how much faster or slower this machine has been
+  than the priors on the work measured so far (the ratio of measured to prior seconds, kept within
+  [0.2, 5]).
+
+``remaining_seconds`` is None until one unit has finished (nothing measured yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flare_core.checks import check_int, check_number
+
+_MIN_FACTOR, _MAX_FACTOR = 0.2, 5.0
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """``units`` of work in stage ``name``, each expected to take ``prior_seconds`` on a 2-core CPU."""
+
+    name: str
+    units: int
+    prior_seconds: float
+
+    def __post_init__(self) -> None:
+        check_int(self.units, "units", min_value=0)
+        check_number(self.prior_seconds, "prior_seconds", min_value=0)
+
+
+@dataclass(frozen=True)
+class StageState:
+    """What has happened in a stage: ``done`` units, ``started`` and (when over) ``finished`` times."""
+
+    done: int = 0
+    started: float | None = None
+    finished: float | None = None
+
+
+def remaining_seconds(
+    plan: Sequence[StagePlan], states: Mapping[str, StageState], now: float
+) -> float | None:
+    """Estimated seconds until every stage of ``plan`` is done (see the module docstring)."""
+    measured = prior_of_measured = 0.0
+    left_running = 0.0
+    future_prior = 0.0
+    for stage in plan:
+        state = states.get(stage.name, StageState())
+        if state.started is None:
+            future_prior += stage.units * stage.prior_seconds
+            continue
+        end = state.finished if state.finished is not None else now
+        spent = max(0.0, end - state.started)
+        if state.finished is not None or state.done >= stage.units:
+            measured += spent
+            prior_of_measured += stage.units * stage.prior_seconds
+        elif state.done > 0:
+            per_unit = spent / state.done
+            measured += spent
+            prior_of_measured += state.done * stage.prior_seconds
+            left_running += per_unit * (stage.units - state.done)
+        else:  # started, nothing finished yet: its prior, like a stage to come
+            future_prior += stage.units * stage.prior_seconds
+    if measured <= 0 or prior_of_measured <= 0:
+        return None
+    factor = min(_MAX_FACTOR, max(_MIN_FACTOR, measured / prior_of_measured))
+    return left_running + future_prior * factor
+
+
+def describe_remaining(seconds: float | None) -> str:
+    """"about 4 min left", "under a minute left", or "estimating time left" (plain words)."""
+    if seconds is None:
+        return "estimating time left"
+    if seconds < 60:
+        return "under a minute left"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"about {minutes} min left"
+    return f"about {minutes / 60:.1f} h left"
+
+
+def plan_from_dicts(rows: Sequence[Mapping[str, Any]]) -> list[StagePlan]:
+    """The plan stored in a run's manifest (a list of ``{"name", "units", "prior_seconds"}``)."""
+    return [StagePlan(str(r["name"]), int(r["units"]), float(r["prior_seconds"])) for r in rows]
