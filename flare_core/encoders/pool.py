@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from flare_core.encoders import builtin
 from flare_core.encoders.base import Encoder, ModelSpec
+from flare_core.encoders.offline import hub_offline
 
 MINILM = "all-MiniLM-L6-v2"
 MPNET = "all-mpnet-base-v2"
@@ -68,7 +69,6 @@ def _threads() -> int:
 
 
 def _load_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.registry import hub_offline
     from flare_core.encoders.transformer import load_hf_folder
 
     with hub_offline():
@@ -76,7 +76,6 @@ def _load_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | No
 
 
 def _load_mpnet(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.registry import hub_offline
     from flare_core.encoders.transformer import load_hf_folder
 
     folder = builtin.mpnet_dir()
@@ -123,7 +122,6 @@ def _load_doc2vec(spec: ModelSpec, device: str | None, corpus: Sequence[str] | N
 def _load_random_minilm(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
     from transformers import AutoConfig, AutoTokenizer
 
-    from flare_core.encoders.registry import hub_offline
     from flare_core.encoders.transformer import random_init_transformer
 
     folder = builtin.minilm_dir()
@@ -143,7 +141,6 @@ def _load_shuffled_glove(spec: ModelSpec, device: str | None, corpus: Sequence[s
 
 
 def _load_layer3(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
-    from flare_core.encoders.registry import hub_offline
     from flare_core.encoders.transformer import load_hf_folder
 
     with hub_offline():

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
 from flare_core.encoders.base import Encoder, ModelSpec
+from flare_core.encoders.offline import hub_offline
 from flare_core.encoders.pool import (
     DOC2VEC,
     E5,
@@ -97,31 +97,6 @@ def load_encoder(
 
 
 # ---------------------------------------------------------------------------- offline switch
-
-
-@contextlib.contextmanager
-def hub_offline() -> Iterator[None]:
-    """Hugging Face hub offline mode for the duration of the block (env var and the hub's constant)."""
-    before = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    constants = None
-    try:
-        from huggingface_hub import constants as _constants
-
-        constants = _constants
-        old_const = constants.HF_HUB_OFFLINE
-        constants.HF_HUB_OFFLINE = True
-    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
-        old_const = None
-    try:
-        yield
-    finally:
-        if constants is not None:
-            constants.HF_HUB_OFFLINE = old_const
-        if before is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = before
 
 
 # ---------------------------------------------------------------------------- local folders and hub ids
