@@ -19,13 +19,21 @@ import torch
 
 
 class StandardizedRows:
-    """Rows ``rows`` (m,) of ``x`` (n, d), standardised with ``mean`` and ``std`` (d,) float64 on the fly.
+    """Rows ``rows`` (m,) of ``x`` (n, d), standardised with ``mean`` and ``std`` (d,) float64 on the fly,
+    then projected on ``projection`` (d, k) when given (PCA whitening, :mod:`._whiten`).
 
-    ``take(positions (b,))`` returns float32 (b, d) equal to ``_standardize(x, mean, std)[rows][positions]``.
+    ``take(positions (b,))`` returns float32 (b, k) equal to ``whiten(x, mean, std, projection)[rows][positions]``.
     ``x`` may be an ``np.memmap`` opened from a ``.npy`` file (``np.load(path, mmap_mode="r")``).
     """
 
-    def __init__(self, x: np.ndarray, rows: np.ndarray, mean: np.ndarray, std: np.ndarray) -> None:
+    def __init__(
+        self,
+        x: np.ndarray,
+        rows: np.ndarray,
+        mean: np.ndarray,
+        std: np.ndarray,
+        projection: np.ndarray | None = None,
+    ) -> None:
         if np.ndim(x) != 2:
             raise ValueError(f"x must be a 2-D array (n, d), got shape {np.shape(x)}")
         rows = np.asarray(rows, dtype=np.int64)
@@ -37,29 +45,35 @@ class StandardizedRows:
             raise ValueError(
                 f"mean and std must have shape ({x.shape[1]},), got {mean.shape} and {std.shape}"
             )
+        if projection is not None:
+            projection = np.asarray(projection, dtype=np.float64)
+            if projection.ndim != 2 or projection.shape[0] != x.shape[1]:
+                raise ValueError(f"projection must have shape ({x.shape[1]}, k), got {projection.shape}")
         self._x = x
         self.rows = rows
         self.mean = mean
         self.std = std
+        self.projection = projection
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (len(self.rows), int(self._x.shape[1]))
+        width = self._x.shape[1] if self.projection is None else self.projection.shape[1]
+        return (len(self.rows), int(width))
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def take(self, positions: np.ndarray | slice) -> np.ndarray:
-        """Standardised rows at ``positions`` (indices into ``rows``, or a slice): float32 (b, d)."""
-        picked = self._x[self.rows[positions]]
-        return ((np.asarray(picked, dtype=np.float64) - self.mean) / self.std).astype(np.float32)
+        """Standardised (and projected) rows at ``positions`` (indices into ``rows``, or a slice): float32 (b, k)."""
+        z = (np.asarray(self._x[self.rows[positions]], dtype=np.float64) - self.mean) / self.std
+        return (z if self.projection is None else z @ self.projection).astype(np.float32)
 
     def to_array(self) -> np.ndarray:
         """All rows, standardised: float32 (m, d) in memory."""
         return self.take(slice(None))
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {"rows": self.rows, "mean": self.mean, "std": self.std}
+        state = {"rows": self.rows, "mean": self.mean, "std": self.std, "projection": self.projection}
         path = _npy_path(self._x)
         if path is not None:
             state["path"] = path
@@ -69,6 +83,7 @@ class StandardizedRows:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.rows, self.mean, self.std = state["rows"], state["mean"], state["std"]
+        self.projection = state.get("projection")
         self._x = np.load(state["path"], mmap_mode="r", allow_pickle=False) if "path" in state else state["x"]
 
 

@@ -21,6 +21,7 @@ import torch
 
 from flare_core.analyses.sufficiency._config import DictConfig
 from flare_core.analyses.sufficiency._standardize import _split_indices
+from flare_core.analyses.sufficiency._whiten import fit_whitening
 from flare_core.analyses.sufficiency.matrix_run import MatrixInputs, MatrixRun
 from flare_core.analyses.sufficiency.registry import get_estimator
 from flare_core.analyses.sufficiency.result import _FORMAT, SufficiencyResult
@@ -49,6 +50,7 @@ def sufficiency_matrix(
     executor: Executor | str | None = None,
     on_error: str | None = None,
     stream: bool | None = None,
+    max_dims: int | None = None,
 ) -> SufficiencyResult:
     """Estimate IS(a -> b) for every ordered pair a != b with a in ``sources`` and b in ``targets``.
 
@@ -75,6 +77,11 @@ def sufficiency_matrix(
     "continue" (the default with a remote executor) records it in ``result.failed`` (a failed marginal
     fails its target's pairs), leaves NaN in the matrix, stores nothing for it, and goes on.
 
+    ``max_dims``: each embedding is PCA-whitened on the training split to at most this many
+    dimensions before any density is fitted (:mod:`flare_core.analyses.sufficiency._whiten`); the
+    result's ``dims`` are then the whitened widths, and IS per dimension divides by them. None keeps
+    the standardised embedding at its own width.
+
     ``stream``: True trains every unit from mini-batches gathered and standardised on the fly
     (:class:`~flare_core.analyses.sufficiency._rows.StandardizedRows`), so no standardised copy of an embedding
     is held in memory and a memory-mapped ``.npy`` (``np.load(path, mmap_mode="r")``) reaches remote
@@ -91,15 +98,18 @@ def sufficiency_matrix(
     check_callable(should_stop, "should_stop")
     check_bool(stream, "stream", allow_none=True)
     check_choice(on_error, "on_error", (None, *_ON_ERROR))
+    max_dims = check_int(max_dims, "max_dims", min_value=1, allow_none=True)
     task_device, resources = _placement(executor, device)
     n = next(iter(arrays.values())).shape[0]
     train_idx, val_idx = _split(estimator, cfg, n, float(val_fraction), seed)
-    dims = {name: int(arrays[name].shape[1]) for name in names}
+    reductions = {name: fit_whitening(arrays[name], train_idx, max_dims) for name in names}
+    raw_dims = {name: int(arrays[name].shape[1]) for name in names}
+    dims = {name: raw_dims[name] if r[2] is None else int(r[2].shape[1]) for name, r in reductions.items()}
     config_dict = {"estimator": estimator, **cfg.to_dict()}
-    store = _open_store(store_dir, arrays, dims, config_dict, seed, float(val_fraction))
+    store = _open_store(store_dir, arrays, dims, config_dict, seed, float(val_fraction), max_dims)
     ex, owned = _resolve_executor(executor)
     inputs = MatrixInputs(
-        estimator, arrays, dims, train_idx, val_idx, cfg, seed, task_device, resources, stream
+        estimator, arrays, dims, train_idx, val_idx, cfg, seed, task_device, resources, stream, reductions
     )
     plan = [(t, [s for s in sources if s != t]) for t in targets]
     plan = [(t, srcs) for t, srcs in plan if srcs]
@@ -111,7 +121,9 @@ def sufficiency_matrix(
     finally:
         if owned:
             ex.close()
-    return matrix.result(sources, targets, config_dict, estimator)
+    result = matrix.result(sources, targets, config_dict, estimator)
+    result.max_dims, result.raw_dims = max_dims, raw_dims
+    return result
 
 
 def _open_store(
@@ -121,22 +133,24 @@ def _open_store(
     config: dict[str, Any],
     seed: int,
     val_fraction: float,
+    max_dims: int | None,
 ) -> UnitStore:
     """The unit store of ``store_dir`` (none when None), checked to hold this same matrix if it exists."""
     names = list(arrays)
     store = UnitStore(Path(store_dir) if store_dir is not None else None, names)
-    store.check_manifest(
-        {
-            "format": _FORMAT,
-            "names": names,
-            "dims": dims,
-            "config": config,
-            "seed": seed,
-            "val_fraction": val_fraction,
-            "n_rows": next(iter(arrays.values())).shape[0],
-            "fingerprints": {name: fingerprint(x) for name, x in arrays.items()},
-        }
-    )
+    manifest = {
+        "format": _FORMAT,
+        "names": names,
+        "dims": dims,
+        "config": config,
+        "seed": seed,
+        "val_fraction": val_fraction,
+        "n_rows": next(iter(arrays.values())).shape[0],
+        "fingerprints": {name: fingerprint(x) for name, x in arrays.items()},
+    }
+    if max_dims is not None:  # stores written before whitening have no such key
+        manifest["max_dims"] = max_dims
+    store.check_manifest(manifest)
     return store
 
 

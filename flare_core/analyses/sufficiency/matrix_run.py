@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 
 from flare_core.analyses.sufficiency._rows import StandardizedRows
-from flare_core.analyses.sufficiency._standardize import _derive_seed, _fit_standardizer, _standardize
+from flare_core.analyses.sufficiency._standardize import _derive_seed
+from flare_core.analyses.sufficiency._whiten import whiten
 from flare_core.analyses.sufficiency.registry import get_estimator
 from flare_core.analyses.sufficiency.result import (
     FAILED_COLUMNS,
@@ -44,9 +45,10 @@ _STREAM_BYTES = 256 * 2**20
 
 @dataclass(frozen=True)
 class MatrixInputs:
-    """What every unit of one matrix trains from: the estimator's name, the arrays (n, d_name), their
-    widths, the split, the estimator's config, the seed, the device tasks compute on and the resources
-    they ask for."""
+    """What every unit of one matrix trains from: the estimator's name, the arrays (n, d_name), the
+    widths the densities are fitted in, the split, the estimator's config, the seed, the device tasks
+    compute on, the resources they ask for, whether to stream, and each array's standardisation and
+    whitening ``(mean, std, projection | None)`` fitted on the training split."""
 
     estimator: str
     arrays: dict[str, np.ndarray]
@@ -58,6 +60,7 @@ class MatrixInputs:
     device: str | torch.device | None
     resources: Resources
     stream: bool | None
+    reductions: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]]
 
 
 class MatrixRun:
@@ -239,16 +242,17 @@ class MatrixRun:
     # -- shared arrays and weights ---------------------------------------------------------------------
 
     def _data(self, name: str) -> tuple[Any, Any]:
-        """Standardised (train, val) data of ``name``, shared through the executor once."""
+        """Standardised, whitened (train, val) data of ``name``, shared through the executor once."""
         if name not in self.handles:
             inputs, put = self.inputs, self.executor.put
             x = inputs.arrays[name]
-            mean, std = _fit_standardizer(x, inputs.train_idx)
+            mean, std, projection = inputs.reductions[name]
             if _streams(x, inputs.stream):
-                train = StandardizedRows(x, inputs.train_idx, mean, std)
-                self.handles[name] = (put(train), put(StandardizedRows(x, inputs.val_idx, mean, std)))
+                train = StandardizedRows(x, inputs.train_idx, mean, std, projection)
+                val = StandardizedRows(x, inputs.val_idx, mean, std, projection)
+                self.handles[name] = (put(train), put(val))
             else:
-                z = _standardize(x, mean, std)
+                z = whiten(x, mean, std, projection)
                 self.handles[name] = (put(z[inputs.train_idx]), put(z[inputs.val_idx]))
         return self.handles[name]
 

@@ -40,7 +40,9 @@ FAILED_COLUMNS = ["stage", "source", "target", "error"]
 class SufficiencyResult:
     """Everything a sufficiency run produced.
 
-    - ``names``: targets (columns of ``is_matrix``), ``sources``: rows; ``dims[name]``: embedding width.
+    - ``names``: targets (columns of ``is_matrix``), ``sources``: rows; ``dims[name]``: the width the
+      densities were fitted in (after PCA whitening to at most ``max_dims``), ``raw_dims[name]``: the
+      embedding's own width.
     - ``is_matrix``: DataFrame (sources x targets) of IS in nats on the validation split; NaN on the
       diagonal and where not computed.
     - ``records``: one row per computed pair, columns :data:`RECORD_COLUMNS`.
@@ -68,6 +70,12 @@ class SufficiencyResult:
     estimator: str = "flow"
     marginals: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MARGINAL_COLUMNS))
     failed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILED_COLUMNS))
+    max_dims: int | None = None
+    raw_dims: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.raw_dims:
+            self.raw_dims = dict(self.dims)
 
     @property
     def n_val(self) -> int:
@@ -90,6 +98,8 @@ class SufficiencyResult:
             "names": self.names,
             "sources": self.sources,
             "dims": self.dims,
+            "raw_dims": self.raw_dims,
+            "max_dims": self.max_dims,
             "config": self.config,
             "seed": self.seed,
             "estimator": self.estimator,
@@ -145,4 +155,6 @@ class SufficiencyResult:
                 if (directory / "failed.parquet").is_file()
                 else pd.DataFrame(columns=FAILED_COLUMNS)
             ),
+            max_dims=meta.get("max_dims"),  # results written before whitening: standardised coordinates
+            raw_dims={k: int(v) for k, v in meta.get("raw_dims", meta["dims"]).items()},
         )

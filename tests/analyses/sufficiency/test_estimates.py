@@ -93,3 +93,35 @@ def test_flow_noisy_source_scores_lower_and_copy_scores_highest():
     assert col["U"] > col["noisy U"] > col["independent"]
     assert col.idxmax() == "copy of V"
     assert abs(col["independent"]) / 6 <= 0.05
+
+
+@pytest.mark.slow
+def test_whitening_recovers_the_is_of_rank_deficient_embeddings():
+    # U and V live on 8-d subspaces of 32-d spaces (a random injective linear map each): information is
+    # unchanged by such maps, the 32-d densities are singular, and whitening finds the 8 real axes
+    u8, v8, true = gaussian_pair(n=4000, d=8, sigma=0.5, seed=3)
+    rng = np.random.default_rng(4)
+    u = u8 @ rng.standard_normal((8, 32)) + 3.0
+    v = v8 @ rng.standard_normal((8, 32)) - 1.0
+    result = sufficiency_matrix(
+        {"U": u.astype(np.float32), "V": v.astype(np.float32)},
+        config=FlowConfig.fast(), sources=["U"], targets=["V"], val_fraction=0.2, device="cpu", max_dims=16,
+    )  # fmt: skip
+    assert result.dims == {"U": 8, "V": 8} and result.raw_dims == {"U": 32, "V": 32}
+    assert result.max_dims == 16
+    record = result.records.iloc[0]
+    assert (record["d_source"], record["d_target"]) == (8, 8)
+    assert record["is_per_dim"] == pytest.approx(record["is_nats"] / 8)
+    assert abs(_is(result, "U", "V") - true) / true < 0.10, (_is(result, "U", "V"), true)
+
+
+@pytest.mark.slow
+def test_gmm_on_whitened_targets_recovers_gaussian_is():
+    # whitening makes any target's marginal isotropic, which a diagonal mixture can represent
+    u, v, true = gaussian_pair(n=4000, d=16, sigma=0.7, seed=6)
+    result = sufficiency_matrix(
+        {"U": u, "V": v}, estimator="gmm", sources=["U"], targets=["V"], val_fraction=0.2, device="cpu",
+        max_dims=16,
+    )  # fmt: skip
+    est = _is(result, "U", "V")
+    assert 0 < est < true and abs(est - true) / true < 0.30, (est, true)

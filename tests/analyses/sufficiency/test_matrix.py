@@ -206,3 +206,24 @@ def test_input_validation():
         sufficiency_matrix(pool, val_fraction=1.5)
     with pytest.raises(ValueError, match="at least 2 of each"):
         sufficiency_matrix({"a": pool["b"][:5], "x": pool["b"][:5]}, val_fraction=0.1)
+
+
+def test_whitened_matrix_streams_memory_mapped_arrays_like_in_memory_ones(tmp_path):
+    from flare_core.analyses.sufficiency import GMMConfig, SufficiencyResult, sufficiency_matrix
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(300, 6))
+    pool = {"a": base @ rng.normal(size=(6, 20)), "b": base[:, :4] @ rng.normal(size=(4, 12))}
+    paths = {}
+    for name, x in pool.items():
+        np.save(tmp_path / f"{name}.npy", x.astype(np.float32))
+        paths[name] = np.load(tmp_path / f"{name}.npy", mmap_mode="r")
+    config = GMMConfig(max_epochs=2, max_epochs_conditional=2)
+    kwargs = dict(estimator="gmm", config=config, device="cpu", max_dims=5)
+    memory = sufficiency_matrix({k: np.asarray(v) for k, v in paths.items()}, stream=False, **kwargs)
+    streamed = sufficiency_matrix(paths, stream=True, **kwargs)
+    assert memory.dims == streamed.dims == {"a": 5, "b": 4}  # b has rank 4
+    np.testing.assert_allclose(memory.is_matrix.to_numpy(), streamed.is_matrix.to_numpy(), atol=1e-4)
+    memory.save(tmp_path / "result")
+    loaded = SufficiencyResult.load(tmp_path / "result")
+    assert (loaded.max_dims, loaded.raw_dims, loaded.dims) == (5, {"a": 20, "b": 12}, {"a": 5, "b": 4})
