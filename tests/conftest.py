@@ -47,7 +47,7 @@ def _build_run(store, corpus, params, name, run_id):
 
 @pytest.fixture(scope="session")
 def labelled_run(fixture_store, small_corpus_path):
-    """A finished run with labels, a transformer, static models and a control; both estimators."""
+    """A finished run with labels, a transformer, static models and the default controls; both estimators."""
     from flare_core.data.corpus import load_corpus
     from flare_core.run.params import RunParams
 
@@ -72,7 +72,9 @@ def unlabelled_run(fixture_store, small_corpus_path):
     from flare_core.run.params import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column=None)
-    params = RunParams(models=["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"], estimators=["gmm"])
+    params = RunParams(
+        models=["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"], estimators=["gmm"], controls=[]
+    )
     run = _build_run(fixture_store, corpus, params, "static fixture", "fixture-static")
     assert run.status == "done", run.manifest.get("traceback")
     return run
@@ -85,7 +87,7 @@ def failed_run(fixture_store, small_corpus_path):
     from flare_core.run.params import RunParams
 
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
-    params = RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"])
+    params = RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"], controls=[])
     run = _build_run(fixture_store, corpus, params, "failed fixture", "fixture-failed")
     assert run.status == "failed"
     return run

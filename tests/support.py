@@ -53,6 +53,7 @@ def fast_params(models: list[str], **overrides) -> RunParams:
         validation=[],
         collapse=False,
         concentration=False,
+        controls=[],
     )
     values.update(overrides)
     return RunParams(**values)

@@ -115,6 +115,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         models=models,
         estimator=args.estimator,
         references=_names(args.references),
+        controls=[] if args.controls.strip().lower() == "none" else _names(args.controls),
+        max_dims=args.max_dims,
         collapse=not args.no_collapse,
         flow_preset=args.flow_preset,
         max_texts_sufficiency=args.max_texts_sufficiency,

@@ -27,7 +27,20 @@ from flare_core.cli.commands import (
 )
 from flare_core.compute import EXECUTORS
 from flare_core.errors import RunNotFound
-from flare_core.run.params import FLOW_PRESETS
+from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS
+
+
+def _dims(value: str) -> int | None:
+    """``--max-dims``: a number of dimensions (at least 2), or ``all``."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        dims = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of dimensions or 'all', got {value!r}") from None
+    if dims < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 dimensions or 'all', got {dims}")
+    return dims
 
 
 def _text_limit(value: str) -> int | None:
@@ -101,6 +114,19 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
         default="",
         help="comma-separated models used only as IS targets (not ranked); 'builtin' adds every available "
         "built-in model and control",
+    )
+    p.add_argument(
+        "--controls",
+        default=",".join(DEFAULT_CONTROLS),
+        help="comma-separated control models run beside the candidates to show where a model that learned "
+        f"nothing lands (never recommended); 'none' for none (default: {','.join(DEFAULT_CONTROLS)})",
+    )
+    p.add_argument(
+        "--max-dims",
+        type=_dims,
+        default=DEFAULT_MAX_DIMS,
+        help="dimensions each embedding is whitened to before the IS densities are fitted, or 'all' "
+        f"(default: {DEFAULT_MAX_DIMS})",
     )
     p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
     p.add_argument("--collapse-texts", type=int, default=200)

@@ -30,6 +30,17 @@ def versions() -> dict[str, str]:
     return found
 
 
+def registry_role(model_id: str) -> str:
+    """The role a listed model takes in a run: the registry's role for offline-pool ids (a control stays a
+    control whatever the user ticks; a partial model is ranked, and flagged), ``candidate`` otherwise."""
+    from flare_core.encoders import get_spec
+
+    try:
+        return get_spec(model_id).role
+    except ValueError:  # a hub id or a local folder
+        return "candidate"
+
+
 def create_run(
     store: RunStore,
     corpus: Corpus,
@@ -53,14 +64,23 @@ def create_run(
             raise ValueError(
                 f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"
             )
-    models = [{"id": m, "kind": "registry", "role": "candidate", "status": "pending"} for m in params.models]
+    models = [
+        {"id": m, "kind": "registry", "role": registry_role(m), "status": "pending"} for m in params.models
+    ]
     models += [
         {"id": m, "kind": "precomputed", "role": "candidate", "status": "pending"} for m in precomputed
     ]
+    listed = set(params.models)
+    models += [
+        {"id": m, "kind": "registry", "role": "control", "status": "pending"}
+        for m in params.controls
+        if m not in listed
+    ]
+    listed |= set(params.controls)
     models += [
         {"id": m, "kind": "registry", "role": "reference", "status": "pending"}
         for m in params.reference_pool
-        if m not in params.models
+        if m not in listed
     ]
     manifest = {
         "name": name or corpus.source_name,

@@ -11,6 +11,7 @@ from typing import Any
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
+from flare_core.run.eta import embedding_weight
 from flare_core.run.manifest import record_worker, set_model
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
@@ -71,6 +72,13 @@ class _EmbeddingHandler:
     ) -> None:
         self.run, self.params, self.report = run, params, report
         self.total, self.done = len(run.manifest["models"]), done
+        # progress in weighted texts (a text read by all-mpnet-base-v2 costs ~4 by all-MiniLM-L6-v2's 1)
+        self.n_texts = len(texts)
+        self.weights = {m["id"]: model_weight(m) for m in run.manifest["models"]}
+        self.work_total = round(sum(self.weights.values()) * self.n_texts)
+        self.work_finished = sum(
+            self.weights[m["id"]] * self.n_texts for m in run.manifest["models"] if m.get("status") == "done"
+        )
         self.in_process = not executor.remote
         self.texts = executor.put(texts)
         wants_gpu = not self.in_process and params.device is not None and params.device.startswith("cuda")
@@ -97,7 +105,11 @@ class _EmbeddingHandler:
 
     def _batch_done(self, model_id: str, done: int, total: int) -> None:
         message = f"{model_id}: {done}/{total} texts"
-        self.report("embeddings", self.done, self.total, message, model=model_id)
+        work = round(self.work_finished + self.weights[model_id] * done)
+        self.report(
+            "embeddings", self.done, self.total, message, model=model_id,
+            work_done=work, work_total=self.work_total,
+        )  # fmt: skip
 
     def finish(self, unit: EmbedUnit, outcome: Outcome) -> None:
         run, model_id = self.run, unit.model
@@ -117,9 +129,11 @@ class _EmbeddingHandler:
         if error is not None:
             set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
         self.done += 1
+        self.work_finished += self.weights[model_id] * self.n_texts
         self.report(
-            "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}"
-        )
+            "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}",
+            work_done=round(self.work_finished), work_total=self.work_total,
+        )  # fmt: skip
 
     def check_stop(self) -> None:
         if self.run.cancel_requested():
@@ -167,6 +181,16 @@ def _embed_task(
 def _encoder_kind(encoder: Any) -> str:
     from flare_core.encoders import TransformerEncoder
 
-    if isinstance(encoder, TransformerEncoder):
-        return "transformer" if encoder.spec.kind != "control" else "control-transformer"
-    return encoder.spec.kind
+    return "transformer" if isinstance(encoder, TransformerEncoder) else encoder.spec.kind
+
+
+def model_weight(model: dict[str, Any]) -> float:
+    """The model's embedding cost per text relative to all-MiniLM-L6-v2 (see ``run.eta``)."""
+    from flare_core.encoders import get_spec
+
+    if model.get("kind") == "precomputed":
+        return 0.0
+    try:
+        return embedding_weight(get_spec(model["id"]))
+    except ValueError:  # hub ids and local folders
+        return 1.0

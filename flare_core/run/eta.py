@@ -76,7 +76,7 @@ def remaining_seconds(
 
 
 def describe_remaining(seconds: float | None) -> str:
-    """"about 4 min left", "under a minute left", or "estimating time left" (plain words)."""
+    """ "about 4 min left", "under a minute left", or "estimating time left" (plain words)."""
     if seconds is None:
         return "estimating time left"
     if seconds < 60:
@@ -90,3 +90,81 @@ def describe_remaining(seconds: float | None) -> str:
 def plan_from_dicts(rows: Sequence[Mapping[str, Any]]) -> list[StagePlan]:
     """The plan stored in a run's manifest (a list of ``{"name", "units", "prior_seconds"}``)."""
     return [StagePlan(str(r["name"]), int(r["units"]), float(r["prior_seconds"])) for r in rows]
+
+
+# -- a run's plan and its time left, from its manifest ----------------------------------------------------
+
+#: Prior cost of embedding one text with a model as heavy as all-MiniLM-L6-v2 (6 layers × 384), 2 cores.
+_EMBED_SECONDS = 0.01
+#: Relative embedding cost by kind of model (transformers: by layers × width, MiniLM = 1).
+_KIND_WEIGHT = {"onnx": 0.4, "compiled": 2.0, "static": 0.02, "corpus": 0.1, "precomputed": 0.0}
+
+
+def embedding_weight(spec: Any) -> float:
+    """How costly embedding one text with the model of ``spec`` is, relative to all-MiniLM-L6-v2."""
+    kind = getattr(spec, "kind", "hub")
+    if kind == "transformer" and spec.layers and spec.dim:
+        return spec.layers * spec.dim / (6 * 384)
+    return _KIND_WEIGHT.get(kind, 1.0)
+
+
+def run_plan(
+    *,
+    n_texts: int,
+    n_fit: int,
+    weights: Mapping[str, float],
+    estimators: Sequence[str],
+    is_units: int,
+    n_transformers: int,
+    collapse_texts: int,
+    geometry: bool,
+    downstream: bool,
+    validation: bool,
+    maps: bool,
+    collapse: bool,
+    concentration: bool,
+) -> list[StagePlan]:
+    """The stages of a run with their prior unit costs on a 2-core CPU (see the module docstring).
+
+    ``weights``: each model's :func:`embedding_weight`; the embedding stage counts weighted texts.
+    ``n_fit``: texts the IS estimators train on; ``is_units``: marginals + conditionals per estimator.
+    """
+    models = len(weights)
+    scale = n_texts / 2000
+    fit = n_fit / 1800
+    plan = [StagePlan("embeddings", max(1, round(sum(weights.values()) * n_texts)), _EMBED_SECONDS)]
+    per_unit = {"flow": 1.2 * fit, "gmm": 0.3 * fit}
+    plan += [StagePlan(f"sufficiency_{e}", is_units, per_unit.get(e, 1.0 * fit)) for e in estimators]
+    if geometry:
+        plan.append(StagePlan("geometry", models, 0.5 * scale))
+    if downstream:
+        plan.append(StagePlan("downstream", models, 2.0 * scale))
+    if validation:
+        plan.append(StagePlan("validation", len(estimators) + 1, 2.0))
+    if maps:
+        plan.append(StagePlan("maps", models, 5.0 * min(scale, 1.5)))
+    if collapse and n_transformers:
+        plan.append(StagePlan("collapse", n_transformers, 10.0 * (collapse_texts / 200) ** 2))
+    if concentration and n_transformers:
+        plan.append(StagePlan("concentration", n_transformers, 3.0))
+    return plan
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    import datetime as _dt
+
+    return _dt.datetime.fromisoformat(stamp).timestamp()
+
+
+def manifest_remaining_seconds(manifest: Mapping[str, Any], now: float) -> float | None:
+    """Seconds left for a running run, from the plan and the stage records in its ``manifest``."""
+    rows = manifest.get("plan")
+    if not rows:
+        return None
+    states = {}
+    for name, entry in (manifest.get("stages") or {}).items():
+        done = entry.get("work_done", entry.get("done", 0))
+        states[name] = StageState(int(done), _seconds(entry.get("started")), _seconds(entry.get("finished")))
+    return remaining_seconds(plan_from_dicts(rows), states, now)

@@ -26,9 +26,25 @@ def model_kind(run: Run, model_id: str) -> str:
     return ""
 
 
+#: Roles that are ranked (a partial model is ranked when asked for by name, and flagged).
+RANKED_ROLES = ("candidate", "partial")
+
+
+def roles(run: Run) -> dict[str, str]:
+    """Model id → role (candidate, partial, control, reference) of every model of the run."""
+    return {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
+
+
 def candidates(run: Run, ok: Sequence[str]) -> list[str]:
-    roles = {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
-    return [m for m in ok if roles.get(m) == "candidate"]
+    """The models of ``ok`` that are ranked (candidates and partial models), in the manifest's order."""
+    role_of = roles(run)
+    return [m for m in ok if role_of.get(m) in RANKED_ROLES]
+
+
+def controls(run: Run, ok: Sequence[str]) -> list[str]:
+    """The models of ``ok`` that are controls (IS sources only: they show where a bad model lands)."""
+    role_of = roles(run)
+    return [m for m in ok if role_of.get(m) == "control"]
 
 
 def transformer_models(run: Run) -> list[str]:

@@ -11,6 +11,10 @@ from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_bool, check_choice, check_int
 
 FLOW_PRESETS = ("fast", "default")
+#: Controls added to every run unless asked otherwise: where a model that learned nothing lands.
+DEFAULT_CONTROLS = ("random-minilm-l6", "shuffled-glove-6b-50d")
+#: Dimensions every embedding is PCA-whitened to before the densities are fitted.
+DEFAULT_MAX_DIMS = 32
 ESTIMATOR_CHOICES = ("both", *ESTIMATOR_NAMES)  # what a person picks: every estimator, or one
 
 
@@ -20,6 +24,8 @@ class RunParams:
 
     models: list[str]
     estimators: list[str] = field(default_factory=lambda: ["flow", "gmm"])
+    controls: list[str] = field(default_factory=lambda: list(DEFAULT_CONTROLS))
+    max_dims: int | None = DEFAULT_MAX_DIMS
     flow_preset: str = "default"
     max_texts_sufficiency: int | None = 2000
     reference_pool: list[str] = field(default_factory=list)
@@ -53,6 +59,9 @@ class RunParams:
             raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATOR_NAMES)}")
         if self.flow_preset not in FLOW_PRESETS:
             raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
+        if not isinstance(self.controls, list) or len(set(self.controls)) != len(self.controls):
+            raise ValueError("controls must be a list of distinct model ids")
+        check_int(self.max_dims, "max_dims", min_value=2, allow_none=True)
         for name in ("concentration_texts", "batch_size", "workers", "batch_conditionals"):
             check_int(getattr(self, name), name, min_value=1)
         check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
@@ -69,8 +78,13 @@ class RunParams:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunParams:
+        """Parameters stored in a manifest. Runs stored before controls and whitening existed had
+        neither: they resume as they were computed (no controls, standardised coordinates)."""
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        values.setdefault("controls", [])
+        values.setdefault("max_dims", None)
+        return cls(**values)
 
 
 def build_params(
@@ -78,6 +92,7 @@ def build_params(
     models: Sequence[str],
     estimator: str = "both",
     references: Sequence[str] = (),
+    controls: Sequence[str] | None = None,
     collapse: bool = True,
     **options: Any,
 ) -> RunParams:
@@ -86,6 +101,7 @@ def build_params(
 
     ``estimator`` is a registered estimator or ``"both"`` (every one); ``references`` lists models used
     only as IS targets, or is ``["builtin"]`` for every available built-in model not among ``models``;
+    ``controls`` (default :data:`DEFAULT_CONTROLS`) are run as IS sources beside the candidates;
     ``collapse`` turns SOCM and the layer-wise concentration on or off together. ``options`` are other
     :class:`RunParams` fields (``flow_preset``, ``collapse_texts``, ``seed``, ``workers``…).
     """
@@ -99,6 +115,7 @@ def build_params(
         models=list(models),
         estimators=list(ESTIMATOR_NAMES) if estimator == "both" else [estimator],
         reference_pool=references,
+        controls=list(DEFAULT_CONTROLS if controls is None else controls),
         collapse=collapse,
         concentration=collapse,
         **options,

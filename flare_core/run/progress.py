@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flare_core.errors import Cancelled
+from flare_core.run.eta import describe_remaining, manifest_remaining_seconds
 from flare_core.store.runs import Run
+
+#: Each stage in plain words, for progress bars and the dashboard.
+STAGE_WORDS = {
+    "embeddings": "reading your texts with each model",
+    "sufficiency_flow": "learning how well each model predicts the others",
+    "sufficiency_gmm": "checking that with a second estimator",
+    "geometry": "measuring the shape of each embedding space",
+    "downstream": "scoring each model on your labels",
+    "validation": "testing how stable the ranking is",
+    "maps": "drawing a map of each embedding space",
+    "collapse": "measuring what mean pooling hides",
+    "concentration": "tracing how tokens gather, layer by layer",
+    "summary": "writing the verdict",
+}
+
+
+def stage_words(stage: str, done: int | None = None, total: int | None = None) -> str:
+    """ "learning how well each model predicts the others: 12 of 49" (the stage's name if unknown)."""
+    words = STAGE_WORDS.get(stage, stage.replace("_", " "))
+    if done is not None and total:
+        return f"{words}: {done} of {total}"
+    return words
 
 
 class ProgressReporter:
@@ -30,10 +54,11 @@ class ProgressReporter:
 
         bar = self.bars.get(stage)
         if bar is None:
-            bar = self.bars[stage] = tqdm(total=total, desc=stage, unit="step", leave=True)
+            bar = self.bars[stage] = tqdm(total=total, desc=stage_words(stage), unit="step", leave=True)
         bar.total = total
         bar.n = done
-        bar.set_postfix_str(message[:60], refresh=True)
+        left = describe_remaining(manifest_remaining_seconds(self.run.manifest, time.time()))
+        bar.set_postfix_str(f"run: {left}", refresh=True)
         if done >= total:
             bar.close()
 

@@ -1,7 +1,8 @@
 """One run from a corpus to stored artefacts: the code path shared by the CLI, the dashboard and notebooks.
 
-    corpus → embeddings (cached) → geometry → downstream (labels) → information sufficiency
-           → collapse (SOCM) → layer-wise concentration → correlations → verdict → run store
+    corpus → embeddings (cached) → information sufficiency (a provisional verdict after each estimator)
+           → geometry → downstream (labels) → validation studies → maps → collapse (SOCM)
+           → layer-wise concentration → correlations → final verdict → run store
 
 ``create_run`` (:mod:`flare_core.run.create`) stores the corpus and parameters (status ``queued``);
 :func:`compute_stages` computes every stage, skipping work already stored, so that an interrupted run
@@ -10,12 +11,15 @@ resumes where it stopped. Each stage is a module of this package.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
-from flare_core.run.embedding_stage import embedding_stage
+from flare_core.run.embedding_stage import embedding_stage, model_weight
+from flare_core.run.eta import StagePlan, run_plan
+from flare_core.run.evidence import write_verdict
 from flare_core.run.manifest import transformer_models
 from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
@@ -55,6 +59,7 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     texts = corpus["text"].tolist()
     labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
 
+    run.update(plan=[dataclasses.asdict(stage) for stage in _plan(run, params, len(texts))])
     executor = make_executor(params)
     try:
         with StageTimer(run, "embeddings"):
@@ -62,22 +67,27 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
         ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
         if not ok:
             raise RuntimeError("no model could be embedded; see each model's error in the run")
-
-        if params.geometry:
-            with StageTimer(run, "geometry"):
-                geometry_stage(run, ok, labels, params, report)
-        if params.maps:
-            with StageTimer(run, "maps"):
-                maps_stage(run, ok, params, report)
-        if params.downstream and (labels is not None or run.has("pairs.parquet")):
-            with StageTimer(run, "downstream"):
-                downstream_stage(run, ok, labels, params, report)
+        # the answer first: each estimator's ranking gives a provisional verdict as soon as it exists
         for estimator in params.estimators:
             with StageTimer(run, f"sufficiency_{estimator}"):
                 sufficiency_stage(run, ok, estimator, params, report, executor=executor)
+            write_verdict(run, provisional=True)
     finally:
         if executor is not None:
             executor.close()
+    if params.geometry:
+        with StageTimer(run, "geometry"):
+            geometry_stage(run, ok, labels, params, report)
+    if params.downstream and (labels is not None or run.has("pairs.parquet")):
+        with StageTimer(run, "downstream"):
+            downstream_stage(run, ok, labels, params, report)
+    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES):
+        with StageTimer(run, "validation"):
+            run_studies(run, params.validation, repeats=params.validation_repeats, report=report)
+        write_verdict(run, provisional=True)
+    if params.maps:
+        with StageTimer(run, "maps"):
+            maps_stage(run, ok, params, report)
     transformers_ok = transformer_models(run)
     if params.collapse and transformers_ok:
         with StageTimer(run, "collapse"):
@@ -85,11 +95,35 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     if params.concentration and transformers_ok:
         with StageTimer(run, "concentration"):
             concentration_stage(run, transformers_ok, texts, params, report)
-    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES):
-        with StageTimer(run, "validation"):
-            run_studies(run, params.validation, repeats=params.validation_repeats, report=report)
     with StageTimer(run, "summary"):
         summarise(run)
+
+
+def _plan(run: Run, params: RunParams, n_texts: int) -> list[StagePlan]:
+    """The run's stages with their prior costs, for the time-left estimate."""
+    weights = {model["id"]: model_weight(model) for model in run.manifest["models"]}
+    role_of = {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
+    sources = [m for m in weights if role_of[m] != "reference"]
+    targets = [m for m in weights if role_of[m] != "control"]
+    pairs = sum(1 for s in sources for t in targets if s != t)
+    transformers = sum(1 for m in weights if _is_transformer(m))
+    n_fit = min(n_texts, params.max_texts_sufficiency or n_texts) * 0.9
+    return run_plan(
+        n_texts=n_texts, n_fit=n_fit, weights=weights, estimators=params.estimators,
+        is_units=len(targets) + pairs, n_transformers=transformers, collapse_texts=params.collapse_texts,
+        geometry=params.geometry, downstream=params.downstream and run.manifest["corpus"].get("has_labels", False),
+        validation=bool(params.validation), maps=params.maps, collapse=params.collapse,
+        concentration=params.concentration,
+    )  # fmt: skip
+
+
+def _is_transformer(model_id: str) -> bool:
+    from flare_core.encoders import get_spec
+
+    try:
+        return get_spec(model_id).kind == "transformer"
+    except ValueError:
+        return False
 
 
 def make_executor(params: RunParams):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from flare_core.run.manifest import candidates, record_worker
+from flare_core.run.manifest import candidates, controls, record_worker
 from flare_core.run.params import RunParams
 from flare_core.store.runs import Run
 
@@ -22,11 +22,14 @@ def sufficiency_stage(
 ) -> None:
     from flare_core.analyses import sufficiency
 
-    sources = candidates(run, ok)
-    if len(ok) < 2:
-        run.save_json(
-            {"skipped": "information sufficiency needs at least two models"}, f"sufficiency_{estimator}.json"
-        )
+    ranked = candidates(run, ok)
+    probes = controls(run, ok)
+    # controls are sources only: IS towards them would reward whatever they carry
+    sources = ranked + probes
+    targets = [m for m in ok if m not in probes]
+    if not ranked or not any(s != t for s in sources for t in targets):
+        why = "information sufficiency needs at least two models that are not controls"
+        run.save_json({"skipped": why}, f"sufficiency_{estimator}.json")
         return
     n_texts = len(run.corpus_frame())
     rows = sufficiency_rows(n_texts, params.max_texts_sufficiency, params.seed)
@@ -42,13 +45,14 @@ def sufficiency_stage(
         estimator=estimator,
         config=config,
         sources=sources,
-        targets=ok,
+        targets=targets,
         seed=params.seed,
         device=params.device,
         store_dir=run.artefact("sufficiency", estimator, "pairs"),
         progress=_UnitProgress(run, f"sufficiency_{estimator}", report),
         should_stop=run.cancel_requested,
         executor=executor,
+        max_dims=params.max_dims,
     )
     result.save(run.artefact("sufficiency", estimator, "result"))
     if not result.failed.empty:
@@ -57,8 +61,24 @@ def sufficiency_stage(
         warnings.append(f"{estimator}: {len(result.failed)} units failed; `flare resume` retries them")
         run.update(warnings=warnings)
     scores = sufficiency.model_scores(result, seed=params.seed)
-    run.save_frame(scores, "sufficiency", estimator, "scores.parquet")
+    is_control = scores["model"].isin(probes)
+    ranked_scores = scores[~is_control].reset_index(drop=True)
+    ranked_scores["rank"] = ranked_scores["score"].rank(ascending=False, method="min")
+    run.save_frame(ranked_scores, "sufficiency", estimator, "scores.parquet")
+    if is_control.any():
+        run.save_frame(
+            _placed(scores[is_control], ranked_scores), "sufficiency", estimator, "controls.parquet"
+        )
     run.save_frame(sufficiency.all_scores(result), "sufficiency", estimator, "all_scores.parquet")
+
+
+def _placed(control_scores, ranked_scores):
+    """Controls' scores with ``would_rank``: the rank each would take among the ranked models."""
+    ranked = ranked_scores["score"].to_numpy()
+    out = control_scores.drop(columns=["rank"]).reset_index(drop=True)
+    out["would_rank"] = [int((ranked > s).sum()) + 1 if np.isfinite(s) else np.nan for s in out["score"]]
+    out["of"] = len(ranked)
+    return out
 
 
 class _UnitProgress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
+from flare_core.run.evidence import write_verdict
 from flare_core.store.runs import Run
 
 
@@ -41,7 +42,7 @@ def summarise(run: Run) -> pd.DataFrame:
     table = table.reset_index()
     run.save_frame(table, "summary.parquet")
     _correlations(run, table)
-    _verdict(run)
+    write_verdict(run, provisional=False)
     return table
 
 
@@ -67,30 +68,3 @@ def _correlations(run: Run, table: pd.DataFrame) -> None:
     if len(downstream) < 3:
         return
     run.save_frame(correlation_table(label_free, downstream, seed=0), "correlations.parquet")
-
-
-def _verdict(run: Run) -> None:
-    from flare_core.analyses.correlate import ranking_correlation
-    from flare_core.run.verdict import verdict
-
-    available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
-    if not available:
-        return
-    estimator = available[0]
-    scores = run.load_frame("sufficiency", estimator, "scores.parquet")
-    digest = run.load_json("validation.json") if run.has("validation.json") else {}
-    stability = None
-    for row in digest.get(estimator, {}).get("subsampling", []):
-        if abs(row["alpha"] - 0.2) < 1e-9:
-            stability = row.get("rank_agreement")
-    agreement = None
-    if len(available) == 2:
-        a, b = (
-            run.load_frame("sufficiency", e, "scores.parquet").set_index("model")["score"] for e in available
-        )
-        agreement = ranking_correlation(a, b)
-    failed = [m["id"] for m in run.manifest["models"] if m.get("status") == "failed"]
-    run.save_json(
-        verdict(scores, estimator=estimator, stability=stability, agreement=agreement, failed=failed),
-        "verdict.json",
-    )

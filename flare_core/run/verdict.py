@@ -1,87 +1,140 @@
-"""The plain-language verdict of a run: which model to pick, how sure we are, and which are tied."""
+"""The plain-language verdict of a run: which model to use, how far to trust that, and why.
+
+The verdict is built from one estimator's ranking of the candidates (the first estimator that ran,
+FLARE's flows by default) and the :mod:`trust assessment <flare_core.run.trust>`. Its first two
+sentences (``headline`` and ``summary``) are for anyone; ``checks`` carry the figures. With a *low*
+trust level no model is recommended: the headline says so and the summary gives the reasons.
+
+Schema (``verdict.json``, version 2)::
+
+    version, provisional, estimator, score_label
+    recommended        model id, or None when trust is low
+    leading            the top-ranked candidate (shown for information when nothing is recommended)
+    trust              {"level": "high" | "moderate" | "low", "checks": [{name, status, figure, text, value}]}
+    headline, summary  one sentence each; text: the whole verdict in one paragraph
+    tied_with          candidates whose interval overlaps the leader's
+    ranking            [{model, score, ci_low, ci_high, rank, role}] best first
+    controls           [{model, kind, score, would_rank, of, text}]
+    failed             models that could not be embedded or scored
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.sufficiency.registry import ESTIMATORS
+from flare_core.analyses.sufficiency.registry import estimator_label
+from flare_core.run.trust import TrustAssessment, overlapping
+
+__all__ = ["VERDICT_VERSION", "overlapping", "verdict"]
+
+VERDICT_VERSION = 2
 
 
-def overlapping(scores: pd.DataFrame, model: str) -> list[str]:
-    """Models whose bootstrap interval overlaps ``model``'s (they cannot be told apart on this corpus)."""
-    row = scores.set_index("model").loc[model]
-    others = scores[scores["model"] != model]
-    hit = (others["ci_low"] <= row["ci_high"]) & (others["ci_high"] >= row["ci_low"])
-    return others.loc[hit, "model"].tolist()
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _join(names: Sequence[str]) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _control_rows(controls: pd.DataFrame | None, ranked: pd.DataFrame) -> list[dict[str, Any]]:
+    if controls is None or controls.empty:
+        return []
+    rows = []
+    for row in controls.itertuples(index=False):
+        score = float(row.score)
+        place = int(row.would_rank) if np.isfinite(row.would_rank) else None
+        beaten = ranked.loc[ranked["score"] <= score, "model"].tolist()  # a tie is no win for a candidate
+        if place is None:
+            text = f"{row.model} ({row.kind}) could not be scored."
+        elif beaten:
+            text = (
+                f"{row.model} ({row.kind}) would rank {_ordinal(place)} of {len(ranked) + 1}, above "
+                f"{_join(beaten)}."
+            )
+        else:
+            text = f"{row.model} ({row.kind}) would rank last, below every candidate, as it should."
+        rows.append(
+            {"model": row.model, "kind": row.kind, "score": score, "would_rank": place,
+             "of": len(ranked) + 1, "text": text}
+        )  # fmt: skip
+    return rows
 
 
 def verdict(
     scores: pd.DataFrame,
     *,
     estimator: str,
-    stability: float | None = None,
-    agreement: float | None = None,
-    failed: list[str] | None = None,
+    trust: TrustAssessment,
+    controls: pd.DataFrame | None = None,
+    partial: Sequence[str] = (),
+    failed: Sequence[str] = (),
+    provisional: bool = False,
 ) -> dict[str, Any]:
-    """Build the verdict from one estimator's ranking.
+    """The verdict (schema in the module docstring) of ranked candidates ``scores``.
 
-    scores: columns ``model``, ``score``, ``ci_low``, ``ci_high`` (candidates only).
-    stability: mean Spearman agreement of rankings made on 20% of the validation texts with the full one.
-    agreement: Spearman agreement between the flow and the mixture rankings, when both exist.
-    Confidence is *high* when the best model's interval overlaps no other and the ranking is stable
-    (≥ 0.9), *low* when it overlaps two or more models or stability is below 0.7, else *moderate*.
+    ``scores``: columns ``model``, ``score``, ``ci_low``, ``ci_high`` (ranked models only: candidates
+    and the partial models asked for by name, listed in ``partial``). ``controls``: the controls'
+    scores with columns ``model``, ``kind``, ``score``, ``would_rank``. ``provisional`` marks a verdict
+    written before the run has finished (its remaining checks are not in yet).
     """
     if scores.empty:
         raise ValueError("no scores to build a verdict from")
-    ranked = scores.sort_values("score", ascending=False).reset_index(drop=True)
-    best = ranked.iloc[0]
-    tied = overlapping(ranked, best["model"]) if len(ranked) > 1 else []
-    stable = stability is None or (np.isfinite(stability) and stability >= 0.9)
-    unstable = stability is not None and np.isfinite(stability) and stability < 0.7
-    if len(tied) >= 2 or unstable:
-        confidence = "low"
-    elif not tied and stable:
-        confidence = "high"
+    if not isinstance(trust, TrustAssessment):
+        raise ValueError(f"trust must be a TrustAssessment, got {type(trust).__name__}")
+    ranked = scores.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+    leader = str(ranked.iloc[0]["model"])
+    tied = overlapping(ranked, leader) if len(ranked) > 1 else []
+    flag = " (a partial model: only the first layers of a trained model)" if leader in partial else ""
+    level = trust.level
+    if level == "low":
+        headline = "No reliable recommendation on this corpus."
+        reasons = [c.text for c in trust.failed]
+        summary = " ".join(reasons[:2]) + f" For information only, {leader}{flag} leads the ranking."
+        recommended = None
     else:
-        confidence = "moderate"
-    name = ESTIMATORS[estimator].short_label if estimator in ESTIMATORS else estimator
-    sentences = [
-        f"Recommended: {best['model']}.",
-        f"Of the {len(ranked)} candidate models it holds the most information about the others on your texts "
-        f"({name} score {best['score']:.3g} nats per target dimension, 95% interval "
-        f"{best['ci_low']:.3g} to {best['ci_high']:.3g}).",
-    ]
-    if tied:
-        sentences.append(
-            f"It cannot be told apart from {_join(tied)} on this corpus: their intervals overlap, so pick among "
-            "them on cost, speed or licence."
-        )
-    elif len(ranked) > 1:
-        runner = ranked.iloc[1]
-        sentences.append(f"It is clearly ahead of the runner-up, {runner['model']} ({runner['score']:.3g}).")
-    if stability is not None and np.isfinite(stability):
-        sentences.append(
-            f"Rankings made from only 20% of the validation texts agree with the full ranking at "
-            f"Spearman {stability:.2f}."
-        )
-    if agreement is not None and np.isfinite(agreement):
-        sentences.append(f"The flow and mixture estimators agree at Spearman {agreement:.2f}.")
+        recommended = leader
+        if level == "high":
+            headline = f"Use {leader}{flag} for these texts."
+            summary = (
+                f"Of the {len(ranked)} candidates it carries the most information about the others on your "
+                "texts, and every check of this ranking passed."
+            )
+        else:
+            headline = f"{leader}{flag} is the best candidate here, with moderate confidence."
+            summary = " ".join(c.text for c in trust.warnings[:2])
+    if provisional:
+        headline = "Provisional: " + headline[0].lower() + headline[1:]
+        summary += " This is the first estimator's answer; the final verdict comes when the run ends."
+    control_rows = _control_rows(controls, ranked)
+    details = [c.text for c in trust.checks if c.status != "pass"] if level != "low" else []
+    text = " ".join([headline, summary, *details, *[r["text"] for r in control_rows]])
     if failed:
-        sentences.append(f"Not ranked because they failed: {_join(failed)}.")
-    sentences.append(f"Confidence: {confidence}.")
+        text += f" Not ranked because they failed: {_join(list(failed))}."
+    columns = [c for c in ("model", "score", "ci_low", "ci_high", "rank") if c in ranked]
+    ranking = ranked[columns].assign(
+        role=["partial" if m in partial else "candidate" for m in ranked["model"]]
+    )
     return {
-        "recommended": str(best["model"]),
+        "version": VERDICT_VERSION,
+        "provisional": bool(provisional),
         "estimator": estimator,
-        "confidence": confidence,
+        "score_label": f"information sufficiency, {estimator_label(estimator)} (nats per dimension)",
+        "recommended": recommended,
+        "leading": leader,
+        "trust": trust.to_dict(),
+        "headline": headline,
+        "summary": summary.strip(),
+        "text": text,
         "tied_with": tied,
-        "stability": stability,
-        "estimator_agreement": agreement,
-        "text": " ".join(sentences),
+        "ranking": ranking.replace({np.nan: None}).to_dict(orient="records"),
+        "controls": control_rows,
+        "failed": list(failed),
     }
-
-
-def _join(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -111,7 +111,15 @@ class Run:
         progress.update(extra)
         manifest = self.manifest
         stages = manifest.setdefault("stages", {})
-        stages[stage] = {k: progress[k] for k in ("done", "total", "message", "at")}
+        before = stages.get(stage, {})
+        entry = {k: progress[k] for k in ("done", "total", "message", "at")}
+        entry["started"] = before.get("started", progress["at"])
+        for key in ("work_done", "work_total"):  # weighted progress of a stage whose units differ in cost
+            if key in extra:
+                entry[key] = extra[key]
+        if progress["done"] >= progress["total"]:
+            entry["finished"] = before.get("finished", progress["at"])
+        stages[stage] = entry
         manifest["progress"] = progress
         manifest["updated"] = progress["at"]
         atomic.write_json(self.path / MANIFEST, manifest)

@@ -36,6 +36,9 @@ def sufficiency_frames(run: Run, estimator: str) -> dict[str, pd.DataFrame] | No
         "all_scores": run.load_frame("sufficiency", estimator, "all_scores.parquet")
         if run.has("sufficiency", estimator, "all_scores.parquet")
         else pd.DataFrame(),
+        "controls": run.load_frame("sufficiency", estimator, "controls.parquet")
+        if run.has("sufficiency", estimator, "controls.parquet")
+        else pd.DataFrame(),
         "is_matrix": result.is_matrix,
         "is_per_dim": per_dim.reindex(index=result.is_matrix.index, columns=result.is_matrix.columns),
         "pairs": pairs,
@@ -59,6 +62,7 @@ def run_results(run: Run) -> dict[str, Any]:
             "label": estimator_label(estimator),
             "scores": _records(frames["scores"]),
             "all_scores": _records(frames["all_scores"]),
+            "controls": _records(frames["controls"]),
             "is_matrix": {
                 "sources": list(frames["is_matrix"].index),
                 "targets": list(frames["is_matrix"].columns),

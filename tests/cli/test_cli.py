@@ -38,8 +38,15 @@ def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
     # random noise carries no information about the real models: it ranks last
     assert scores["noise"]["rank"] == 3
     matrix = shown["sufficiency"]["gmm"]["is_matrix"]
-    assert len(matrix["nats"]) == 3 and matrix["nats"][0][0] is None  # no self-pairs
-    assert {row["model"] for row in shown["downstream"]} == set(scores)
+    # the default controls are sources (rows) only, never targets (columns) or ranked
+    controls = {"random-minilm-l6", "shuffled-glove-6b-50d"}
+    assert set(matrix["sources"]) == set(scores) | controls and set(matrix["targets"]) == set(scores)
+    assert matrix["nats"][0][0] is None  # no self-pairs
+    placed = {row["model"]: row for row in shown["sufficiency"]["gmm"]["controls"]}
+    assert set(placed) == controls and all(
+        1 <= row["would_rank"] <= 4 and row["of"] == 3 for row in placed.values()
+    )
+    assert {row["model"] for row in shown["downstream"]} == set(scores) | controls
     listed = json.loads(flare("runs", "--json", runs_dir=tmp_path / "runs").stdout)
     assert [r["id"] for r in listed] == [run_id]
     text = flare("show", run_id, runs_dir=tmp_path / "runs").stdout

@@ -119,7 +119,7 @@ def test_runs_page_shows_worker_processes_of_an_active_run(tmp_path, monkeypatch
 
     store = RunStore(tmp_path / "runs")
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
-    run = create_run(store, corpus, RunParams(models=["glove-6b-50d"], workers=2))
+    run = create_run(store, corpus, RunParams(models=["glove-6b-50d"], workers=2, controls=[]))
     run.update(  # a created run counts as active until a worker picks it up
         workers={
             "node-a:101": {"units": 3, "failed": 0, "busy_s": 4.5, "stage": "sufficiency_flow",

@@ -24,6 +24,7 @@ def test_background_run_can_be_cancelled_mid_way(tmp_path, small_corpus_path):
         models=["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"],
         estimators=["flow"],
         flow_preset="default",
+        controls=[],
     )
     run = create_run(store, corpus, params)
     pid = jobs.start(store, run.id)
@@ -46,7 +47,9 @@ def test_background_run_can_be_cancelled_mid_way(tmp_path, small_corpus_path):
 def test_a_crash_marks_the_run_failed_with_the_error(tmp_path, small_corpus_path):
     store = RunStore(tmp_path / "runs")
     corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
-    run = create_run(store, corpus, RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"]))
+    run = create_run(
+        store, corpus, RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"], controls=[])
+    )
     assert jobs.run_in_process(run) == "failed"
     manifest = run.manifest
     assert "no model could be embedded" in manifest["error"]

@@ -19,7 +19,13 @@ STATIC = ["glove-6b-50d", "tokenlearn-static-64d"]
 
 def _params() -> RunParams:
     return RunParams(
-        models=STATIC, estimators=[], collapse=False, concentration=False, maps=False, validation=[]
+        models=STATIC,
+        estimators=[],
+        collapse=False,
+        concentration=False,
+        maps=False,
+        validation=[],
+        controls=[],
     )
 
 
@@ -92,6 +98,7 @@ def test_worker_pool_run_equals_serial_run(tmp_path, articles, monkeypatch, one_
             validation=[],
             downstream=False,
             workers=workers,
+            controls=[],
         )
         run = create_run(RunStore(tmp_path / f"runs-{workers}"), corpus, params)
         assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
