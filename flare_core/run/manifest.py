@@ -48,11 +48,18 @@ def controls(run: Run, ok: Sequence[str]) -> list[str]:
 
 
 def transformer_models(run: Run) -> list[str]:
-    """Embedded models of the run that are transformers (the ones with token states: SOCM, layers)."""
+    """Embedded models of the run that are transformers (the ones with token states: SOCM, layers).
+
+    A control that joined only as a default control (not chosen in the run's models) is left out: it
+    serves the ranking, and its token states would only add time.
+    """
+    chosen = set(run.manifest.get("params", {}).get("models", []))
     return [
         m["id"]
         for m in run.manifest["models"]
-        if m.get("status") == "done" and model_kind(run, m["id"]) in TRANSFORMER_KINDS
+        if m.get("status") == "done"
+        and model_kind(run, m["id"]) in TRANSFORMER_KINDS
+        and (m.get("role") != "control" or m["id"] in chosen)
     ]
 
 

@@ -12,6 +12,7 @@ resumes where it stopped. Each stage is a module of this package.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
@@ -59,14 +60,23 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     texts = corpus["text"].tolist()
     labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
 
-    run.update(plan=[dataclasses.asdict(stage) for stage in _plan(run, params, len(texts))])
-    executor = make_executor(params)
+    plan = _plan(run, params, len(texts))
+    run.update(plan=[dataclasses.asdict(stage) for stage in plan])
+    # Asked-for workers (or Ray) run both stages on one executor. Automatic: the embeddings run in this
+    # process with every core (one heavy model, all-mpnet-base-v2, dominates the stage and is fastest
+    # with all threads), then a large IS matrix gets a pool of its own.
+    chosen = params.workers is not None or params.executor == "ray"
+    executor = make_executor(params) if chosen else None
     try:
         with StageTimer(run, "embeddings"):
             embedding_stage(run, params, texts, report, executor)
         ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
         if not ok:
             raise RuntimeError("no model could be embedded; see each model's error in the run")
+        if not chosen and params.estimators:
+            is_units = next((s.units for s in plan if s.name.startswith("sufficiency_")), 0)
+            n_fit = min(len(texts), params.max_texts_sufficiency or len(texts))
+            executor = make_executor(params, is_units=is_units, n_texts=n_fit)
         # the answer first: each estimator's ranking gives a provisional verdict as soon as it exists
         for estimator in params.estimators:
             with StageTimer(run, f"sufficiency_{estimator}"):
@@ -106,7 +116,9 @@ def _plan(run: Run, params: RunParams, n_texts: int) -> list[StagePlan]:
     sources = [m for m in weights if role_of[m] != "reference"]
     targets = [m for m in weights if role_of[m] != "control"]
     pairs = sum(1 for s in sources for t in targets if s != t)
-    transformers = sum(1 for m in weights if _is_transformer(m))
+    transformers = sum(
+        1 for m in weights if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
+    )
     n_fit = min(n_texts, params.max_texts_sufficiency or n_texts) * 0.9
     return run_plan(
         n_texts=n_texts, n_fit=n_fit, weights=weights, estimators=params.estimators,
@@ -126,14 +138,25 @@ def _is_transformer(model_id: str) -> bool:
         return False
 
 
-def make_executor(params: RunParams):
-    """The executor of the embedding and sufficiency units: None runs them in this process."""
+#: A matrix this large runs its units on a pool of worker processes when ``workers`` is automatic.
+_POOL_MIN_UNITS, _POOL_MIN_TEXTS = 24, 1000
+
+
+def make_executor(params: RunParams, *, is_units: int = 0, n_texts: int = 0):
+    """The executor of the embedding and sufficiency units: None runs them in this process.
+
+    With ``workers`` None (automatic), a matrix of at least 24 units on at least 1,000 texts runs on
+    min(2, cores) worker processes, one torch thread each: a 32-d flow is too small for two threads to
+    share one unit well, so two units side by side use the cores better; smaller matrices stay in this
+    process, where starting a pool (torch imported in each worker) would cost more than it saves.
+    """
+    from flare_core.compute import get_executor
+
     if params.executor == "ray":
-        from flare_core.compute import get_executor
-
         return get_executor("ray", address=params.ray_address)
-    if params.workers > 1:
-        from flare_core.compute import get_executor
-
-        return get_executor("local", workers=params.workers)
-    return None
+    workers = params.workers
+    if workers is None:
+        cores = os.cpu_count() or 1
+        big = is_units >= _POOL_MIN_UNITS and n_texts >= _POOL_MIN_TEXTS
+        workers = min(2, cores) if big else 1
+    return get_executor("local", workers=workers) if workers > 1 else None

@@ -137,13 +137,15 @@ def shuffle_study(
     config=None,
     seed: int = 0,
     progress=None,
+    max_dims: int | None = None,
 ) -> pd.DataFrame:
     """IS when a fraction p of the source rows is shuffled against the targets (retrains for each p).
 
     Every model acts as a source through a partially shuffled copy of its rows and as a target
     through its original rows, so each pair (a → b, a ≠ b) sees its pairing broken for a fraction p.
     Returns one row per p: ``mean_is_per_dim`` and ``max_is_per_dim`` over the pairs, and
-    ``rank_agreement`` of the resulting ranking with the one at the first p. At p = 1 the pairing
+    ``rank_agreement`` of the resulting ranking with the one at the first p; ``max_dims`` whitens as the
+    run's matrix does. At p = 1 the pairing
     carries no information and IS should be ≈ 0: true of the flow estimator (the default); the mixture
     estimator keeps a positive floor from the capacity gap between its conditional and marginal models.
     """
@@ -165,6 +167,7 @@ def shuffle_study(
             sources=[f"source:{name}" for name in names],
             targets=[f"target:{name}" for name in names],
             seed=seed,
+            max_dims=max_dims,
         )
         records = result.records.assign(
             source=lambda f: f["source"].str.removeprefix("source:"),
@@ -255,6 +258,7 @@ def run_studies(run: Run, studies: Sequence[str], *, repeats: int = 20, report=N
             estimator="flow",
             config=sufficiency.FlowConfig.fast(),
             seed=params.seed,
+            max_dims=params.max_dims,
             progress=lambda done, total: report(
                 "validation", len(estimators), len(estimators) + 1, f"shuffle study {done}/{total}"
             ),

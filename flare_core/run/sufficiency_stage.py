@@ -60,6 +60,12 @@ def sufficiency_stage(
         warnings = run.manifest.get("warnings", [])
         warnings.append(f"{estimator}: {len(result.failed)} units failed; `flare resume` retries them")
         run.update(warnings=warnings)
+        if not np.isfinite(result.is_matrix.to_numpy()).any():
+            first = result.failed.iloc[0]
+            raise RuntimeError(
+                f"{estimator}: every information-sufficiency unit failed; the first "
+                f"({first['stage']} {first['target']}) with: {first['error']}"
+            )
     scores = sufficiency.model_scores(result, seed=params.seed)
     is_control = scores["model"].isin(probes)
     ranked_scores = scores[~is_control].reset_index(drop=True)

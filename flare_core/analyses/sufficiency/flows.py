@@ -81,10 +81,13 @@ def _deviation_penalty(conditional: Flow, config: FlowConfig) -> tuple[list[nn.P
                 params.append(p)
                 anchors.append((p, p.detach().clone()))
     weight = config.l2_deviation
+    moving = [p for p, _ in anchors]
+    origins = [a for _, a in anchors]
 
     def penalty() -> torch.Tensor:
-        total = sum(((p - a) ** 2).sum() for p, a in anchors)
-        return weight * total
+        # one multi-tensor subtraction and norm for all parameters rather than a Python loop over them
+        deviations = torch._foreach_sub(moving, origins)
+        return weight * torch.stack(torch._foreach_norm(deviations)).square().sum()
 
     return params, (penalty if weight > 0 else None)
 

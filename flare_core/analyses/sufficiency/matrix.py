@@ -69,10 +69,9 @@ def sufficiency_matrix(
     task (None: that worker's best device; "cuda" makes each task ask for a GPU).
 
     ``progress`` receives ``{"stage", "source", "target", "done", "total", "resumed"}`` after each
-    unit (plus ``"error"`` when the unit failed, and ``"worker"`` / ``"seconds"`` when an executor ran it); ``should_stop()`` is checked before each unit that
-    needs training (and while waiting on a remote executor) and raises
-    :class:`~flare_core.errors.Cancelled`. With
-    ``store_dir`` finished units are written as they come in and skipped on the next call.
+    unit (plus ``"error"`` when the unit failed, and ``"worker"`` / ``"seconds"`` when an executor ran
+    it); ``should_stop()`` is checked before each unit that needs training (and while waiting on a
+    remote executor) and raises :class:`~flare_core.errors.Cancelled`. With ``store_dir`` finished units are written as they come in and skipped on the next call.
     ``on_error``: "raise" (the default with the local executor) re-raises a unit's exception;
     "continue" (the default with a remote executor) records it in ``result.failed`` (a failed marginal
     fails its target's pairs), leaves NaN in the matrix, stores nothing for it, and goes on.
@@ -92,19 +91,11 @@ def sufficiency_matrix(
     sources = _validate_subset("sources", sources, names)
     targets = _validate_subset("targets", targets, names)
     cfg = _resolve_config(estimator, config)
-    seed = check_int(seed, "seed")
-    check_probability(val_fraction, "val_fraction", include_min=False, include_max=False)
-    check_callable(progress, "progress")
-    check_callable(should_stop, "should_stop")
-    check_bool(stream, "stream", allow_none=True)
-    check_choice(on_error, "on_error", (None, *_ON_ERROR))
-    max_dims = check_int(max_dims, "max_dims", min_value=1, allow_none=True)
+    seed, max_dims = _check_options(seed, val_fraction, progress, should_stop, stream, on_error, max_dims)
     task_device, resources = _placement(executor, device)
     n = next(iter(arrays.values())).shape[0]
     train_idx, val_idx = _split(estimator, cfg, n, float(val_fraction), seed)
-    reductions = {name: fit_whitening(arrays[name], train_idx, max_dims) for name in names}
-    raw_dims = {name: int(arrays[name].shape[1]) for name in names}
-    dims = {name: raw_dims[name] if r[2] is None else int(r[2].shape[1]) for name, r in reductions.items()}
+    reductions, raw_dims, dims = _whitenings(arrays, train_idx, max_dims)
     config_dict = {"estimator": estimator, **cfg.to_dict()}
     store = _open_store(store_dir, arrays, dims, config_dict, seed, float(val_fraction), max_dims)
     ex, owned = _resolve_executor(executor)
@@ -121,9 +112,35 @@ def sufficiency_matrix(
     finally:
         if owned:
             ex.close()
-    result = matrix.result(sources, targets, config_dict, estimator)
-    result.max_dims, result.raw_dims = max_dims, raw_dims
-    return result
+    return matrix.result(sources, targets, config_dict, estimator, max_dims=max_dims, raw_dims=raw_dims)
+
+
+def _check_options(
+    seed: int,
+    val_fraction: float,
+    progress: Callable[[dict], None] | None,
+    should_stop: Callable[[], bool] | None,
+    stream: bool | None,
+    on_error: str | None,
+    max_dims: int | None,
+) -> tuple[int, int | None]:
+    """Check the scalar options of :func:`sufficiency_matrix`; returns the checked seed and max_dims."""
+    check_probability(val_fraction, "val_fraction", include_min=False, include_max=False)
+    check_callable(progress, "progress")
+    check_callable(should_stop, "should_stop")
+    check_bool(stream, "stream", allow_none=True)
+    check_choice(on_error, "on_error", (None, *_ON_ERROR))
+    return check_int(seed, "seed"), check_int(max_dims, "max_dims", min_value=1, allow_none=True)
+
+
+def _whitenings(
+    arrays: Mapping[str, np.ndarray], train_idx: np.ndarray, max_dims: int | None
+) -> tuple[dict[str, tuple], dict[str, int], dict[str, int]]:
+    """Each embedding's whitening fitted on the training rows, its raw width and its fitted width."""
+    reductions = {name: fit_whitening(x, train_idx, max_dims) for name, x in arrays.items()}
+    raw_dims = {name: int(x.shape[1]) for name, x in arrays.items()}
+    dims = {name: raw_dims[name] if r[2] is None else int(r[2].shape[1]) for name, r in reductions.items()}
+    return reductions, raw_dims, dims
 
 
 def _open_store(

@@ -205,9 +205,17 @@ class MatrixRun:
     # -- the result ------------------------------------------------------------------------------------
 
     def result(
-        self, sources: list[str], targets: list[str], config: dict[str, Any], estimator: str
+        self,
+        sources: list[str],
+        targets: list[str],
+        config: dict[str, Any],
+        estimator: str,
+        *,
+        max_dims: int | None = None,
+        raw_dims: dict[str, int] | None = None,
     ) -> SufficiencyResult:
-        """Everything the run produced, in plan order (NaN in the matrix where a pair is missing)."""
+        """Everything the run produced, in plan order (NaN in the matrix where a pair is missing);
+        ``max_dims`` and ``raw_dims`` record the whitening the densities were fitted after."""
         marg_records, pair_records = [], []
         val_logp_marg: dict[str, np.ndarray] = {}
         val_logp_cond: dict[tuple[str, str], np.ndarray] = {}
@@ -237,6 +245,8 @@ class MatrixRun:
             estimator=estimator,
             marginals=pd.DataFrame(marg_records, columns=MARGINAL_COLUMNS),
             failed=pd.DataFrame(self.failures, columns=FAILED_COLUMNS),
+            max_dims=max_dims,
+            raw_dims=raw_dims,
         )
 
     # -- shared arrays and weights ---------------------------------------------------------------------
