@@ -98,11 +98,12 @@ with st.expander("Analysis settings"):
     max_rows = st.number_input("Use at most this many texts (seeded sample; 0 = all)", 0, 1_000_000, 0)
     seed = st.number_input("Seed", 0, 2**31 - 1, 0)
     workers = st.number_input(
-        "Worker processes",
-        1,
+        "Worker processes (0 = automatic)",
+        0,
         max(1, os.cpu_count() or 1),
-        1,
-        help="Embedding models and IS pairs run side by side in this many processes on this machine.",
+        0,
+        help="Embedding models and IS pairs run side by side in this many processes on this machine. "
+        "Automatic: a large comparison uses two processes, a small one runs in one.",
     )
 name = st.text_input("Run name", os.path.splitext(upload.name)[0])
 
@@ -136,7 +137,7 @@ if st.button("Start run", type="primary", disabled=not (models or uploads)):
             flow_preset=flow_preset,
             collapse_texts=int(collapse_texts),
             seed=int(seed),
-            workers=int(workers),
+            workers=int(workers) or None,
         )
         run = create_run(store(), corpus, params, name=name, precomputed=precomputed)
         jobs.start(store(), run.id)

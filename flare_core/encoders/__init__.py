@@ -17,6 +17,7 @@ from flare_core.encoders.precomputed import PrecomputedEncoder, load_precomputed
 from flare_core.encoders.registry import (
     BUILTIN_IDS,
     CONTROL_IDS,
+    check_model_ids,
     get_spec,
     is_available,
     list_models,
@@ -47,6 +48,7 @@ __all__ = [
     "TransformerEncoder",
     "cache_key",
     "cache_key_fields",
+    "check_model_ids",
     "embed",
     "get_spec",
     "is_available",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
+import re
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,10 +49,35 @@ def get_spec(model_id: str) -> ModelSpec:
     return POOL[model_id].make_spec()
 
 
+#: organisation/name, as on the Hugging Face hub
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
 def _check_id(model_id: str) -> str:
     if not isinstance(model_id, str) or not model_id.strip():
         raise ValueError(f"model_id must be a non-empty string, got {model_id!r}")
     return model_id.strip()
+
+
+def check_model_ids(model_ids: Sequence[str]) -> list[str]:
+    """Refuse ids that cannot name a model before anything is written; returns the ids.
+
+    An id is accepted when it is a registry id, an existing local folder, or has the form of a Hugging
+    Face hub id (``organisation/name``). Anything else raises ``ValueError`` naming the close matches.
+    """
+    checked = [_check_id(m) for m in model_ids]
+    for model_id in checked:
+        if model_id in POOL or Path(model_id).expanduser().is_dir() or _HUB_ID.fullmatch(model_id):
+            continue
+        lower = {known.lower(): known for known in POOL}
+        close = [lower[c] for c in difflib.get_close_matches(model_id.lower(), list(lower), n=3, cutoff=0.6)]
+        close += [known for key, known in lower.items() if model_id.lower() in key and known not in close]
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise ValueError(
+            f"unknown model {model_id!r}: {hint}Use a built-in id ({', '.join(POOL)}), a local model "
+            "folder, or a Hugging Face id of the form organisation/name"
+        )
+    return checked
 
 
 def is_available(model_id: str) -> bool:

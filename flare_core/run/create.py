@@ -57,6 +57,8 @@ def create_run(
     """
     params.validate()
     precomputed = dict(precomputed or {})
+    if not params.models and not precomputed:
+        raise ValueError("choose at least one model, or add embeddings computed elsewhere")
     for model_name, array in precomputed.items():
         if model_name in params.models:
             raise ValueError(f"precomputed embeddings {model_name!r} have the name of a registry model")

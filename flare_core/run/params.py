@@ -41,7 +41,7 @@ class RunParams:
     validation_repeats: int = 20
     executor: str = "local"
     ray_address: str | None = None
-    workers: int = 1
+    workers: int | None = None
     autocast: bool = False
     batch_conditionals: int = 1
     seed: int = 0
@@ -50,8 +50,6 @@ class RunParams:
     max_length: int | None = 256
 
     def validate(self) -> RunParams:
-        if not self.models:
-            raise ValueError("choose at least one model")
         if len(set(self.models)) != len(self.models):
             raise ValueError("a model is listed twice")
         unknown = sorted(set(self.estimators) - set(ESTIMATOR_NAMES))
@@ -62,7 +60,8 @@ class RunParams:
         if not isinstance(self.controls, list) or len(set(self.controls)) != len(self.controls):
             raise ValueError("controls must be a list of distinct model ids")
         check_int(self.max_dims, "max_dims", min_value=2, allow_none=True)
-        for name in ("concentration_texts", "batch_size", "workers", "batch_conditionals"):
+        check_int(self.workers, "workers", min_value=1, allow_none=True)
+        for name in ("concentration_texts", "batch_size", "batch_conditionals"):
             check_int(getattr(self, name), name, min_value=1)
         check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
         from flare_core.compute import EXECUTORS
@@ -71,7 +70,7 @@ class RunParams:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
         if self.ray_address and self.executor != "ray":
             raise ValueError("a Ray address needs the Ray executor (--executor ray)")
-        if self.workers > 1 and self.executor != "local":
+        if (self.workers or 1) > 1 and self.executor != "local":
             raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
         check_bool(self.autocast, "autocast")
         return self
@@ -106,11 +105,12 @@ def build_params(
     :class:`RunParams` fields (``flow_preset``, ``collapse_texts``, ``seed``, ``workers``…).
     """
     check_choice(estimator, "estimator", ESTIMATOR_CHOICES)
+    from flare_core.encoders import check_model_ids, is_available, list_models
+
     references = list(references)
     if references == ["builtin"]:
-        from flare_core.encoders import is_available, list_models
-
         references = [s.id for s in list_models() if s.id not in models and is_available(s.id)]
+    check_model_ids([*models, *references, *(controls or [])])
     return RunParams(
         models=list(models),
         estimators=list(ESTIMATOR_NAMES) if estimator == "both" else [estimator],

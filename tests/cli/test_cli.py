@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from flare_core.store.runs import RunStore, safe_name
@@ -16,6 +17,10 @@ def test_models_lists_the_registry(tmp_path):
     by_id = {r["id"]: r for r in rows}
     assert by_id["all-MiniLM-L6-v2"]["dim"] == 384 and by_id["all-MiniLM-L6-v2"]["layers"] == 6
     assert by_id["glove-6b-50d"]["dim"] == 50
+    assert (
+        by_id["random-minilm-l6"]["role"] == "control"
+        and by_id["all-MiniLM-L6-v2-layer3"]["role"] == "partial"
+    )
     assert all(by_id[m]["available"] for m in ("all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d"))
     text = flare("models", runs_dir=tmp_path).stdout
     assert "all-mpnet-base-v2" in text and "available" in text
@@ -130,3 +135,31 @@ def test_run_options_for_scale_are_parsed_and_checked():
     for bad in ("1", "many"):
         with pytest.raises(SystemExit):
             parser.parse_args(["run", "c.csv", "--max-texts-sufficiency", bad])
+
+
+@pytest.mark.slow
+def test_a_run_of_uploaded_embeddings_only_ranks_them(tmp_path, small_corpus_path):
+    runs = tmp_path / "runs"
+    n = len(pd.read_csv(small_corpus_path))
+    rng = np.random.default_rng(0)
+    shared = rng.normal(size=(n, 4))
+    args = []
+    for k, name in enumerate(["api-a", "api-b", "api-c"]):
+        x = np.hstack([shared * (1.0 - 0.3 * k), rng.normal(size=(n, 4))]).astype(np.float32)
+        np.save(tmp_path / f"{name}.npy", x)
+        args += ["--embeddings", f"{name}={tmp_path / f'{name}.npy'}"]
+    proc = flare(
+        "run", str(small_corpus_path), *args, "--controls", "none", "--estimator", "gmm", "--no-collapse",
+        "--json", runs_dir=runs,
+    )  # fmt: skip
+    run_id = json.loads(proc.stdout)["run_id"]
+    shown = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
+    ranked = {row["model"] for row in shown["sufficiency"]["gmm"]["scores"]}
+    assert ranked == {"api-a", "api-b", "api-c"}
+
+
+def test_an_unknown_model_is_refused_before_a_run_is_written(tmp_path, small_corpus_path):
+    runs = tmp_path / "runs"
+    proc = flare("run", str(small_corpus_path), "--models", "glove-6b-50d,mpnet", runs_dir=runs, check=False)
+    assert proc.returncode == 2 and "did you mean 'all-mpnet-base-v2'" in proc.stderr
+    assert not runs.exists() or list(runs.iterdir()) == []

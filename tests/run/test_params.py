@@ -42,7 +42,7 @@ def test_builtin_references_are_every_available_builtin_model_not_chosen():
     [
         ({"estimator": "knn"}, r"estimator must be one of \['both', 'flow', 'gmm'\], got 'knn'"),
         ({"collapse_texts": 1}, r"collapse_texts must be an integer >= 2 \(SOCM compares pairs of texts\)"),
-        ({"workers": 0}, "workers must be a positive integer, got 0"),
+        ({"workers": 0}, "workers must be a positive integer or None, got 0"),
         ({"workers": 2, "executor": "ray"}, "workers sizes the local process pool"),
         ({"flow_preset": "huge"}, "unknown flow preset 'huge'"),
         ({"autocast": "yes"}, "autocast must be True or False"),
@@ -53,9 +53,17 @@ def test_bad_choices_are_refused_with_a_specific_message(choices, message):
         build_params(models=STATIC, **choices)
 
 
-def test_no_model_and_a_model_twice_are_refused():
-    with pytest.raises(ValueError, match="choose at least one model"):
-        build_params(models=[])
+def test_unknown_ids_are_refused_with_close_matches_and_hub_ids_pass():
+    with pytest.raises(ValueError, match=r"unknown model 'all-minilm-l6': did you mean 'all-MiniLM-L6-v2'"):
+        build_params(models=["glove-6b-50d", "all-minilm-l6"])
+    with pytest.raises(ValueError, match=r"unknown model 'nonsense': Use a built-in id"):
+        build_params(models=["glove-6b-50d"], references=["nonsense"])
+    assert build_params(models=["sentence-transformers/all-MiniLM-L12-v2"]).models == [
+        "sentence-transformers/all-MiniLM-L12-v2"
+    ]
+
+
+def test_a_model_twice_is_refused():
     with pytest.raises(ValueError, match="a model is listed twice"):
         build_params(models=["glove-6b-50d", "glove-6b-50d"])
 
