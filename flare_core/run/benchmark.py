@@ -1,0 +1,335 @@
+"""The validity benchmark: the product's own runs on labelled public corpora, judged by the labels.
+
+For each corpus of :mod:`flare_core.data.benchmark_corpora` the benchmark makes an ordinary run (the
+labels go in so the run's downstream page can show them, but nothing label-free reads them), then
+computes, from the run's stored embeddings and independently of the run's analyses:
+
+- the oracle: 5-fold logistic-regression accuracy per model (classification corpora) or the Spearman
+  correlation of pair cosines with human similarity scores (the Lee corpus);
+- the label-free baselines (:func:`flare_core.analyses.validity.baseline_scores`), without labels;
+- how well each label-free score (flow IS, mixture IS, each baseline) orders the candidates like the
+  oracle, and the points lost by following the verdict instead of the oracle's best candidate.
+
+Layout under the run store::
+
+    <runs>/benchmark/benchmark.json     every corpus's record (see :func:`evaluate_run`)
+    <runs>/benchmark/corpora/<name>.csv the corpus as the run read it
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
+from flare_core.checks import check_int
+from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
+from flare_core.run.manifest import roles
+from flare_core.run.params import RunParams, build_params
+from flare_core.store import atomic
+from flare_core.store.runs import Run, RunStore
+
+BENCHMARK_VERSION = 1
+#: Texts are cut at this many tokens in benchmark runs (most texts of these corpora are shorter).
+BENCHMARK_MAX_LENGTH = 128
+README_START = "<!-- benchmark:start -->"
+README_END = "<!-- benchmark:end -->"
+#: The label-free scores compared in the summary table, in its column order.
+TABLE_SCORES = ("flow", "gmm", "dim", "effective_rank", "uniformity")
+
+
+def benchmark_dir(store: RunStore) -> Path:
+    """``<runs>/benchmark``."""
+    return Path(store.root) / "benchmark"
+
+
+def default_models() -> list[str]:
+    """Every available built-in model that a run ranks (candidates and partial models)."""
+    from flare_core.encoders import is_available, list_models
+
+    return [s.id for s in list_models() if s.role in ("candidate", "partial") and is_available(s.id)]
+
+
+def benchmark_params(models: Sequence[str], *, seed: int = 0, **overrides: Any) -> RunParams:
+    """The parameters of a benchmark run: the product's defaults (controls, 32 whitened dimensions,
+    both estimators, the validation studies) without the token-level stages and the maps."""
+    options: dict[str, Any] = {"maps": False, "max_length": BENCHMARK_MAX_LENGTH, "seed": seed}
+    options.update(overrides)
+    return build_params(models=list(models), estimator="both", collapse=False, **options)
+
+
+def corpus_sample(bench: BenchmarkCorpus, max_texts: int | None) -> BenchmarkCorpus:
+    """The first ``max_texts`` texts of ``bench`` (its rows are already a seeded sample) and the pairs
+    among them; ``bench`` itself when ``max_texts`` is None or not smaller."""
+    check_int(max_texts, "max_texts", min_value=10, allow_none=True)
+    if max_texts is None or max_texts >= len(bench.frame):
+        return bench
+    pairs = None
+    if bench.pairs is not None:
+        keep = (bench.pairs["i"] < max_texts) & (bench.pairs["j"] < max_texts)
+        pairs = bench.pairs[keep].reset_index(drop=True)
+    frame = bench.frame.head(max_texts).reset_index(drop=True)
+    return BenchmarkCorpus(
+        bench.name, bench.task, bench.description, bench.source, bench.licence, frame, pairs
+    )
+
+
+def make_run(store: RunStore, bench: BenchmarkCorpus, params: RunParams) -> Run:
+    """Create the queued run of ``bench``: its texts (and labels) written to a CSV and read back as a
+    user's upload would be."""
+    from flare_core.run.create import create_run
+    from flare_core.run.inputs import load_corpus
+
+    folder = benchmark_dir(store) / "corpora"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{bench.name}.csv"
+    labelled = bench.pairs is None
+    frame = bench.frame if labelled else bench.frame[["text"]]
+    atomic.write_text(path, frame.to_csv(index=False))
+    corpus = load_corpus(
+        path, text_column="text", label_column="label" if labelled else None, pair_columns=None
+    )
+    if len(corpus) != len(bench.frame):
+        raise RuntimeError(f"{bench.name}: the run read {len(corpus)} of {len(bench.frame)} texts")
+    return create_run(store, corpus, params, name=f"benchmark {bench.name}")
+
+
+def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str, Any]:
+    """The benchmark record of a finished run of ``bench``.
+
+    Keys: ``corpus``, ``task``, ``oracle`` (its name), ``n_texts``, ``run_id``, ``candidates``,
+    ``controls``, ``table`` (model → oracle value, each label-free score, role), ``agreement`` (one row
+    per label-free score over the candidates: Spearman with interval, Kendall), ``verdict`` (recommended,
+    leading, trust level), ``regret`` (points lost by the recommendation, by the leader, and by the top
+    model of each baseline), ``controls_outrank`` (control → how many candidates its flow IS exceeds).
+    """
+    role_of = roles(run)
+    done = [m["id"] for m in run.manifest["models"] if m.get("status") == "done"]
+    embeddings = {m: np.asarray(run.load_embeddings(m)) for m in done}
+    if bench.pairs is None:
+        oracle_frame = oracle_scores(embeddings, labels=bench.frame["label"].tolist(), seed=seed)
+        oracle_name = "accuracy"
+    else:
+        oracle_frame = oracle_scores(embeddings, pairs=bench.pairs, seed=seed)
+        oracle_name = "sts_spearman"
+    oracle = oracle_frame[oracle_name]
+    table = baseline_scores(embeddings, seed=seed)
+    for estimator in ("flow", "gmm"):
+        parts = [
+            run.load_frame("sufficiency", estimator, name).set_index("model")["score"]
+            for name in ("scores.parquet", "controls.parquet")
+            if run.has("sufficiency", estimator, name)
+        ]
+        if parts:
+            table[estimator] = pd.concat(parts)
+    candidates = [m for m in done if role_of.get(m) == "candidate"]
+    controls = [m for m in done if role_of.get(m) == "control"]
+    verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
+    agree = agreement(table, oracle, candidates, seed=seed)
+    regret = {
+        "recommended": regret_points(oracle, verdict.get("recommended"), candidates),
+        "leading": regret_points(oracle, verdict.get("leading"), candidates),
+    }
+    for column in table.columns:
+        top = table.loc[candidates, column].idxmax() if table.loc[candidates, column].notna().any() else None
+        regret[f"top_{column}"] = regret_points(oracle, top, candidates)
+    outrank = {}
+    if "flow" in table:
+        for control in controls:
+            flow = table["flow"]
+            outrank[control] = int((flow.loc[candidates] < flow.loc[control]).sum())
+    rows = table.assign(oracle=oracle, role=[role_of.get(m, "candidate") for m in table.index])
+    return {
+        "corpus": bench.name,
+        "task": bench.task,
+        "source": bench.source,
+        "oracle": oracle_name,
+        "n_texts": int(run.manifest["corpus"]["n_texts"]),
+        "run_id": run.id,
+        "candidates": candidates,
+        "controls": controls,
+        "best": str(oracle.loc[candidates].idxmax()),
+        "table": _records(rows.rename_axis("model").reset_index()),
+        "agreement": _records(agree),
+        "verdict": {
+            "recommended": verdict.get("recommended"),
+            "leading": verdict.get("leading"),
+            "trust": (verdict.get("trust") or {}).get("level"),
+            "headline": verdict.get("headline"),
+        },
+        "regret": regret,
+        "controls_outrank": outrank,
+    }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts with NaN written as None (valid JSON)."""
+    return [
+        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+        for row in frame.astype(object).to_dict(orient="records")
+    ]
+
+
+def run_benchmark(
+    store: RunStore,
+    corpora: Sequence[str] | None = None,
+    *,
+    models: Sequence[str] | None = None,
+    max_texts: int | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Run and judge the product on ``corpora`` (default: all); writes and returns ``benchmark.json``.
+
+    ``overrides`` are :class:`RunParams` fields of every run (tests use a fast flow preset)."""
+    from flare_core.run import jobs
+
+    names = list(corpora or BENCHMARK_CORPORA)
+    unknown = sorted(set(names) - set(BENCHMARK_CORPORA))
+    if unknown:
+        raise ValueError(f"unknown benchmark corpora {unknown}: choose from {sorted(BENCHMARK_CORPORA)}")
+    chosen = list(models) if models else default_models()
+    params = benchmark_params(chosen, seed=seed, **overrides)
+    folder = benchmark_dir(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    records: list[dict[str, Any]] = []
+    result: dict[str, Any] = {}
+    for name in names:
+        bench = corpus_sample(load_benchmark_corpus(name, seed=seed), max_texts)
+        run = make_run(store, bench, params)
+        if progress:
+            progress(f"{name}: run {run.id} on {len(bench.frame)} texts")
+        start = time.perf_counter()
+        status = jobs.run_in_process(run)
+        if status != "done":
+            raise RuntimeError(f"{name}: benchmark run {run.id} ended {status}: {run.manifest.get('error')}")
+        record = evaluate_run(run, bench, seed=seed)
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        records.append(record)
+        result = {
+            "version": BENCHMARK_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "complete": len(records) == len(names),
+            "models": chosen,
+            "params": {k: v for k, v in vars(params).items() if k != "models"},
+            "corpora": records,
+            "summary": summarise(records),
+        }
+        # written after every corpus, so a long benchmark that stops keeps what it finished
+        atomic.write_json(folder / "benchmark.json", result)
+    return result
+
+
+def load_benchmark(store: RunStore) -> dict[str, Any] | None:
+    """The stored ``benchmark.json`` of ``store``, or None when the benchmark has not been run."""
+    import json
+
+    path = benchmark_dir(store) / "benchmark.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+#: The benchmark figures that ship with the package (made by `flare benchmark` on the release).
+SHIPPED_RESULTS = Path(__file__).with_name("benchmark_results.json")
+
+
+def shipped_results() -> dict[str, Any] | None:
+    """The benchmark shipped with this version (shown on the Validation page), or None."""
+    import json
+
+    return json.loads(SHIPPED_RESULTS.read_text(encoding="utf-8")) if SHIPPED_RESULTS.is_file() else None
+
+
+def results_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """One row per corpus, in words: corpus, texts, best model by the labels, the verdict, trust, points
+    lost by its leader, and the Spearman correlation of the flow ranking with the labels."""
+    rows = [
+        {
+            "corpus": r["corpus"],
+            "task": r["task"],
+            "texts": r["n_texts"],
+            "best model by the labels": r["best"],
+            "verdict": r["verdict"]["recommended"] or "no recommendation",
+            "leading model": r["verdict"]["leading"],
+            "trust": r["verdict"]["trust"],
+            "points lost by the leader": r["regret"]["leading"],
+            "ranking vs labels (ρ)": _spearman(r, "flow"),
+        }
+        for r in result["corpora"]
+    ]
+    return pd.DataFrame(rows)
+
+
+def _spearman(record: dict[str, Any], score: str) -> float | None:
+    return next((row["spearman"] for row in record["agreement"] if row["score"] == score), None)
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means over corpora: each score's Spearman with the oracle, and the regret of the verdict."""
+    means = {}
+    for score in TABLE_SCORES:
+        values = [v for r in records if (v := _spearman(r, score)) is not None]
+        means[score] = float(np.mean(values)) if values else None
+    regrets = [v for r in records if (v := r["regret"]["leading"]) is not None and math.isfinite(v)]
+    return {
+        "mean_spearman": means,
+        "mean_regret_leading": float(np.mean(regrets)) if regrets else None,
+        "recommended_on": sum(r["verdict"]["recommended"] is not None for r in records),
+        "corpora": len(records),
+        "control_recommended": sum(r["verdict"]["recommended"] in r["controls"] for r in records),
+    }
+
+
+def _fmt(value: float | None, spec: str = "{:.2f}") -> str:
+    return (
+        "–"
+        if value is None or (isinstance(value, float) and not math.isfinite(value))
+        else spec.format(value)
+    )
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The benchmark as Markdown: one row per corpus, then the means."""
+    head = (
+        "| corpus | texts | best model (oracle) | verdict | trust | points lost | "
+        + " | ".join(f"ρ {s}" for s in TABLE_SCORES)
+        + " |"
+    )
+    lines = [head, "|" + "---|" * (6 + len(TABLE_SCORES))]
+    for r in result["corpora"]:
+        pick = r["verdict"]["recommended"] or f"none (leader: {r['verdict']['leading']})"
+        lines.append(
+            f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | {r['verdict']['trust']} | "
+            f"{_fmt(r['regret']['leading'], '{:.1f}')} | "
+            + " | ".join(_fmt(_spearman(r, s)) for s in TABLE_SCORES)
+            + " |"
+        )
+    summary = result["summary"]
+    lines.append(
+        f"| **mean** | | | | | {_fmt(summary['mean_regret_leading'], '{:.1f}')} | "
+        + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
+        + " |"
+    )
+    return "\n".join(lines)
+
+
+def update_readme(path: str | Path, result: dict[str, Any]) -> None:
+    """Replace the text between the benchmark markers of ``path`` with the table of ``result``."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{path} has no {README_START} … {README_END} section to fill")
+    before, rest = text.split(README_START, 1)
+    _, after = rest.split(README_END, 1)
+    body = (
+        f"\n{markdown_table(result)}\n\n"
+        f"_{len(result['corpora'])} corpora, {len(result['models'])} ranked models, made "
+        f"{result['created'][:10]} by `flare benchmark`._\n"
+    )
+    atomic.write_text(path, before + README_START + body + README_END + after)

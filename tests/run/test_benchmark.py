@@ -1,0 +1,85 @@
+"""The validity benchmark end to end on a small slice of one public corpus, with fast static models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from flare_core.run import benchmark
+from flare_core.store.runs import RunStore
+from tests.support import flare
+
+MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    store = RunStore(tmp_path_factory.mktemp("bench-runs"))
+    out = benchmark.run_benchmark(
+        store, ["debates-2016"], models=MODELS, controls=["shuffled-glove-6b-50d"], max_texts=150,
+        flow_preset="fast", validation=[],
+    )  # fmt: skip
+    return store, out
+
+
+@pytest.mark.slow
+def test_record_reads_the_run_and_judges_it_by_the_labels(result):
+    store, out = result
+    (record,) = out["corpora"]
+    assert record["corpus"] == "debates-2016" and record["n_texts"] == 150 and out["complete"]
+    assert record["candidates"] == MODELS and record["controls"] == ["shuffled-glove-6b-50d"]
+    table = {row["model"]: row for row in record["table"]}
+    assert set(table) == {*MODELS, "shuffled-glove-6b-50d"}
+    assert table["shuffled-glove-6b-50d"]["role"] == "control"
+    run = store.get(record["run_id"])
+    # the run saw the labels; the oracle is the accuracy of its own stored embeddings
+    assert run.manifest["corpus"]["has_labels"] and run.manifest["params"]["max_length"] == 128
+    oracle = np.array([table[m]["oracle"] for m in MODELS])
+    assert ((oracle > 0.3) & (oracle <= 1.0)).all()
+    # the agreement rows are the Spearman correlations of the table's columns over the candidates only
+    rows = {row["score"]: row for row in record["agreement"]}
+    for score in ("flow", "gmm", "dim", "uniformity"):
+        expected = spearmanr([table[m][score] for m in MODELS], oracle).statistic
+        assert rows[score]["spearman"] == pytest.approx(expected, nan_ok=True)
+        assert rows[score]["n_models"] == 3
+    # points lost: 100 × (best accuracy − accuracy of the verdict's leader)
+    leader = record["verdict"]["leading"]
+    assert leader in MODELS
+    assert record["regret"]["leading"] == pytest.approx(100 * (oracle.max() - table[leader]["oracle"]))
+    assert record["best"] == MODELS[int(oracle.argmax())]
+    # three candidates cannot earn trust, so no model is recommended and no regret is charged to one
+    assert record["verdict"]["trust"] == "low" and record["verdict"]["recommended"] is None
+    assert out["summary"]["control_recommended"] == 0
+
+
+@pytest.mark.slow
+def test_benchmark_json_round_trips_and_fills_the_readme(result, tmp_path):
+    store, out = result
+    stored = benchmark.load_benchmark(store)
+    assert stored["corpora"][0]["run_id"] == out["corpora"][0]["run_id"]
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        f"# Title\nbefore\n{benchmark.README_START}\nold table\n{benchmark.README_END}\nafter\n"
+    )
+    benchmark.update_readme(readme, stored)
+    text = readme.read_text()
+    assert "old table" not in text and text.startswith("# Title\nbefore\n") and text.endswith("after\n")
+    assert "| debates-2016 | 150 |" in text and "| **mean** |" in text
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers here\n")
+    with pytest.raises(ValueError, match="benchmark:start"):
+        benchmark.update_readme(plain, stored)
+    assert plain.read_text() == "no markers here\n"
+
+
+@pytest.mark.slow
+def test_cli_prints_the_stored_table_and_refuses_unknown_corpora(result, tmp_path):
+    store, _ = result
+    shown = flare("benchmark", "--table-only", runs_dir=store.root)
+    assert "| debates-2016 | 150 |" in shown.stdout
+    missing = flare("benchmark", "--table-only", runs_dir=tmp_path / "empty", check=False)
+    assert missing.returncode == 2 and "run `flare benchmark` first" in missing.stderr
+    unknown = flare("benchmark", "--corpora", "imdb", runs_dir=tmp_path / "none", check=False)
+    assert unknown.returncode == 2 and "unknown benchmark corpora ['imdb']" in unknown.stderr
+    assert not (tmp_path / "none").exists()
