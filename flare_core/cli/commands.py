@@ -50,6 +50,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             "dim": spec.dim,
             "layers": spec.layers,
             "kind": spec.kind,
+            "role": spec.role,
             "source": spec.source,
             "licence": spec.licence,
             "available": is_available(spec.id),
@@ -310,6 +311,37 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     run = import_run(_store(args), args.bundle, run_id=args.run_id)
     print(run.id)
+    return 0
+
+
+# -- benchmark ---------------------------------------------------------------------------------------------
+
+
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    from flare_core.run import benchmark
+
+    store = _store(args)
+    if args.table_only:
+        result = benchmark.load_benchmark(store)
+        if result is None:
+            raise FileNotFoundError(
+                f"no benchmark in {benchmark.benchmark_dir(store)}; run `flare benchmark` first"
+            )
+    else:
+        result = benchmark.run_benchmark(
+            store,
+            _names(args.corpora) or None,
+            models=_names(args.models) or None,
+            max_texts=args.max_texts,
+            flow_preset=args.flow_preset,
+            progress=lambda message: print(message, file=sys.stderr),
+        )
+    if args.readme is not None:
+        benchmark.update_readme(args.readme, result)
+    if args.json:
+        _print_json(result)
+    else:
+        print(benchmark.markdown_table(result))
     return 0
 
 

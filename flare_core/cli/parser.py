@@ -11,6 +11,7 @@ from typing import Any
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.cli.commands import (
     cmd_app,
+    cmd_benchmark,
     cmd_cancel,
     cmd_collapse,
     cmd_delete,
@@ -26,8 +27,24 @@ from flare_core.cli.commands import (
     cmd_validate,
 )
 from flare_core.compute import EXECUTORS
+from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
 from flare_core.errors import RunNotFound
 from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS
+
+
+def _workers(value: str) -> int | None:
+    """``--workers``: a positive number of processes, or ``auto``."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        workers = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of worker processes or 'auto', got {value!r}"
+        ) from None
+    if workers < 1:
+        raise argparse.ArgumentTypeError(f"workers must be a positive integer or 'auto', got {workers}")
+    return workers
 
 
 def _dims(value: str) -> int | None:
@@ -77,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_store(sub, common, as_json)
     _add_sharing(sub, common)
     _add_app(sub, common)
+    _add_benchmark(sub, common, as_json)
     return parser
 
 
@@ -101,6 +119,19 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
     )
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
+    _add_analysis_options(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--name", default=None)
+    p.add_argument(
+        "--background", action="store_true", help="start the run in a background worker and return"
+    )
+    _add_compute_options(p)
+    p.set_defaults(func=cmd_run)
+
+
+def _add_analysis_options(p: argparse.ArgumentParser) -> None:
+    """``flare run``'s options of the analysis: estimators, controls, whitening, collapse."""
     p.add_argument("--estimator", choices=[*ESTIMATOR_NAMES, "both"], default="both")
     p.add_argument("--flow-preset", choices=list(FLOW_PRESETS), default="default")
     p.add_argument(
@@ -130,20 +161,19 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
     )
     p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
     p.add_argument("--collapse-texts", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
-    p.add_argument("--name", default=None)
-    p.add_argument(
-        "--background", action="store_true", help="start the run in a background worker and return"
-    )
+
+
+def _add_compute_options(p: argparse.ArgumentParser) -> None:
+    """``flare run``'s options of where and how the units run."""
     p.add_argument(
         "--executor", choices=list(EXECUTORS), default="local", help="where embedding and IS units run"
     )
     p.add_argument(
         "--workers",
-        type=int,
-        default=1,
-        help="local executor: worker processes running units side by side (1: in this process)",
+        type=_workers,
+        default=None,
+        help="local executor: worker processes running units side by side (1: everything in this "
+        "process); default 'auto': a large IS matrix runs on min(2, cores) processes",
     )
     p.add_argument(
         "--batch-conditionals",
@@ -161,7 +191,6 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
         default=None,
         help="'auto' joins the cluster of this machine; ray://host:10001; default: a local Ray instance",
     )
-    p.set_defaults(func=cmd_run)
 
 
 def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
@@ -239,6 +268,32 @@ def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--headless", action="store_true", help="do not open a browser")
     p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
     p.set_defaults(func=cmd_app)
+
+
+def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+    """``flare benchmark``: the product's runs on labelled public corpora, judged by their labels."""
+    p = sub.add_parser(
+        "benchmark",
+        parents=[common, as_json],
+        help="judge the recommendation on labelled public corpora (long: about 15 minutes per corpus on 2 cores)",
+    )
+    p.add_argument(
+        "--corpora",
+        default=None,
+        help=f"comma-separated corpora (default: all of {', '.join(BENCHMARK_CORPORA)})",
+    )
+    p.add_argument(
+        "--models", default=None, help="comma-separated models (default: every available built-in)"
+    )
+    p.add_argument("--max-texts", type=int, default=None, help="use the first N texts of each corpus")
+    p.add_argument("--flow-preset", default="default", choices=sorted(FLOW_PRESETS))
+    p.add_argument(
+        "--readme", type=Path, default=None, help="write the table between the benchmark markers of this file"
+    )
+    p.add_argument(
+        "--table-only", action="store_true", help="do not run: print (and --readme) the stored benchmark"
+    )
+    p.set_defaults(func=cmd_benchmark)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
