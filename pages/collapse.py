@@ -12,6 +12,7 @@ from pages.common import (
     current_run,
     download_csv,
     escape,
+    explain_missing,
     load_corpus_frame,
     load_frame,
     run_version,
@@ -27,9 +28,12 @@ status_banner(run)
 version = run_version(run)
 summary = load_frame(run.id, version, "collapse", "summary.parquet")
 if summary is None:
-    st.info(
-        "No collapse data in this run. SOCM needs a transformer model (token states), e.g. all-MiniLM-L6-v2; "
-        "compute it with `flare collapse RUN_ID` or start a run with SOCM enabled."
+    explain_missing(
+        run,
+        ("collapse",),
+        "This run has no collapse figures: they need a transformer model among the candidates (one that "
+        "reads token by token, such as all-MiniLM-L6-v2) and the collapse analysis switched on in the New "
+        "run page's settings. Runs of uploaded embeddings have no tokens to look at.",
     )
     st.stop()
 st.dataframe(summary, hide_index=True)

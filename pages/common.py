@@ -10,7 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from flare_core.run.jobs import effective_status
+from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.store.runs import Run, RunNotFound, RunStore, validate_run_id
+from flare_core.view.verdict import trust_sentence, verdict_view
 
 STATUS_ICONS = {"queued": "⏳", "running": "🔄", "done": "✅", "failed": "❌", "cancelled": "⏹️"}
 
@@ -103,11 +105,44 @@ def status_banner(run: Run) -> str:
             "Results computed before the failure are shown; `flare resume` finishes it."
         )
     elif status in ("queued", "running"):
-        progress = manifest.get("progress") or {}
-        st.info(f"This run is {status}: {progress.get('message', '')}. Results appear as stages finish.")
+        st.info(
+            f"This run is {status}: {escape(progress_sentence(manifest))}. Each page fills in as its stage "
+            "finishes; the verdict first.",
+            icon=":material/hourglass_top:",
+        )
     elif status == "cancelled":
         st.warning("This run was cancelled; results computed before that are shown.")
+    if status in ("queued", "running"):
+        _follow(run.id, _finished_stages(manifest))
     return status
+
+
+def _finished_stages(manifest: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(sorted(n for n, e in (manifest.get("stages") or {}).items() if e.get("finished")))
+
+
+@st.fragment(run_every=3.0)
+def _follow(run_id: str, seen: tuple[str, ...]) -> None:
+    """While a run works: redraw the whole page when one of its stages lands or the run ends."""
+    run = store().get(run_id)
+    if _finished_stages(run.manifest) != seen or effective_status(run) not in ("queued", "running"):
+        st.rerun()
+
+
+def explain_missing(run: Run, stages: tuple[str, ...], reason: str) -> None:
+    """An empty section: "being computed" with the time left while one of ``stages`` is still to come in
+    an active run, otherwise ``reason`` (why this run has no such result, in words)."""
+    manifest = run.manifest
+    planned = {row["name"] for row in manifest.get("plan") or []}
+    pending = [s for s in stages if s in planned and s not in _finished_stages(manifest)]
+    if effective_status(run) in ("queued", "running") and pending:
+        st.info(
+            f"Being computed: {stage_words(pending[0])}. This section fills in by itself "
+            f"({escape(progress_sentence(manifest))} for the whole run).",
+            icon=":material/hourglass_top:",
+        )
+    else:
+        st.info(reason)
 
 
 def download_csv(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
@@ -123,3 +158,20 @@ def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.
     from flare_core.view.results import sufficiency_frames
 
     return sufficiency_frames(store().get(run_id), estimator)
+
+
+def show_verdict(run: Run, *, checks_expanded: bool = False) -> None:
+    """The verdict: its headline in the colour of its trust level, then the checks behind that level."""
+    if not run.has("verdict.json"):
+        st.info("The recommendation appears when the information-sufficiency stage has finished.")
+        return
+    view = verdict_view(run.load_json("verdict.json"))
+    alert = getattr(st, view.tone)
+    alert(f"**{escape(view.headline)}**  \n{escape(view.summary)}", icon=":material/recommend:")
+    if view.level:
+        st.caption(trust_sentence(view.level))
+    for line in view.controls:
+        st.caption(escape(line))
+    if not view.checks.empty:
+        with st.expander("Why this trust level: the checks", expanded=checks_expanded):
+            st.dataframe(view.checks, hide_index=True)

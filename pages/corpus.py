@@ -11,6 +11,7 @@ from pages.common import (
     current_run,
     download_csv,
     escape,
+    explain_missing,
     load_corpus_frame,
     load_frame,
     run_version,
@@ -49,7 +50,7 @@ st.subheader("Embedding map (UMAP)")
 done = [m["id"] for m in manifest["models"] if m.get("status") == "done"]
 mapped = [m for m in done if run.has("maps", f"{safe_name(m)}.parquet")]
 if not mapped:
-    st.info("Maps appear once the run's *maps* stage has finished.")
+    explain_missing(run, ("maps",), "This run was made without embedding maps.")
     st.stop()
 n_points = manifest["params"].get("map_points", 3000)
 st.caption(

@@ -7,7 +7,7 @@ import streamlit as st
 from flare_core.view import figures
 from flare_core.view.glossary import explain
 from flare_core.view.results import layer_metrics
-from pages.common import current_run, download_csv, load_frame, run_version, status_banner
+from pages.common import current_run, download_csv, explain_missing, load_frame, run_version, status_banner
 
 st.title("Layer-wise concentration")
 st.caption(
@@ -20,7 +20,12 @@ if run is None:
 status_banner(run)
 frame = load_frame(run.id, run_version(run), "concentration.parquet")
 if frame is None:
-    st.info("No layer-wise data in this run: it needs a BERT-family or MPNet transformer with SOCM enabled.")
+    explain_missing(
+        run,
+        ("concentration",),
+        "This run has no layer-by-layer figures: they need a transformer model among the candidates and the "
+        "collapse analysis switched on in the New run page's settings.",
+    )
     st.stop()
 if run.has("concentration.json"):
     info = run.load_json("concentration.json")

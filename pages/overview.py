@@ -5,15 +5,38 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
+from pages.common import (
+    current_run,
+    download_csv,
+    escape,
+    load_frame,
+    run_version,
+    show_verdict,
+    status_banner,
+)
 
 st.title("Overview")
 run = current_run()
 if run is None:
     st.stop()
-status_banner(run)
+status = effective_status(run)
+live = status in ("queued", "running")
+
+
+@st.fragment(run_every=3.0 if live else None)
+def answer() -> None:
+    """The status and the verdict; while the run works, redrawn every 3 s (a provisional verdict first)."""
+    now = effective_status(run)
+    if live and now not in ("queued", "running"):
+        st.rerun()  # the run has ended: draw the whole page with its final results
+    status_banner(run)
+    show_verdict(run)
+
+
+answer()
 manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]
@@ -21,11 +44,6 @@ st.markdown(
     f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · "
     f"labels: {escape(corpus.get('label_column') or 'none')} · {len(manifest['models'])} models · run `{run.id}`"
 )
-if run.has("verdict.json"):
-    verdict = run.load_json("verdict.json")
-    st.success(escape(verdict["text"]), icon=":material/recommend:")
-else:
-    st.info("The recommendation appears when the information-sufficiency stage has finished.")
 
 summary = load_frame(run.id, version, "summary.parquet")
 if summary is None:

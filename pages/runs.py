@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from flare_core.run import jobs
+from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.view.results import runs_table
-from pages.common import STATUS_ICONS, store, viewer_only
+from pages.common import STATUS_ICONS, escape, store, viewer_only
 
 st.title("Runs")
 st.caption("Runs execute in a background process: you can close this tab and come back later.")
@@ -31,10 +32,11 @@ def live_runs() -> None:
         manifest = run.manifest
         with st.container(border=True):
             st.markdown(f"**{STATUS_ICONS[row['status']]} {row['name']}** · `{row['id']}`")
+            st.caption(escape(progress_sentence(manifest)))
             for stage, info in (manifest.get("stages") or {}).items():
                 total = max(int(info.get("total") or 1), 1)
                 done = min(int(info.get("done") or 0), total)
-                st.progress(done / total, text=f"{stage}: {done}/{total} · {info.get('message', '')}")
+                st.progress(done / total, text=escape(stage_words(stage, done, total)))
             models = pd.DataFrame(manifest.get("models", []))
             if not models.empty:
                 st.dataframe(

@@ -8,7 +8,14 @@ import streamlit as st
 from flare_core.view import figures
 from flare_core.view.glossary import explain
 from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
-from pages.common import current_run, download_csv, load_sufficiency, run_version, status_banner
+from pages.common import (
+    current_run,
+    download_csv,
+    explain_missing,
+    load_sufficiency,
+    run_version,
+    status_banner,
+)
 
 st.title("Information sufficiency")
 run = current_run()
@@ -18,9 +25,11 @@ status_banner(run)
 version = run_version(run)
 available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
 if not available:
-    st.info(
-        "No information-sufficiency results in this run yet. They need at least two embedded models and the "
-        "*sufficiency* stage (`flare run … --estimator both`)."
+    explain_missing(
+        run,
+        ("sufficiency_flow", "sufficiency_gmm"),
+        "This run has no information-sufficiency results: they need at least two models that are not "
+        "controls, embedded without error (see the Runs page for each model's status).",
     )
     st.stop()
 estimator = st.radio(

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
+from flare_core.run.benchmark import results_frame, shipped_results
 from flare_core.view import figures
 from flare_core.view.glossary import explain
 from flare_core.view.results import ESTIMATOR_NAMES
-from pages.common import current_run, download_csv, escape, load_frame, run_version, status_banner
+from pages.common import (
+    current_run,
+    download_csv,
+    explain_missing,
+    load_frame,
+    run_version,
+    show_verdict,
+    status_banner,
+)
 
 st.title("Validation")
 run = current_run()
@@ -15,8 +24,19 @@ if run is None:
     st.stop()
 status_banner(run)
 version = run_version(run)
-if run.has("verdict.json"):
-    st.success(escape(run.load_json("verdict.json")["text"]))
+show_verdict(run, checks_expanded=True)
+
+shipped = shipped_results()
+if shipped:
+    with st.expander("How often this ranking matches labelled truth on public corpora"):
+        mean = shipped["summary"]["mean_spearman"].get("flow")
+        st.markdown(
+            f"FLARE Studio was run with these defaults on {len(shipped['corpora'])} public corpora whose labels "
+            "it never saw, and each ranking was compared with how well every model actually does on those "
+            f"labels. The ranking agreed with the labels at ρ = {mean:.2f} on average (1 is a perfect order, "
+            "0 is no better than chance). Where the checks above fail, treat the ranking as a first sort."
+        )
+        st.dataframe(results_frame(shipped), hide_index=True)
 
 st.subheader("Label-free scores vs downstream scores")
 correlations = load_frame(run.id, version, "correlations.parquet")
@@ -49,7 +69,11 @@ else:
 st.subheader("Stability of the ranking")
 estimators = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
 if not estimators and not run.has("validation", "shuffle.parquet"):
-    st.info("No validation studies in this run yet: `flare validate RUN_ID` computes them.")
+    explain_missing(
+        run,
+        ("validation",),
+        "This run was made without the stability studies (they need the information-sufficiency results).",
+    )
     st.stop()
 if estimators:
     estimator = st.radio("Estimator", estimators, horizontal=True, key="val-est")

@@ -150,7 +150,8 @@ def run_plan(
     return plan
 
 
-def _seconds(stamp: str | None) -> float | None:
+def timestamp_seconds(stamp: str | None) -> float | None:
+    """Seconds since the epoch of an ISO timestamp from a manifest, or None."""
     if not stamp:
         return None
     import datetime as _dt
@@ -166,5 +167,7 @@ def manifest_remaining_seconds(manifest: Mapping[str, Any], now: float) -> float
     states = {}
     for name, entry in (manifest.get("stages") or {}).items():
         done = entry.get("work_done", entry.get("done", 0))
-        states[name] = StageState(int(done), _seconds(entry.get("started")), _seconds(entry.get("finished")))
+        states[name] = StageState(
+            int(done), timestamp_seconds(entry.get("started")), timestamp_seconds(entry.get("finished"))
+        )
     return remaining_seconds(plan_from_dicts(rows), states, now)

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from flare_core.errors import Cancelled
-from flare_core.run.eta import describe_remaining, manifest_remaining_seconds
+from flare_core.run.eta import describe_remaining, manifest_remaining_seconds, timestamp_seconds
 from flare_core.store.runs import Run
 
 #: Each stage in plain words, for progress bars and the dashboard.
@@ -30,6 +30,28 @@ def stage_words(stage: str, done: int | None = None, total: int | None = None) -
     if done is not None and total:
         return f"{words}: {done} of {total}"
     return words
+
+
+def _elapsed(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    return f"{minutes} min" if minutes else f"{int(seconds)} s"
+
+
+def progress_sentence(manifest: dict[str, Any], now: float | None = None) -> str:
+    """A running run in plain words: the stage and its units, the time it has run, the time left.
+
+    "learning how well each model predicts the others: 12 of 49 · running for 3 min · about 4 min left"
+    """
+    now = time.time() if now is None else now
+    progress = manifest.get("progress") or {}
+    parts = []
+    if progress.get("stage"):
+        parts.append(stage_words(progress["stage"], progress.get("done"), progress.get("total")))
+    started = timestamp_seconds(manifest.get("started"))
+    if started is not None:
+        parts.append(f"running for {_elapsed(max(0.0, now - started))}")
+    parts.append(describe_remaining(manifest_remaining_seconds(manifest, now)))
+    return " · ".join(parts)
 
 
 class ProgressReporter:

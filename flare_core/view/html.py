@@ -25,6 +25,9 @@ h3 { margin-top: 1.6rem; }
 .status-done { background: #e3f9e5; color: #1f7a37; } .status-failed { background: #ffe3e3; color: #a61b1b; }
 .status-running, .status-queued { background: #e6f0ff; color: #1c4fa0; } .status-cancelled { background: #fff3c4; color: #8d6708; }
 .recommendation { background: #f0f7ff; border-left: 4px solid #2f6fde; padding: 0.8rem 1rem; font-size: 1.05rem; }
+.recommendation.success { background: #effaf1; border-left-color: #2e8540; }
+.recommendation.warning { background: #fff8e6; border-left-color: #b7791f; }
+.recommendation.error { background: #fdf0ef; border-left-color: #c0392b; }
 .missing { color: #7b8794; font-style: italic; }
 .error { background: #fff0f0; border-left: 4px solid #d64545; padding: 0.6rem 1rem; white-space: pre-wrap; }
 table { border-collapse: collapse; margin: 0.6rem 0 1rem; font-size: 0.86rem; }

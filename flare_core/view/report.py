@@ -37,6 +37,7 @@ from flare_core.view.html import (
     records_frame,
     table,
 )
+from flare_core.view.verdict import trust_sentence, verdict_view
 
 MOST_COLLAPSED = 10
 TABLE_TEXT_CHARS = 300
@@ -84,6 +85,17 @@ def _best(scores: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
     verdict = results.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("version", 1) >= 2:
+        view = verdict_view(verdict)
+        parts = [
+            f'<p class="recommendation {view.tone}"><strong>{escape(texts.scrub(view.headline))}</strong> '
+            f"{escape(texts.scrub(view.summary))}</p>",
+            f"<p>{escape(trust_sentence(view.level))}</p>",
+            *(f'<p class="note">{escape(texts.scrub(line))}</p>' for line in view.controls),
+        ]
+        if not view.checks.empty:
+            parts.append(table(view.checks))
+        return "\n".join(parts)
     if isinstance(verdict, dict) and verdict.get("text"):
         return f'<p class="recommendation">{escape(texts.scrub(str(verdict["text"])))}</p>'
     for estimator in ESTIMATOR_NAMES:

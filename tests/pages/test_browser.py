@@ -31,7 +31,7 @@ FLAGS = [
 ]
 # (url path, text that must appear, whether a plotly chart must render)
 PAGES = [
-    ("", "Recommended:", True),
+    ("", "Trust: low", True),
     ("sufficiency", "IS graph with Louvain communities", True),
     ("corpus", "Embedding map", True),
     ("collapse", "Most-collapsed pairs", True),

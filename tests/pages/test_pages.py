@@ -40,11 +40,16 @@ def _texts(at: AppTest) -> str:
 def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
     at = open_page("pages/overview.py", labelled_run)
     verdict = labelled_run.load_json("verdict.json")
-    assert at.success[0].value.startswith("Recommended: ")
-    assert verdict["recommended"] in at.success[0].value
-    ranking = at.dataframe[0].value
+    # four candidates are too few for trust: the headline is red and names no model, the leader is given
+    assert verdict["recommended"] is None and verdict["trust"]["level"] == "low"
+    (alert,) = at.error
+    assert alert.value.startswith("**No reliable recommendation on this corpus.**")
+    assert f"{verdict['leading']} leads the ranking" in alert.value
+    assert "Trust: low" in _texts(at)
+    checks, ranking = at.dataframe[0].value, at.dataframe[1].value
+    assert "Enough candidates to compare" in set(checks["check"]) and "failed" in set(checks["result"])
     assert set(ranking["model"]) == {m["id"] for m in labelled_run.manifest["models"]}
-    assert ranking.iloc[0]["model"] == verdict["recommended"]
+    assert ranking.iloc[0]["model"] == verdict["leading"]
     assert "accuracy" in ranking.columns
 
 
@@ -78,11 +83,11 @@ def test_layers_and_validation_pages(open_page, labelled_run):
 @pytest.mark.parametrize(
     ("page", "expected"),
     [
-        ("pages/collapse.py", "No collapse data in this run"),
-        ("pages/layers.py", "No layer-wise data in this run"),
+        ("pages/collapse.py", "This run has no collapse figures: they need a transformer model"),
+        ("pages/layers.py", "This run has no layer-by-layer figures"),
         ("pages/validation.py", "Correlation tables need labels"),
         ("pages/corpus.py", "Embedding map"),
-        ("pages/overview.py", "Recommended:"),
+        ("pages/overview.py", "Trust: low"),
     ],
 )
 def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, page, expected):

@@ -81,3 +81,32 @@ def test_words():
     assert describe_remaining(7200) == "about 2.0 h left"
     with pytest.raises(ValueError):
         StagePlan("x", -1, 1.0)
+
+
+def test_progress_sentence_of_a_running_manifest():
+    from datetime import datetime, timezone
+
+    from flare_core.run.progress import progress_sentence
+
+    def stamp(t: float) -> str:
+        return datetime.fromtimestamp(t, tz=timezone.utc).isoformat()
+
+    start = 1_000_000.0
+    manifest = {
+        "started": stamp(start),
+        "plan": [
+            {"name": "embeddings", "units": 2, "prior_seconds": 10.0},
+            {"name": "sufficiency_flow", "units": 10, "prior_seconds": 6.0},
+        ],  # fmt: skip
+        "stages": {
+            "embeddings": {"work_done": 2, "started": stamp(start), "finished": stamp(start + 20)},
+            "sufficiency_flow": {"work_done": 4, "started": stamp(start + 20), "finished": None},
+        },
+        "progress": {"stage": "sufficiency_flow", "done": 4, "total": 10},
+    }
+    # 4 flow units took 120 s: the 6 left take about 180 s more
+    sentence = progress_sentence(manifest, now=start + 140)
+    assert sentence == (
+        "learning how well each model predicts the others: 4 of 10 · running for 2 min · about 3 min left"
+    )
+    assert progress_sentence({}, now=start) == "estimating time left"

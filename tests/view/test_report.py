@@ -43,6 +43,7 @@ def _fake_sufficiency(run: Run, estimator: str):
     return {
         "scores": scores,
         "all_scores": pd.DataFrame(),
+        "controls": pd.DataFrame(),
         "is_matrix": values * 10,
         "is_per_dim": values,
         "pairs": pairs,
@@ -158,6 +159,30 @@ def test_verdict_text_is_used_and_escaped(hand_run):
     hand_run.save_json({"text": f"Use {EVIL_MODEL}."}, "verdict.json")
     page = build_report(hand_run)
     assert "Use evil&lt;script&gt;alert(1)&lt;/script&gt;." in page
+    assert EVIL not in page
+
+
+def test_verdict_of_schema_2_shows_headline_trust_and_checks_escaped(hand_run):
+    from flare_core.run.trust import Check, TrustAssessment
+    from flare_core.run.verdict import verdict
+
+    scores = pd.DataFrame(
+        {"model": [EVIL_MODEL, "glove"], "score": [0.3, 0.1], "ci_low": [0.25, 0.05], "ci_high": [0.35, 0.15]}
+    )
+    trust = TrustAssessment(
+        "low", [Check("pool", "fail", "2 candidates", "Two candidates are too few.", 2.0)]
+    )
+    hand_run.save_json(verdict(scores, estimator="flow", trust=trust), "verdict.json")
+    page = build_report(hand_run)
+    assert (
+        '<p class="recommendation error"><strong>No reliable recommendation on this corpus.</strong>' in page
+    )
+    assert (
+        "Trust: low" in page
+        and "Two candidates are too few." in page
+        and "Enough candidates to compare" in page
+    )
+    assert "evil&lt;script&gt;alert(1)&lt;/script&gt; leads the ranking" in page
     assert EVIL not in page
 
 
