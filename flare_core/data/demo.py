@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -134,8 +135,28 @@ def bbc_news_frame(n_per_topic: int | None = 120, seed: int = 0) -> pd.DataFrame
     return frame.sort_values(["label", "source_file"], kind="mergesort").reset_index(drop=True)
 
 
-def write_demo_corpus(path: str | os.PathLike, n_per_topic: int = 120, seed: int = 0) -> Path:
-    """Write :func:`bbc_news_frame` as a UTF-8 CSV at ``path`` (atomically) and return the path."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def opening(text: str, max_chars: int = 400) -> str:
+    """Whole sentences from the start of ``text`` up to ``max_chars`` (at least the first one)."""
+    out = ""
+    for sentence in _SENTENCE_END.split(text):
+        if out and len(out) + 1 + len(sentence) > max_chars:
+            break
+        out = f"{out} {sentence}".strip()
+    return out
+
+
+def write_demo_corpus(
+    path: str | os.PathLike, n_per_topic: int = 120, seed: int = 0, opening_chars: int | None = None
+) -> Path:
+    """Write :func:`bbc_news_frame` as a UTF-8 CSV at ``path`` (atomically) and return the path; with
+    ``opening_chars``, each article is cut to its title and opening sentences (:func:`opening`)."""
     frame = bbc_news_frame(n_per_topic=n_per_topic, seed=seed)
+    if opening_chars is not None:
+        frame["text"] = frame["text"].map(
+            lambda text: opening(text, check_int(opening_chars, "opening_chars"))
+        )
     data = frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
     return atomic.write_bytes(path, data)

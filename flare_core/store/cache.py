@@ -4,7 +4,7 @@ Layout under :func:`cache_root`::
 
     embeddings/<key>.npy|.json      the embedding cache (flare_core.encoders.cache)
     models/<name>/                  built-in models unpacked once (flare_core.encoders.builtin)
-    demo/bbc_news_600.csv           the demo corpus
+    demo/bbc_news_openings_250.csv  the demo corpus
     scratch/tokens-*/               token states of a run's collapse stage, removed after use
 """
 

@@ -1,0 +1,122 @@
+"""Benchmark: the two standard runs, timed per stage, against the figures kept in ``bench/standard_run.json``.
+
+Usage::
+
+    python bench/standard_run.py                    # both cases, cold cache for the demo
+    python bench/standard_run.py --case standard    # 7 candidates + 2 controls × 2,000 short texts, defaults
+    python bench/standard_run.py --case demo --save # the first-launch demo; keep these figures as the reference
+
+``demo`` is :func:`flare_core.run.demo.ensure_demo_run` from an empty cache (model unpacking, corpus,
+every stage); ``standard`` is a default run (both estimators, collapse, maps, validation) of seven
+candidates on the 2,000 rotten-tomatoes snippets of the validity benchmark, embeddings cached or not as
+the cache has them. Prints each stage's seconds, the ratio to the reference figures (below 1: faster),
+the wall time, and the peak resident memory of this process and of its worker processes. Timings on a
+shared machine are noisy: compare ratios from runs on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+REFERENCE = Path(__file__).with_name("standard_run.json")
+STANDARD_MODELS = [
+    "all-MiniLM-L6-v2",
+    "all-mpnet-base-v2",
+    "paraphrase-MiniLM-L3-v2",
+    "glove-6b-50d",
+    "tokenlearn-static-64d",
+    "tfidf-svd-256",
+    "all-MiniLM-L6-v2-layer3",
+]
+
+
+def _peak_mib() -> dict[str, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"peak_rss_mib": round(own, 1), "peak_rss_workers_mib": round(children, 1)}
+
+
+def time_demo(runs_dir: Path) -> dict:
+    from flare_core.run.demo import ensure_demo_run
+    from flare_core.store.runs import RunStore
+
+    start = time.perf_counter()
+    run_id = ensure_demo_run(RunStore(runs_dir), background=False)
+    wall = time.perf_counter() - start
+    run = RunStore(runs_dir).get(run_id)
+    return {"wall_s": round(wall, 1), "status": run.status, "stages": run.manifest.get("timings", {})}
+
+
+def time_standard(runs_dir: Path) -> dict:
+    from flare_core.data.benchmark_corpora import load_benchmark_corpus
+    from flare_core.run import jobs
+    from flare_core.run.benchmark import make_run
+    from flare_core.run.params import build_params
+    from flare_core.store.runs import RunStore
+
+    bench = load_benchmark_corpus("rotten-tomatoes")
+    run = make_run(RunStore(runs_dir), bench, build_params(models=STANDARD_MODELS))
+    start = time.perf_counter()
+    status = jobs.run_in_process(run)
+    wall = time.perf_counter() - start
+    return {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})}
+
+
+def _print(case: str, figures: dict, reference: dict | None) -> None:
+    print(f"\n{case}: {figures['status']}, wall {figures['wall_s']:.0f} s", end="")
+    if reference:
+        print(
+            f" (reference {reference['wall_s']:.0f} s, ratio {figures['wall_s'] / reference['wall_s']:.2f})"
+        )
+    else:
+        print(" (no reference figures)")
+    ref_stages = (reference or {}).get("stages", {})
+    for stage, seconds in figures["stages"].items():
+        ref = ref_stages.get(stage)
+        ratio = f"{seconds / ref:.2f}" if ref else "–"
+        print(
+            f"  {stage:<22} {seconds:8.1f} s   reference {ref if ref is not None else '–':>8}   ratio {ratio}"
+        )
+    print(
+        f"  peak memory: {figures['peak_rss_mib']:.0f} MiB here, {figures['peak_rss_workers_mib']:.0f} MiB in a worker"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--case", choices=["demo", "standard", "both"], default="both")
+    parser.add_argument("--save", action="store_true", help="keep these figures as the new reference")
+    parser.add_argument("--warm-demo", action="store_true", help="use the current cache for the demo")
+    args = parser.parse_args()
+    reference = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {}
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.case in ("demo", "both"):
+            if not args.warm_demo:
+                os.environ["FLARE_CACHE_DIR"] = str(Path(tmp) / "cold-cache")
+            results["demo"] = time_demo(Path(tmp) / "demo-runs") | _peak_mib()
+            os.environ.pop("FLARE_CACHE_DIR", None)
+        if args.case in ("standard", "both"):
+            results["standard"] = time_standard(Path(tmp) / "standard-runs") | _peak_mib()
+    for case, figures in results.items():
+        _print(case, figures, reference.get(case))
+    if args.save:
+        for case, figures in results.items():
+            reference[case] = figures | {"measured": time.strftime("%Y-%m-%d"), "cores": os.cpu_count()}
+        REFERENCE.write_text(json.dumps(reference, indent=2) + "\n")
+        print(f"\nsaved as the reference: {REFERENCE}")
+
+
+if __name__ == "__main__":
+    main()
