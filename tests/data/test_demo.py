@@ -87,3 +87,20 @@ def test_unexpected_layout_raises_demo_unavailable(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(demo, "_package_dirs", lambda: [tmp_path])
     with pytest.raises(DemoUnavailable, match="no folder with the BBC topic sub-folders"):
         bbc_news_frame(n_per_topic=1)
+
+
+def test_opening_keeps_whole_sentences_up_to_the_limit() -> None:
+    text = "First one. Second sentence here! Third? Fourth is long enough to cross the limit."
+    assert demo.opening(text, max_chars=32) == "First one. Second sentence here!"
+    assert demo.opening(text, max_chars=31) == "First one."
+    assert demo.opening(text, max_chars=5) == "First one."  # at least the first sentence
+    assert demo.opening("No end mark at all", max_chars=5) == "No end mark at all"
+
+
+def test_demo_corpus_of_openings(tmp_path: Path) -> None:
+    path = write_demo_corpus(tmp_path / "openings.csv", n_per_topic=6, seed=0, opening_chars=300)
+    corpus = load_corpus(path)
+    full = bbc_news_frame(n_per_topic=6, seed=0)
+    assert len(corpus) == 30 and corpus.labels == full["label"].tolist()
+    for short, long in zip(corpus.texts, full["text"], strict=True):
+        assert long.startswith(short) and (len(short) <= 300 or "." not in short[:-1])
