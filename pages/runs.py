@@ -21,7 +21,13 @@ def worker_table(workers: dict) -> pd.DataFrame:
 
 @st.fragment(run_every=2.0)
 def live_runs() -> None:
+    if not viewer_only():
+        jobs.dispatch(store())  # start runs waiting in the queue when a slot is free
     rows = runs_table(store())
+    waiting = jobs.waiting_runs(store())
+    for row in rows:
+        if row["id"] in waiting:
+            row["stage"] = f"queued, position {waiting.index(row['id']) + 1}"
     if not rows:
         st.info("No runs yet.")
         return

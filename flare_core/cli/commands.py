@@ -129,14 +129,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     run = create_run(_store(args), corpus, params, name=args.name, precomputed=precomputed)
     print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)
+    position = None
     if args.background:
-        jobs.start(_store(args), run.id)
-        status = "queued"
+        submitted = jobs.submit(_store(args), run.id)
+        print(submitted["message"], file=sys.stderr)
+        status, position = "queued", submitted["position"]
     else:
         status = jobs.run_in_process(run, progress_bar=not args.json)
     manifest = run.manifest
     if args.json:
-        _print_json({"run_id": run.id, "status": status, "error": manifest.get("error")})
+        _print_json(
+            {"run_id": run.id, "status": status, "queue_position": position, "error": manifest.get("error")}
+        )
     else:
         failed = [m for m in manifest["models"] if m.get("status") == "failed"]
         for model in failed:
@@ -155,7 +159,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
         print(f"run {run.id} is already done", file=sys.stderr)
         return 0
     if run.cancel_requested():
-        run.artefact("cancel.requested").unlink()
+        run.artefact("cancel.requested").unlink(missing_ok=True)
+    if args.background:
+        submitted = jobs.submit(_store(args), run.id)
+        print(submitted["message"], file=sys.stderr)
+        if args.json:
+            _print_json({"run_id": run.id, "status": "queued", "queue_position": submitted["position"]})
+        else:
+            print(run.id)
+        return 0
     status = jobs.run_in_process(run, progress_bar=not args.json)
     if args.json:
         _print_json({"run_id": run.id, "status": status, "error": run.manifest.get("error")})
@@ -182,9 +194,15 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from flare_core.run import jobs
     from flare_core.view.results import runs_table
 
+    jobs.dispatch(_store(args))  # a slot freed by a worker that died is filled now
     rows = runs_table(_store(args))
+    waiting = jobs.waiting_runs(_store(args))
+    for row in rows:
+        if row["id"] in waiting:
+            row["stage"] = f"waiting in the queue, position {waiting.index(row['id']) + 1}"
     if args.json:
         _print_json(rows)
     elif not rows:
@@ -328,6 +346,9 @@ def cmd_app(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"the dashboard script {app} is missing; run from a source checkout")
     env = dict(os.environ)
     env["FLARE_RUNS_DIR"] = str(_store(args).root.resolve())
+    from flare_core.run import jobs
+
+    jobs.dispatch(_store(args))  # runs that waited in the queue while nothing ran start now
     if not args.no_demo:
         from flare_core.run.demo import ensure_demo_run
 

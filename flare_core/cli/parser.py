@@ -26,7 +26,7 @@ from flare_core.cli.commands import (
     cmd_validate,
 )
 from flare_core.compute import EXECUTORS
-from flare_core.errors import RunNotFound
+from flare_core.errors import DamagedFile, RunBusy, RunNotFound
 from flare_core.run.params import FLOW_PRESETS
 
 
@@ -150,6 +150,11 @@ def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
 
     p = sub.add_parser("resume", parents=both, help="finish an interrupted run")
     p.add_argument("run_id")
+    p.add_argument(
+        "--background",
+        action="store_true",
+        help="queue it for a background worker instead of running it here",
+    )
     p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("cancel", parents=[common], help="ask a background run to stop")
@@ -223,6 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RunBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except DamagedFile as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

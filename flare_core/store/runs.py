@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.errors import RunNotFound, SymlinkRefused
-from flare_core.store import atomic
+from flare_core.store import atomic, locks
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _ARTEFACT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
@@ -272,7 +272,10 @@ class RunStore:
         return sorted(manifests, key=lambda m: m.get("created", ""), reverse=True)
 
     def delete(self, run_id: str) -> None:
+        """Delete a run; refused with ``RunBusy`` while another live process computes or resumes it."""
         run = self.get(run_id)
-        trash = self.root / f".deleting-{run.id}-{secrets.token_hex(4)}"
-        os.rename(run.path, trash)
+        with locks.store_lock(self.root):  # the queue cannot start it meanwhile
+            locks.acquire(run.path, "deleting it", doing="delete it")
+            trash = self.root / f".deleting-{run.id}-{secrets.token_hex(4)}"
+            os.rename(run.path, trash)
         shutil.rmtree(trash, ignore_errors=True)
