@@ -15,6 +15,7 @@ from flare_core.cli.commands import (
     cmd_collapse,
     cmd_delete,
     cmd_demo,
+    cmd_doctor,
     cmd_export,
     cmd_import,
     cmd_models,
@@ -156,6 +157,15 @@ def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
         help="queue it for a background worker instead of running it here",
     )
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("doctor", parents=both, help="check a run (or every run) for damaged files")
+    p.add_argument("run_id", nargs="?", default=None, help="one run (default: the whole store)")
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="set damaged files that a resume can recompute aside, remove leftovers and stale locks",
+    )
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("cancel", parents=[common], help="ask a background run to stop")
     p.add_argument("run_id")

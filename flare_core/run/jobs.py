@@ -29,8 +29,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from flare_core.errors import Cancelled, RunBusy, RunNotFound
-from flare_core.store import atomic, locks
+from flare_core.errors import Cancelled, DamagedFile, RunBusy, RunNotFound
+from flare_core.store import atomic, doctor, locks
 from flare_core.store.runs import CANCEL_FLAG, FINISHED, Run, RunStore, utc_now
 
 HEARTBEAT = "worker.heartbeat"
@@ -89,7 +89,7 @@ def submit(store: RunStore, run_id: str) -> dict[str, Any]:
         owner = locks.live_owner(run.path)
         if owner is not None:
             raise RunBusy(locks.busy_message(run.id, owner, "submit it"), owner)
-        if run.status == "done":
+        if run.status == "done" and not any(f.kind == "damaged" for f in doctor.check_run(run.path)):
             raise ValueError(f"run {run.id} is already done; nothing to start")
         if run.cancel_requested():
             run.artefact(CANCEL_FLAG).unlink(missing_ok=True)
@@ -228,6 +228,15 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
 
     locks.acquire(run.path, "computing it", doing="resume it")
     try:
+        store = RunStore(run.path.parent)
+        try:  # damaged files the stages compute are set aside and computed again; others stop here
+            repairs = doctor.prepare_resume(store, run.id)
+        except DamagedFile as exc:
+            with contextlib.suppress(DamagedFile, OSError):
+                run.update(status="failed", finished=utc_now(), error=str(exc))
+            raise
+        if repairs:
+            run.update(repairs=[*run.manifest.get("repairs", []), *repairs])
         with locks.store_lock(run.path.parent):  # taken out of the queue, so no worker is started for it
             run.update(
                 status="running",
@@ -310,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunBusy as exc:  # resumed in the foreground meanwhile: that process owns the run
         print(f"worker {os.getpid()}: {exc}", file=sys.stderr)
         return 0
+    except DamagedFile as exc:  # recorded on the run when its manifest is readable
+        print(f"worker {os.getpid()}: {exc}", file=sys.stderr)
+        return 1
     finally:
         dispatch(store)  # this slot is free: start the next waiting run
     return 0 if status in ("done", "cancelled") else 1

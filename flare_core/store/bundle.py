@@ -148,4 +148,8 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
     try:
         return atomic.atomic_write(out, _write)
     except OSError as exc:
+        if not (run.path / MANIFEST).is_file():
+            raise BundleError(
+                f"run {run.id!r} was deleted while it was being exported; no bundle was written"
+            ) from exc
         raise BundleError(f"cannot write the bundle to {out}: {exc}") from exc
