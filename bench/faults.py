@@ -16,6 +16,10 @@ Faults:
   stored run: ``flare doctor`` must name exactly that file, ``flare resume`` must recompute what the run
   can (identical results) and refuse the rest with the file named, and a second run of the store must
   stay readable and sound.
+- **disk**: the run store on a 16 MiB tmpfs (root only; skipped otherwise) filled up when the run reaches
+  its embeddings, or its information-sufficiency stage: the run must fail with "the disk is full" in
+  words, leave no damaged or half-written file, and resume to the uninterrupted result once space is
+  freed.
 - **queue**: 4 runs submitted at once with ``FLARE_MAX_JOBS=2``: two wait, all start in submission order,
   never more than 2 execute, all finish with the numbers of a run alone. A second trial kills every
   worker while two runs wait (the app and its workers gone) and restarts with ``flare runs``.
@@ -199,6 +203,14 @@ def wait_all(store: RunStore, ids: list[str], timeout: float = 900) -> dict[str,
     return {run_id: jobs.wait(store, run_id, timeout=timeout, poll=0.1) for run_id in ids}
 
 
+STAGE_ORDER = ("embeddings", "geometry", "maps", "downstream", "sufficiency", "collapse", "concentration",
+               "validation", "summary")  # fmt: skip
+
+
+def _stage_rank(stage: str) -> int:
+    return next((k for k, prefix in enumerate(STAGE_ORDER) if stage.startswith(prefix)), len(STAGE_ORDER))
+
+
 class Reference:
     """One uninterrupted run: its result files, its stage timings, and the files every pass rewrites."""
 
@@ -212,7 +224,7 @@ class Reference:
         self.seconds = time.perf_counter() - started
         self.files = result_files(self.run)
         self.timings = dict(self.run.manifest["timings"])
-        self.stages = list(self.timings)  # in the order they ran
+        self.stages = sorted(self.timings, key=_stage_rank)  # in the order they run
         from flare_core.run.stages import compute_stages
 
         before = mtimes(self.run)
@@ -485,6 +497,77 @@ def concurrent_trials(ref: Reference, work: Path, short: bool) -> Row:
     return row
 
 
+# -- full disk ----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def small_filesystem(path: Path, size_mib: int = 16):
+    """A size-limited tmpfs mounted at ``path`` (needs root); yields False when it cannot be made."""
+    path.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(path)], capture_output=True
+    )
+    try:
+        yield made.returncode == 0
+    finally:
+        if made.returncode == 0:
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file into ``folder`` until its file system is full; return it (delete it to free space)."""
+    filler = folder / "filler.bin"
+    block = b"\xff" * (1 << 16)
+    with open(filler, "wb") as fh:
+        try:
+            while True:
+                fh.write(block)
+                fh.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def disk_trials(ref: Reference, work: Path, short: bool) -> Row:
+    row = Row("disk full during embeddings / IS")
+    with small_filesystem(work / "small-disk") as mounted:
+        if not mounted:
+            row.notes.append("no tmpfs could be mounted here (not root): skipped; tests/run/test_faults.py "
+                             "simulates ENOSPC in the store's writes instead")  # fmt: skip
+            return row
+        stages = ["embeddings", "sufficiency_gmm"] * (1 if short else 2)
+        for k, stage in enumerate(stages):
+            store = RunStore(work / "small-disk" / f"store-{k}")
+            run = ref.new_run(store)
+            pid = jobs.start(store, run.id)
+            filler = None
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and filler is None:
+                progress = run.manifest.get("progress") or {}
+                if progress.get("stage") == stage or run.status in ("done", "failed"):
+                    filler = fill(store.root)
+                time.sleep(0.005)
+            final = jobs.wait(store, run.id, timeout=300, poll=0.05)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            error = run.manifest.get("error") or ""
+            words = error.startswith(f"the disk is full: free space and run `flare resume {run.id}`")
+            half = [f.message for f in doctor.check_run(run.path) if f.kind == "damaged"]
+            half += [str(p) for p in run.path.rglob(".tmp-*")]
+            filler.unlink()
+            proc, seconds = flare("resume", run.id, "--json", runs_dir=store.root)
+            resumed = proc.returncode == 0 and json.loads(proc.stdout)["status"] == "done"
+            differ = ref.same(run) if resumed else ["(not resumed)"]
+            row.add(
+                final == "failed" and words and not half and resumed and not differ,
+                bool(differ or half),
+                seconds,
+                f"full during {stage}: status {final}, error {error[:160]!r}, half-written {half[:3]}, "
+                f"resume rc {proc.returncode} {proc.stderr[-200:]!r}, differ {differ[:3]}",
+            )
+    return row
+
+
 # -- big inputs ---------------------------------------------------------------------------------------------
 
 _PEAK = (
@@ -572,7 +655,7 @@ def big_input_trials(ref: Reference, work: Path, short: bool) -> Row:
 
 # -- main ---------------------------------------------------------------------------------------------------
 
-FAULTS = ("kill", "corrupt", "queue", "concurrent", "big")
+FAULTS = ("kill", "corrupt", "disk", "queue", "concurrent", "big")
 
 
 def run_faults(
@@ -590,6 +673,8 @@ def run_faults(
         rows.append(kill_trials(ref, work, kills, seed))
     if "corrupt" in only:
         rows.append(corruption_trials(ref, work, short))
+    if "disk" in only:
+        rows.append(disk_trials(ref, work, short))
     if "queue" in only:
         rows.append(queue_trials(ref, work, short))
     if "concurrent" in only:

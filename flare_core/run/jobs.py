@@ -248,6 +248,7 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
             )
         for leftover in run.path.rglob(".tmp-*"):  # interrupted atomic writes of an earlier worker
             leftover.unlink(missing_ok=True)
+        reserve = _reserve_space(run)
         stop = threading.Event()
         beater = threading.Thread(target=_beat_forever, args=(run, stop), daemon=True)
         beater.start()
@@ -257,6 +258,8 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
         except (Cancelled, KeyboardInterrupt):
             run.update(status="cancelled", finished=utc_now())
         except BaseException as exc:  # noqa: BLE001 - every failure must be recorded on the run
+            if reserve is not None:  # a full disk: free the reserve so that the failure can be recorded
+                reserve.unlink(missing_ok=True)
             run.update(
                 status="failed",
                 finished=utc_now(),
@@ -266,9 +269,30 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
         finally:
             stop.set()
             beater.join(timeout=2)
+            if reserve is not None:
+                reserve.unlink(missing_ok=True)
         return run.status
     finally:
         locks.release(run.path)
+
+
+RESERVE = ".space-reserve"
+RESERVE_BYTES = 256 * 1024
+
+
+def _reserve_space(run: Run) -> Path | None:
+    """Write ``RESERVE_BYTES`` to a file of the run, deleted when the run fails, so that the failure (and a
+    full disk in words) can be written to the manifest even when the disk filled up; None if no room."""
+    path = run.path / RESERVE
+    try:
+        with open(path, "wb") as fh:
+            fh.write(b"\0" * RESERVE_BYTES)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        path.unlink(missing_ok=True)
+        return None
+    return path
 
 
 def failure_words(run: Run, exc: BaseException) -> str:
