@@ -23,6 +23,9 @@ Faults:
 - **queue**: 4 runs submitted at once with ``FLARE_MAX_JOBS=2``: two wait, all start in submission order,
   never more than 2 execute, all finish with the numbers of a run alone. A second trial kills every
   worker while two runs wait (the app and its workers gone) and restarts with ``flare runs``.
+- **load** (full form): the same 4 runs submitted while the dashboard runs and a headless Chromium
+  reloads each page of a finished run every 2 s: every run must finish with the numbers of a run alone
+  and the p95 page render time (navigation until the script has finished) must stay under 2 s.
 - **concurrent**: two ``flare resume`` of one run at the same moment (one wins, the other is told);
   ``flare delete`` of a running run (refused); ``flare export`` and ``flare delete`` at the same moment;
   ``flare import`` of one bundle twice at the same moment.
@@ -417,6 +420,92 @@ def queue_trials(ref: Reference, work: Path, short: bool) -> Row:
     return row
 
 
+# -- load: a browser reloading the pages while queued runs compute -------------------------------------------
+
+LOAD_PAGES = ["", "sufficiency", "corpus", "collapse", "layers", "validation", "runs"]
+
+
+def load_trials(ref: Reference, work: Path, seconds_between: float = 2.0) -> Row:
+    """4 runs with ``FLARE_MAX_JOBS=2`` started from the dashboard's process while Chromium reloads each
+    analysis page of a finished run every ``seconds_between`` seconds; p95 of the page render times."""
+    row = Row("4 runs + a browser reloading pages every 2 s")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        row.notes.append("Chromium is not installed: skipped (bash install.sh --with-browser)")
+        return row
+    import socket
+    import urllib.request
+
+    from playwright.sync_api import sync_playwright
+
+    store = RunStore(work / "load")
+    shutil.copytree(ref.run.path, store.root / ref.run.id)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "FLARE_RUNS_DIR": str(store.root), "FLARE_MAX_JOBS": "2"}
+    app = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    times: list[float] = []
+    old = os.environ.get("FLARE_MAX_JOBS")
+    os.environ["FLARE_MAX_JOBS"] = "2"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                break
+            time.sleep(0.5)
+        runs = [ref.new_run(store) for _ in range(4)]
+        for run in runs:
+            jobs.submit(store, run.id)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium, args=["--headless=new", "--no-sandbox"]
+            )
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            k = 0
+            while True:
+                path = LOAD_PAGES[k % len(LOAD_PAGES)]
+                k += 1
+                started = time.perf_counter()
+                page.goto(f"{url}/{path}?run={ref.run.id}", wait_until="domcontentloaded", timeout=60_000)
+                page.locator("h1").first.wait_for(timeout=60_000)
+                page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=60_000)
+                times.append(time.perf_counter() - started)
+                if page.locator("[data-testid='stException']").count():
+                    row.notes.append(f"exception on /{path}")
+                if all(jobs.effective_status(r) in ("done", "failed", "cancelled") for r in runs):
+                    break
+                time.sleep(max(0.0, seconds_between - (time.perf_counter() - started)))
+            browser.close()
+        statuses = [jobs.effective_status(r) for r in runs]
+        differ = [f for r in runs for f in ref.same(r)]
+        p95 = float(sorted(times)[max(0, int(round(0.95 * len(times))) - 1)])
+        row.add(
+            all(s == "done" for s in statuses) and not differ and p95 < 2.0,
+            bool(differ),
+            None,
+            f"statuses {statuses}, differ {differ[:3]}, p95 {p95:.2f} s",
+        )
+        row.notes.append(
+            f"{len(times)} page loads while 4 runs computed: median {statistics.median(times):.2f} s, "
+            f"p95 {p95:.2f} s, max {max(times):.2f} s"
+        )
+    finally:
+        if old is None:
+            os.environ.pop("FLARE_MAX_JOBS", None)
+        else:
+            os.environ["FLARE_MAX_JOBS"] = old
+        app.terminate()
+        app.wait(timeout=30)
+    return row
+
+
 # -- concurrent edits ---------------------------------------------------------------------------------------
 
 
@@ -655,7 +744,7 @@ def big_input_trials(ref: Reference, work: Path, short: bool) -> Row:
 
 # -- main ---------------------------------------------------------------------------------------------------
 
-FAULTS = ("kill", "corrupt", "disk", "queue", "concurrent", "big")
+FAULTS = ("kill", "corrupt", "disk", "queue", "load", "concurrent", "big")
 
 
 def run_faults(
@@ -677,6 +766,8 @@ def run_faults(
         rows.append(disk_trials(ref, work, short))
     if "queue" in only:
         rows.append(queue_trials(ref, work, short))
+    if "load" in only and (not short or only != FAULTS):  # a browser and the app: full form, or asked for
+        rows.append(load_trials(ref, work))
     if "concurrent" in only:
         rows.append(concurrent_trials(ref, work, short))
     if "big" in only:
