@@ -460,14 +460,18 @@ def load_trials(ref: Reference, work: Path, seconds_between: float = 2.0) -> Row
             with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
                 break
             time.sleep(0.5)
-        runs = [ref.new_run(store) for _ in range(4)]
-        for run in runs:
-            jobs.submit(store, run.id)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=chromium, args=["--headless=new", "--no-sandbox"]
             )
             page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            for path in LOAD_PAGES:  # warm-up, not timed: the app's first imports and caches
+                page.goto(f"{url}/{path}?run={ref.run.id}", wait_until="domcontentloaded", timeout=120_000)
+                page.locator("h1").first.wait_for(timeout=120_000)
+                page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=120_000)
+            runs = [ref.new_run(store) for _ in range(4)]
+            for run in runs:
+                jobs.submit(store, run.id)
             k = 0
             while True:
                 path = LOAD_PAGES[k % len(LOAD_PAGES)]
