@@ -69,3 +69,22 @@ class DependencyFailed(RuntimeError):
         super().__init__(f"{unit!r} failed ({type(error).__name__}: {error})")
         self.unit = unit
         self.error = error
+
+
+class RunBusy(RuntimeError):
+    """Another live process holds the run's lock (computing, resuming or deleting it); the message names
+    that process and says what to do. ``owner`` is the content of the lock file."""
+
+    def __init__(self, message: str, owner: dict | None = None) -> None:
+        super().__init__(message)
+        self.owner = owner or {}
+
+
+class DamagedFile(RuntimeError):
+    """A stored file cannot be read (truncated, garbage, wrong shape); the message names the file and says
+    what to do. ``path`` is the file; ``recomputable`` says whether ``flare resume`` can rebuild it."""
+
+    def __init__(self, message: str, path: object = None, recomputable: bool = False) -> None:
+        super().__init__(message)
+        self.path = path
+        self.recomputable = recomputable

@@ -140,11 +140,16 @@ if st.button("Start run", type="primary", disabled=not (models or uploads)):
             workers=int(workers) or None,
         )
         run = create_run(store(), corpus, params, name=name, precomputed=precomputed)
-        jobs.start(store(), run.id)
+        submitted = jobs.submit(store(), run.id)
     except (CorpusError, ValueError, RuntimeError) as exc:
         st.error(str(exc))
         st.stop()
     st.session_state["run_id"] = run.id
     st.query_params["run"] = run.id
-    st.success(f"Run `{run.id}` started with {len(corpus):,} texts. Follow it on the Runs page.")
+    if submitted["status"] == "started":
+        st.success(f"Run `{run.id}` started with {len(corpus):,} texts. Follow it on the Runs page.")
+    else:
+        st.info(
+            f"Run `{run.id}` is queued, position {submitted['position']}: it starts when a running one finishes."
+        )
     st.page_link("pages/runs.py", label="Open Runs", icon=":material/history:")

@@ -22,7 +22,15 @@ def worker_table(workers: dict) -> pd.DataFrame:
 
 @st.fragment(run_every=2.0)
 def live_runs() -> None:
+    if not viewer_only():
+        jobs.dispatch(store())  # start runs waiting in the queue when a slot is free
     rows = runs_table(store())
+    for _, message in store().unreadable():  # damaged runs are left out of the table: say which and why
+        st.warning(message)
+    waiting = jobs.waiting_runs(store())
+    for row in rows:
+        if row["id"] in waiting:
+            row["stage"] = f"queued, position {waiting.index(row['id']) + 1}"
     if not rows:
         st.info("No runs yet.")
         return

@@ -132,14 +132,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     run = create_run(_store(args), corpus, params, name=args.name, precomputed=precomputed)
     print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)
+    position = None
     if args.background:
-        jobs.start(_store(args), run.id)
-        status = "queued"
+        submitted = jobs.submit(_store(args), run.id)
+        print(submitted["message"], file=sys.stderr)
+        status, position = "queued", submitted["position"]
     else:
         status = jobs.run_in_process(run, progress_bar=not args.json)
     manifest = run.manifest
     if args.json:
-        _print_json({"run_id": run.id, "status": status, "error": manifest.get("error")})
+        _print_json(
+            {"run_id": run.id, "status": status, "queue_position": position, "error": manifest.get("error")}
+        )
     else:
         failed = [m for m in manifest["models"] if m.get("status") == "failed"]
         for model in failed:
@@ -152,19 +156,81 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from flare_core.run import jobs
+    from flare_core.store import doctor
 
     run = _store(args).get(args.run_id)
     if run.status == "done":
-        print(f"run {run.id} is already done", file=sys.stderr)
-        return 0
+        if not any(f.kind == "damaged" for f in doctor.check_run(run.path)):
+            print(f"run {run.id} is already done", file=sys.stderr)
+            if args.json:
+                _print_json({"run_id": run.id, "status": "done", "error": None, "repairs": []})
+            return 0
+        print(f"run {run.id} has damaged files: computing them again", file=sys.stderr)
     if run.cancel_requested():
-        run.artefact("cancel.requested").unlink()
+        run.artefact("cancel.requested").unlink(missing_ok=True)
+    if args.background:
+        submitted = jobs.submit(_store(args), run.id)
+        print(submitted["message"], file=sys.stderr)
+        if args.json:
+            _print_json({"run_id": run.id, "status": "queued", "queue_position": submitted["position"]})
+        else:
+            print(run.id)
+        return 0
+    before = len(run.manifest.get("repairs", []))
     status = jobs.run_in_process(run, progress_bar=not args.json)
+    manifest = run.manifest
+    repairs = manifest.get("repairs", [])[before:]
+    for line in repairs:
+        print(line, file=sys.stderr)
     if args.json:
-        _print_json({"run_id": run.id, "status": status, "error": run.manifest.get("error")})
+        _print_json({"run_id": run.id, "status": status, "error": manifest.get("error"), "repairs": repairs})
     else:
+        if status == "failed":
+            print(f"run failed: {manifest.get('error')}", file=sys.stderr)
         print(run.id)
     return 0 if status == "done" else 1
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check one run or the whole store for damaged files, leftovers and stale locks; repair what it can."""
+    from flare_core.store import doctor
+
+    store = _store(args)
+    if args.run_id:
+        store.get(args.run_id)  # RunNotFound for an unknown id
+        results = {args.run_id: doctor.check_run(store.root / args.run_id)}
+    else:
+        results = doctor.check_store(store)
+    repaired: list[str] = []
+    if args.repair:
+        for run_id, findings in results.items():
+            repaired += doctor.set_aside(store, run_id, findings)
+    damaged = [f for findings in results.values() for f in findings if f.kind == "damaged"]
+    if args.json:
+        _print_json(
+            {
+                "checked": len(results),
+                "sound": sorted(r for r, f in results.items() if not f),
+                "findings": [f.as_dict() for fs in results.values() for f in fs],
+                "repaired": repaired,
+            }
+        )
+    else:
+        for run_id, findings in results.items():
+            if not findings:
+                print(f"{run_id}: ok")
+            for finding in findings:
+                print(f"{run_id}: {finding.kind}: {finding.message}")
+        for line in repaired:
+            print(f"repaired: {line}")
+        if not results:
+            print(f"no runs in {store.root}")
+        print(
+            f"{len(results)} checked, {sum(1 for f in results.values() if not f)} sound, "
+            f"{len(damaged)} damaged files",
+            file=sys.stderr,
+        )
+    return 1 if damaged and not (args.repair and all(f.recomputable for f in damaged)) else 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -185,9 +251,17 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from flare_core.run import jobs
     from flare_core.view.results import runs_table
 
+    jobs.dispatch(_store(args))  # a slot freed by a worker that died is filled now
     rows = runs_table(_store(args))
+    for _run_id, message in _store(args).unreadable():
+        print(f"warning: {message}", file=sys.stderr)
+    waiting = jobs.waiting_runs(_store(args))
+    for row in rows:
+        if row["id"] in waiting:
+            row["stage"] = f"waiting in the queue, position {waiting.index(row['id']) + 1}"
     if args.json:
         _print_json(rows)
     elif not rows:
@@ -362,6 +436,9 @@ def cmd_app(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"the dashboard script {app} is missing; run from a source checkout")
     env = dict(os.environ)
     env["FLARE_RUNS_DIR"] = str(_store(args).root.resolve())
+    from flare_core.run import jobs
+
+    jobs.dispatch(_store(args))  # runs that waited in the queue while nothing ran start now
     if not args.no_demo:
         from flare_core.run.demo import ensure_demo_run
 

@@ -16,6 +16,7 @@ from flare_core.cli.commands import (
     cmd_collapse,
     cmd_delete,
     cmd_demo,
+    cmd_doctor,
     cmd_export,
     cmd_import,
     cmd_models,
@@ -28,7 +29,7 @@ from flare_core.cli.commands import (
 )
 from flare_core.compute import EXECUTORS
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
-from flare_core.errors import RunNotFound
+from flare_core.errors import DamagedFile, RunBusy, RunNotFound
 from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS
 
 
@@ -205,7 +206,21 @@ def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
 
     p = sub.add_parser("resume", parents=both, help="finish an interrupted run")
     p.add_argument("run_id")
+    p.add_argument(
+        "--background",
+        action="store_true",
+        help="queue it for a background worker instead of running it here",
+    )
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("doctor", parents=both, help="check a run (or every run) for damaged files")
+    p.add_argument("run_id", nargs="?", default=None, help="one run (default: the whole store)")
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="set damaged files that a resume can recompute aside, remove leftovers and stale locks",
+    )
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("cancel", parents=[common], help="ask a background run to stop")
     p.add_argument("run_id")
@@ -304,6 +319,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RunBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except DamagedFile as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

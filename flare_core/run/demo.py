@@ -59,7 +59,7 @@ def ensure_demo_run(store: RunStore, *, background: bool = True) -> str:
         )
         run = create_run(store, corpus, demo_params(), name=DEMO_NAME, run_id=DEMO_RUN_ID)
     status = jobs.effective_status(run)
-    if status in ("queued", "running") and run.manifest.get("pid"):
+    if status in ("queued", "running") and (run.manifest.get("pid") or run.manifest.get("queue")):
         return run.id
     if status != "done":
         if background:

@@ -129,8 +129,10 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
         corpus_texts = {t for t in run.corpus_frame()["text"].astype(str) if t}
 
     def _write(tmp: str) -> None:
+        written = set()
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
             for name, path in _bundle_members(run):
+                written.add(name)
                 if name == MANIFEST:
                     data = atomic.to_json(manifest).encode("utf-8")
                 elif not include_texts and name.endswith(".parquet"):
@@ -144,8 +146,14 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.external_attr = (stat.S_IFREG | 0o644) << 16
                 zf.writestr(info, data)
+        if MANIFEST not in written or not (run.path / MANIFEST).is_file():  # deleted (renamed) meanwhile
+            raise FileNotFoundError(f"run {run.id!r} vanished while it was being exported")
 
     try:
         return atomic.atomic_write(out, _write)
     except OSError as exc:
+        if not (run.path / MANIFEST).is_file():
+            raise BundleError(
+                f"run {run.id!r} was deleted while it was being exported; no bundle was written"
+            ) from exc
         raise BundleError(f"cannot write the bundle to {out}: {exc}") from exc

@@ -9,6 +9,7 @@ into place. The bundle format is :mod:`flare_core.store.bundle`'s.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -376,7 +377,12 @@ def _extract(
         final = store.root / target
         if final.exists():
             raise BundleError(f"run {target!r} already exists in {store.root}")
-        os.rename(staging, final)
+        try:
+            os.rename(staging, final)
+        except OSError as exc:  # the same bundle imported at the same moment by another process
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise BundleError(f"run {target!r} already exists in {store.root}") from None
+            raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -26,16 +26,27 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from flare_core.errors import RunNotFound, SymlinkRefused
-from flare_core.store import atomic
+from flare_core.errors import DamagedFile, RunNotFound, SymlinkRefused
+from flare_core.store import atomic, locks
+from flare_core.store.damage import MANIFEST, damaged_message, read_manifest
+from flare_core.store.damage import STATUSES as _STATUSES
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _ARTEFACT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
-STATUSES = ("queued", "running", "done", "failed", "cancelled")
+STATUSES = _STATUSES  # the statuses a manifest may hold (defined with the manifest reader)
 FINISHED = ("done", "failed", "cancelled")
-MANIFEST = "manifest.json"
 CANCEL_FLAG = "cancel.requested"
+
+
+def outside_files(manifest: dict[str, Any]) -> set[str]:
+    """Files the run cannot recompute: its corpus and the embeddings it was given."""
+    files = {MANIFEST, "corpus.parquet", "pairs.parquet"}
+    for model in manifest.get("models", []) or []:
+        if isinstance(model, dict) and model.get("kind") == "precomputed":
+            files.add(f"embeddings/{safe_name(str(model.get('id')))}.npy")
+    return files
 
 
 def _is_linked_run(path: Path) -> bool:
@@ -88,8 +99,8 @@ class Run:
     # -- manifest -------------------------------------------------------------------------------------
     @property
     def manifest(self) -> dict[str, Any]:
-        with open(self.path / MANIFEST, encoding="utf-8") as fh:
-            return json.load(fh)
+        """The manifest, read now; ``DamagedFile`` (naming the file and what to do) when it is unreadable."""
+        return read_manifest(self.path / MANIFEST)
 
     def update(self, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` into the manifest (top level) and write it back atomically."""
@@ -159,21 +170,47 @@ class Run:
     def save_frame(self, frame: pd.DataFrame, *parts: str) -> Path:
         return atomic.write_parquet(self.artefact(*parts), frame)
 
+    def _read(self, parts: tuple[str, ...], read: Any) -> Any:
+        """``read(path)`` of an artefact; a file that exists but cannot be read raises ``DamagedFile``."""
+        path = self.artefact(*parts)
+        try:
+            return read(path)
+        except FileNotFoundError:
+            raise
+        except (ValueError, OSError, EOFError, pa.ArrowException) as exc:
+            raise self.damaged("/".join(parts), exc) from exc
+
+    def damaged(self, file: str, exc: BaseException) -> DamagedFile:
+        """The ``DamagedFile`` error for the artefact ``file`` (relative path) that failed with ``exc``."""
+        try:
+            recomputable = file not in outside_files(self.manifest)
+        except DamagedFile:
+            recomputable = False
+        why = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        return DamagedFile(
+            damaged_message(self.id, file, f"cannot be read: {why}", recomputable=recomputable),
+            path=self.path / file,
+            recomputable=recomputable,
+        )
+
     def load_frame(self, *parts: str) -> pd.DataFrame:
-        return pd.read_parquet(self.artefact(*parts))
+        return self._read(parts, pd.read_parquet)
 
     def save_array(self, array: np.ndarray, *parts: str) -> Path:
         return atomic.write_npy(self.artefact(*parts), array)
 
     def load_array(self, *parts: str, mmap: bool = False) -> np.ndarray:
-        return np.load(self.artefact(*parts), allow_pickle=False, mmap_mode="r" if mmap else None)
+        return self._read(parts, lambda p: np.load(p, allow_pickle=False, mmap_mode="r" if mmap else None))
 
     def save_json(self, obj: Any, *parts: str) -> Path:
         return atomic.write_json(self.artefact(*parts), obj)
 
     def load_json(self, *parts: str) -> Any:
-        with open(self.artefact(*parts), encoding="utf-8") as fh:
-            return json.load(fh)
+        def read(path: Path) -> Any:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+
+        return self._read(parts, read)
 
     # -- common artefacts -----------------------------------------------------------------------------
     def corpus_frame(self) -> pd.DataFrame:
@@ -203,7 +240,7 @@ class Run:
         return atomic.copy_file(source, self.embedding_path(model_id))
 
     def load_embeddings(self, model_id: str, mmap: bool = False) -> np.ndarray:
-        return np.load(self.embedding_path(model_id), allow_pickle=False, mmap_mode="r" if mmap else None)
+        return self.load_array("embeddings", self.embedding_path(model_id).name, mmap=mmap)
 
     def embedded_models(self) -> list[str]:
         """Models of the manifest whose embeddings are stored, in manifest order."""
@@ -275,12 +312,27 @@ class RunStore:
         for run in self:
             try:
                 manifests.append(run.manifest)
-            except (OSError, json.JSONDecodeError):
-                continue
+            except (OSError, DamagedFile):
+                continue  # listed by unreadable()
         return sorted(manifests, key=lambda m: m.get("created", ""), reverse=True)
 
+    def unreadable(self) -> list[tuple[str, str]]:
+        """``(run id, message)`` of every run whose manifest cannot be read (left out of :meth:`list`)."""
+        found = []
+        for run in self:
+            try:
+                _ = run.manifest
+            except DamagedFile as exc:
+                found.append((run.id, str(exc)))
+            except OSError as exc:
+                found.append((run.id, f"manifest.json of run {run.id} cannot be read: {exc}"))
+        return found
+
     def delete(self, run_id: str) -> None:
+        """Delete a run; refused with ``RunBusy`` while another live process computes or resumes it."""
         run = self.get(run_id)
-        trash = self.root / f".deleting-{run.id}-{secrets.token_hex(4)}"
-        os.rename(run.path, trash)
+        with locks.store_lock(self.root):  # the queue cannot start it meanwhile
+            locks.acquire(run.path, "deleting it", doing="delete it")
+            trash = self.root / f".deleting-{run.id}-{secrets.token_hex(4)}"
+            os.rename(run.path, trash)
         shutil.rmtree(trash, ignore_errors=True)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 import time
 
-import numpy as np
 import pytest
 
 from flare_core.data.corpus import load_corpus
+from flare_core.errors import RunBusy
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
+from flare_core.store import locks
 from flare_core.store.runs import RunStore
 from flare_core.view.results import run_results
-from tests.support import STATIC, check_run_files, fast_params
+from tests.support import STATIC, check_run_files, fast_params, flare
 
 
 @pytest.mark.slow
@@ -71,33 +77,135 @@ def test_a_dead_worker_reads_as_failed(tmp_path):
     assert jobs.effective_status(run) == "running"
 
 
-def test_concurrent_job_limit_is_enforced(tmp_path, monkeypatch):
+def _live_worker(store, name: str) -> tuple[object, subprocess.Popen]:
+    """A run that reads as executing: a real live process as its worker, a fresh heartbeat."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    run = store.create({"name": name})
+    run.update(status="running", pid=proc.pid, host=socket.gethostname())
+    (run.path / jobs.HEARTBEAT).write_text(repr(time.time()))
+    return run, proc
+
+
+def test_runs_beyond_the_limit_wait_in_order_and_start_after_a_restart(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs")
     monkeypatch.setenv("FLARE_MAX_JOBS", "1")
-    busy = store.create({"name": "busy"})
-    busy.update(status="running", pid=12345)
-    (busy.path / jobs.HEARTBEAT).write_text(repr(time.time()))
-    store.create({"name": "created, never started"})  # does not count towards the limit
-    other = store.create({"name": "other"})
-    with pytest.raises(RuntimeError, match="limit 1"):
-        jobs.start(store, other.id)
+    busy, proc = _live_worker(store, "busy")
+    store.create({"name": "created, never submitted"})  # neither counts nor waits
+    first, second = store.create({"name": "first"}), store.create({"name": "second"})
+    try:
+        assert jobs.active_runs(store) == [busy.id]
+        one, two = jobs.submit(store, first.id), jobs.submit(store, second.id)
+        assert (one["status"], one["position"], two["position"]) == ("waiting", 1, 2)
+        assert "is queued, position 2" in two["message"] and "limit 1" in two["message"]
+        assert jobs.effective_status(second) == "queued" and not second.has("worker.log")
+        assert jobs.waiting_runs(store) == [first.id, second.id]
+        assert jobs.dispatch(store) == []  # still no free slot
+    finally:
+        proc.kill()
+        proc.wait()
+    # the worker died and nothing else runs: the next `flare` command (a fresh process) fills the slot
+    assert jobs.effective_status(busy) == "failed"
+    flare("runs", runs_dir=store.root)
+    assert jobs.waiting_runs(store) == [second.id]
+    assert first.manifest["pid"] and first.has("worker.log")
+    # neither run has parameters, so each worker fails at once and starts the next run as it exits
+    assert jobs.wait(store, first.id, timeout=120, poll=0.1) == "failed"
+    assert jobs.wait(store, second.id, timeout=120, poll=0.1) == "failed"
+    assert first.manifest["launched_ns"] < second.manifest["launched_ns"]
+    assert "KeyError" in second.manifest["error"]
+    assert jobs.waiting_runs(store) == [] and jobs.active_runs(store) == []
+
+
+def test_a_waiting_run_can_be_cancelled_and_deleted(tmp_path, monkeypatch):
+    store = RunStore(tmp_path / "runs")
+    monkeypatch.setenv("FLARE_MAX_JOBS", "1")
+    _, proc = _live_worker(store, "busy")
+    try:
+        a, b = store.create({"name": "a"}), store.create({"name": "b"})
+        jobs.submit(store, a.id)
+        jobs.submit(store, b.id)
+        jobs.cancel(store, a.id)
+        assert a.status == "cancelled" and jobs.waiting_runs(store) == [b.id]
+        store.delete(b.id)
+        assert jobs.waiting_runs(store) == [] and not store.exists(b.id)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_run_lock_names_its_owner_and_a_dead_owner_is_replaced(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    run = store.create({"name": "x"})
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from flare_core.store import locks; "
+            "locks.acquire(Path(sys.argv[1]), 'computing it'); print('held', flush=True); time.sleep(120)",
+            str(run.path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert locks.live_owner(run.path)["pid"] == holder.pid
+        with pytest.raises(RunBusy, match=rf"run {run.id} is busy: process {holder.pid} .* computing it"):
+            locks.acquire(run.path, "resuming it")
+        with pytest.raises(RunBusy, match="flare cancel"):
+            store.delete(run.id)
+        proc = flare("resume", run.id, runs_dir=store.root, check=False)
+        assert proc.returncode == 3 and f"is busy: process {holder.pid}" in proc.stderr, proc.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    # the owner died without releasing: its lock file stays, names a dead pid, and is taken over
+    assert locks.read_owner(run.path)["pid"] == holder.pid and locks.live_owner(run.path) is None
+    with locks.holding(run.path, "checking it") as owner:
+        assert owner["pid"] == os.getpid() == locks.read_owner(run.path)["pid"]
+    assert not run.has(locks.RUN_LOCK)
+    store.delete(run.id)
+    assert not store.exists(run.id)
+
+
+def test_two_resumes_of_one_run_one_wins_the_other_is_told(tmp_path, small_corpus_path):
+    corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
+    store = RunStore(tmp_path / "runs")
+    run = create_run(store, corpus, fast_params(STATIC))
+    with locks.holding(run.path, "computing it"):  # the first resume, in this process
+        proc = flare("resume", run.id, "--json", runs_dir=store.root, check=False)
+        assert proc.returncode == 3, proc.stderr
+        assert f"run {run.id} is busy: process {os.getpid()}" in proc.stderr
+        assert "flare cancel" in proc.stderr and proc.stdout == ""
+        assert run.status == "queued" and not run.has("embeddings")  # the loser touched nothing
+    proc = flare("resume", run.id, "--json", runs_dir=store.root)
+    assert json.loads(proc.stdout)["status"] == "done"
+    check_run_files(run.path)
 
 
 @pytest.mark.slow
-def test_two_runs_at_once_complete_and_a_third_is_refused(tmp_path, small_corpus_path, monkeypatch):
+def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
+    tmp_path, small_corpus_path, monkeypatch
+):
     monkeypatch.setenv("FLARE_MAX_JOBS", "2")
-    corpus = load_corpus(small_corpus_path, text_column="text", label_column=None)
     store = RunStore(tmp_path / "runs")
-    runs = [create_run(store, corpus, fast_params(STATIC, seed=s)) for s in range(3)]
-    for run in runs[:2]:
-        jobs.start(store, run.id)
-    with pytest.raises(RuntimeError, match=r"2 runs are already executing \(limit 2"):
-        jobs.start(store, runs[2].id)
-    assert runs[2].status == "queued" and not runs[2].has("worker.log")
-    for run in runs[:2]:
-        assert jobs.wait(store, run.id, timeout=300, poll=0.2) == "done", run.manifest.get("traceback")
-        scores = run_results(run)["sufficiency"]["gmm"]["scores"]
-        assert {r["model"] for r in scores} == set(STATIC)
-        assert all(np.isfinite(r["score"]) for r in scores)
+    started = []
+    for _ in range(4):
+        proc = flare(
+            "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm",
+            "--no-collapse", "--background", "--json", runs_dir=store.root,
+        )  # fmt: skip
+        started.append(json.loads(proc.stdout))
+    assert [s["queue_position"] for s in started[2:]] == [1, 2]
+    assert all(s["status"] == "queued" for s in started)
+    runs = [store.get(s["run_id"]) for s in started]
+    for run in runs:
+        assert jobs.wait(store, run.id, timeout=600, poll=0.2) == "done", run.manifest.get("traceback")
+    launched = [run.manifest["launched_ns"] for run in runs]
+    assert launched == sorted(launched)  # started in the order they were submitted
+    alone = run_results(runs[0])["sufficiency"]["gmm"]["scores"]
+    assert {r["model"] for r in alone} == set(STATIC)
+    for run in runs[1:]:
+        assert run_results(run)["sufficiency"]["gmm"]["scores"] == alone
         check_run_files(run.path)
-    assert jobs.active_runs(store) == []
+    assert jobs.active_runs(store) == [] and jobs.waiting_runs(store) == []
