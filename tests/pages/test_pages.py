@@ -58,7 +58,7 @@ def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
     text = _texts(at)
     assert "communities (Louvain, resolution 1.1, seed 0)" in text
     pairs = at.dataframe[0].value
-    assert len(pairs) == 4 * 3  # every ordered pair of the four models
+    assert len(pairs) == 4 * (3 + 2)  # each of the 4 candidates from the 3 others and the 2 controls
     at.radio[0].set_value("gmm").run()
     assert not at.exception
 
@@ -75,7 +75,10 @@ def test_layers_and_validation_pages(open_page, labelled_run):
     at = open_page("pages/layers.py", labelled_run)
     assert "Averaged over 4 sampled texts" in _texts(at)
     at = open_page("pages/validation.py", labelled_run)
-    correlations = at.dataframe[0].value
+    tables = [frame.value for frame in at.dataframe]
+    checks, shipped, correlations = tables[:3]
+    assert {"check", "result", "figure", "meaning"} <= set(checks.columns)
+    assert len(shipped) == 6 and "ranking vs labels (ρ)" in shipped.columns  # the benchmark that ships
     assert {"label_free", "downstream", "spearman_rho", "kendall_tau"} <= set(correlations.columns)
     assert "accuracy" in set(correlations["downstream"])
 
