@@ -18,6 +18,8 @@ Layout under the run store::
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -75,9 +77,7 @@ def corpus_sample(bench: BenchmarkCorpus, max_texts: int | None) -> BenchmarkCor
         keep = (bench.pairs["i"] < max_texts) & (bench.pairs["j"] < max_texts)
         pairs = bench.pairs[keep].reset_index(drop=True)
     frame = bench.frame.head(max_texts).reset_index(drop=True)
-    return BenchmarkCorpus(
-        bench.name, bench.task, bench.description, bench.source, bench.licence, frame, pairs
-    )
+    return dataclasses.replace(bench, frame=frame, pairs=pairs)
 
 
 def make_run(store: RunStore, bench: BenchmarkCorpus, params: RunParams) -> Run:
@@ -229,9 +229,10 @@ def run_benchmark(
 
 def load_benchmark(store: RunStore) -> dict[str, Any] | None:
     """The stored ``benchmark.json`` of ``store``, or None when the benchmark has not been run."""
-    import json
+    return _read_json(benchmark_dir(store) / "benchmark.json")
 
-    path = benchmark_dir(store) / "benchmark.json"
+
+def _read_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
@@ -241,9 +242,7 @@ SHIPPED_RESULTS = Path(__file__).with_name("benchmark_results.json")
 
 def shipped_results() -> dict[str, Any] | None:
     """The benchmark shipped with this version (shown on the Validation page), or None."""
-    import json
-
-    return json.loads(SHIPPED_RESULTS.read_text(encoding="utf-8")) if SHIPPED_RESULTS.is_file() else None
+    return _read_json(SHIPPED_RESULTS)
 
 
 def results_frame(result: dict[str, Any]) -> pd.DataFrame:
