@@ -395,7 +395,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from flare_core.run import benchmark
 
     store = _store(args)
-    if args.table_only:
+    if args.rejudge:
+        result = benchmark.rejudge_benchmark(store, progress=lambda message: print(message, file=sys.stderr))
+    elif args.table_only:
         result = benchmark.load_benchmark(store)
         if result is None:
             raise FileNotFoundError(

@@ -308,6 +308,11 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
     p.add_argument(
         "--table-only", action="store_true", help="do not run: print (and --readme) the stored benchmark"
     )
+    p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="do not run: judge the stored benchmark runs again (new scores or baselines), then print",
+    )
     p.set_defaults(func=cmd_benchmark)
 
 

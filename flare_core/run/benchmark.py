@@ -128,6 +128,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         ]
         if parts:
             table[estimator] = pd.concat(parts)
+        table = table.join(_score_variants(run, estimator))
     candidates = [m for m in done if role_of.get(m) == "candidate"]
     controls = [m for m in done if role_of.get(m) == "control"]
     verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
@@ -166,6 +167,16 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         "regret": regret,
         "controls_outrank": outrank,
     }
+
+
+def _score_variants(run: Run, estimator: str) -> pd.DataFrame:
+    """Every aggregation and variant of ``estimator``'s IS scores (``all_scores.parquet``) as columns
+    named ``"<estimator>:<variant>"``, e.g. ``"flow:is_mean_norm"``; empty when the stage did not run."""
+    if not run.has("sufficiency", estimator, "all_scores.parquet"):
+        return pd.DataFrame()
+    variants = run.load_frame("sufficiency", estimator, "all_scores.parquet").set_index("model")
+    variants = variants.drop(columns=["n_targets"], errors="ignore")
+    return variants.add_prefix(f"{estimator}:")
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -227,6 +238,32 @@ def run_benchmark(
     return result
 
 
+def rejudge_benchmark(store: RunStore, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Judge the stored benchmark runs of ``store`` again, without running them; rewrites and returns
+    ``benchmark.json``. For a change in how runs are judged (a new score, variant or baseline): the
+    runs, their IS estimates and timings stay as they were."""
+    result = load_benchmark(store)
+    if result is None:
+        raise FileNotFoundError(f"no benchmark in {benchmark_dir(store)}; run `flare benchmark` first")
+    seed = int(result["params"].get("seed", 0))
+    records = []
+    for old in result["corpora"]:
+        run = store.get(old["run_id"])
+        bench = corpus_sample(load_benchmark_corpus(old["corpus"], seed=seed), old["n_texts"])
+        texts = run.corpus_frame()["text"].tolist()
+        if texts != bench.frame["text"].tolist():
+            raise RuntimeError(
+                f"{old['corpus']}: run {run.id} holds other texts than the benchmark corpus of this "
+                "version; run `flare benchmark` again"
+            )
+        if progress:
+            progress(f"{old['corpus']}: judging run {run.id} again")
+        records.append({**evaluate_run(run, bench, seed=seed), "seconds": old.get("seconds")})
+    result = {**result, "corpora": records, "summary": summarise(records)}
+    atomic.write_json(benchmark_dir(store) / "benchmark.json", result)
+    return result
+
+
 def load_benchmark(store: RunStore) -> dict[str, Any] | None:
     """The stored ``benchmark.json`` of ``store``, or None when the benchmark has not been run."""
     return _read_json(benchmark_dir(store) / "benchmark.json")
@@ -265,19 +302,57 @@ def results_frame(result: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _agreement_row(record: dict[str, Any], score: str) -> dict[str, Any] | None:
+    return next((row for row in record["agreement"] if row["score"] == score), None)
+
+
 def _spearman(record: dict[str, Any], score: str) -> float | None:
-    return next((row["spearman"] for row in record["agreement"] if row["score"] == score), None)
+    row = _agreement_row(record, score)
+    return None if row is None else row["spearman"]
+
+
+def _finite(values: Sequence[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def score_summary(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per label-free score judged on every corpus of ``records`` (each IS aggregation and
+    variant, each baseline): mean and lowest Spearman, mean Kendall, the mean points lost by following
+    its top candidate, and on how many corpora that top candidate is the oracle's best. Sorted by mean
+    Spearman, best first."""
+    scores = [row["score"] for row in records[0]["agreement"]] if records else []
+    rows = []
+    for score in scores:
+        agree = [_agreement_row(r, score) for r in records]
+        if any(a is None for a in agree):
+            continue
+        spearman = _finite([a["spearman"] for a in agree])
+        lost = _finite([r["regret"].get(f"top_{score}") for r in records])
+        rows.append(
+            {
+                "score": score,
+                "mean_spearman": float(np.mean(spearman)) if spearman else None,
+                "lowest_spearman": min(spearman) if spearman else None,
+                "mean_kendall": float(np.mean(_finite([a["kendall"] for a in agree]) or [np.nan])),
+                "mean_points_lost_by_top": float(np.mean(lost)) if lost else None,
+                "top_is_best_on": sum(v == 0.0 for v in lost),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("mean_spearman", ascending=False, ignore_index=True) if rows else frame
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Means over corpora: each score's Spearman with the oracle, and the regret of the verdict."""
+    """Means over corpora: each score's Spearman with the oracle (``scores``: every score and variant,
+    see :func:`score_summary`), and the regret of the verdict."""
     means = {}
     for score in TABLE_SCORES:
-        values = [v for r in records if (v := _spearman(r, score)) is not None]
+        values = _finite([_spearman(r, score) for r in records])
         means[score] = float(np.mean(values)) if values else None
-    regrets = [v for r in records if (v := r["regret"]["leading"]) is not None and math.isfinite(v)]
+    regrets = _finite([r["regret"]["leading"] for r in records])
     return {
         "mean_spearman": means,
+        "scores": _records(score_summary(records)),
         "mean_regret_leading": float(np.mean(regrets)) if regrets else None,
         "recommended_on": sum(r["verdict"]["recommended"] is not None for r in records),
         "corpora": len(records),
@@ -293,11 +368,19 @@ def _fmt(value: float | None, spec: str = "{:.2f}") -> str:
     )
 
 
+def _with_interval(row: dict[str, Any] | None) -> str:
+    """``0.79 [0.14, 1.00]``: a Spearman correlation and its bootstrap interval."""
+    if row is None:
+        return "–"
+    return f"{_fmt(row['spearman'])} [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
+
+
 def markdown_table(result: dict[str, Any]) -> str:
-    """The benchmark as Markdown: one row per corpus, then the means."""
+    """The benchmark as Markdown: one row per corpus (each ρ with its bootstrap interval), the means,
+    then every score and variant averaged over the corpora (:func:`score_summary`)."""
     head = (
         "| corpus | texts | best model (oracle) | verdict | trust | points lost | "
-        + " | ".join(f"ρ {s}" for s in TABLE_SCORES)
+        + " | ".join(f"ρ {s} [interval]" for s in TABLE_SCORES)
         + " |"
     )
     lines = [head, "|" + "---|" * (6 + len(TABLE_SCORES))]
@@ -306,7 +389,7 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines.append(
             f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | {r['verdict']['trust']} | "
             f"{_fmt(r['regret']['leading'], '{:.1f}')} | "
-            + " | ".join(_fmt(_spearman(r, s)) for s in TABLE_SCORES)
+            + " | ".join(_with_interval(_agreement_row(r, s)) for s in TABLE_SCORES)
             + " |"
         )
     summary = result["summary"]
@@ -315,6 +398,20 @@ def markdown_table(result: dict[str, Any]) -> str:
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
+    scores = score_summary(result["corpora"])
+    if not scores.empty:
+        lines += [
+            "",
+            "| score | mean ρ | lowest ρ | mean τ | points lost by its top model (mean) | top model is the best on |",
+            "|---|---|---|---|---|---|",
+        ]
+        n = len(result["corpora"])
+        for row in scores.to_dict(orient="records"):
+            lines.append(
+                f"| {row['score']} | {_fmt(row['mean_spearman'])} | {_fmt(row['lowest_spearman'])} | "
+                f"{_fmt(row['mean_kendall'])} | {_fmt(row['mean_points_lost_by_top'], '{:.1f}')} | "
+                f"{row['top_is_best_on']} of {n} |"
+            )
     return "\n".join(lines)
 
 

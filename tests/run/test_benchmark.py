@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
@@ -83,3 +86,54 @@ def test_cli_prints_the_stored_table_and_refuses_unknown_corpora(result, tmp_pat
     unknown = flare("benchmark", "--corpora", "imdb", runs_dir=tmp_path / "none", check=False)
     assert unknown.returncode == 2 and "unknown benchmark corpora ['imdb']" in unknown.stderr
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.slow
+def test_every_is_variant_is_judged_and_summarised(result):
+    store, out = result
+    (record,) = out["corpora"]
+    run = store.get(record["run_id"])
+    variants = run.load_frame("sufficiency", "flow", "all_scores.parquet").set_index("model")
+    oracle = [next(r["oracle"] for r in record["table"] if r["model"] == m) for m in MODELS]
+    rows = {row["score"]: row for row in record["agreement"]}
+    for variant in ("is_mean_norm", "cond_only_median_raw"):
+        expected = spearmanr(variants.loc[MODELS, variant], oracle).statistic
+        assert rows[f"flow:{variant}"]["spearman"] == pytest.approx(expected, nan_ok=True)
+    # the default score is the median of IS per target dimension: the same ranking as that variant
+    assert rows["flow"]["spearman"] == pytest.approx(rows["flow:is_median_norm"]["spearman"])
+    summary = {row["score"]: row for row in out["summary"]["scores"]}
+    assert summary["flow:is_mean_norm"]["mean_spearman"] == pytest.approx(
+        rows["flow:is_mean_norm"]["spearman"]
+    )
+    table = benchmark.markdown_table(out)
+    assert "| flow:is_mean_norm |" in table and "of 1 |" in table
+    # each ρ with its bootstrap interval (three models are too few for one: shown as dashes)
+    flow = rows["flow"]
+    bounds = [f"{v:.2f}" if v is not None else "–" for v in (flow["ci_low"], flow["ci_high"])]
+    assert f"| {flow['spearman']:.2f} [{bounds[0]}, {bounds[1]}] |" in table
+
+
+@pytest.mark.slow
+def test_rejudging_reads_the_stored_runs_without_running_them(result, tmp_path):
+    store, out = result
+    (before,) = out["corpora"]
+    run = store.get(before["run_id"])
+    timings = dict(run.manifest["timings"])
+    again = benchmark.rejudge_benchmark(store)
+    (after,) = again["corpora"]
+    assert after["run_id"] == before["run_id"] and after["seconds"] == before["seconds"]
+    for key in ("agreement", "regret", "table", "verdict"):  # as JSON: NaN equals NaN there
+        assert json.dumps(after[key], sort_keys=True) == json.dumps(before[key], sort_keys=True)
+    assert store.get(before["run_id"]).manifest["timings"] == timings  # nothing recomputed
+    assert benchmark.load_benchmark(store)["corpora"][0]["table"] == after["table"]
+    missing = flare("benchmark", "--rejudge", runs_dir=tmp_path / "empty", check=False)
+    assert missing.returncode == 2 and "run `flare benchmark` first" in missing.stderr
+
+
+def test_the_readme_shows_the_shipped_benchmark():
+    shipped = benchmark.shipped_results()
+    assert shipped is not None and shipped["complete"]
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split(benchmark.README_START, 1)[1].split(benchmark.README_END, 1)[0]
+    assert benchmark.markdown_table(shipped) in section
+    assert len(shipped["corpora"]) >= 4 and shipped["summary"]["control_recommended"] == 0
