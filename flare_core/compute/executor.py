@@ -13,11 +13,12 @@ one-thread local process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +141,19 @@ def configure_torch(threads: int) -> None:
     torch.set_num_threads(max(1, int(threads)))
     torch.use_deterministic_algorithms(True, warn_only=True)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """``threads`` torch intra-op threads in this process inside the block, the previous count after."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(threads)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def invoke(fn: Callable[..., Any], threads: int, *args: Any) -> tuple[Any, str, float]:

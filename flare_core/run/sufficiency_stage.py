@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import numpy as np
 
+from flare_core.compute.executor import torch_threads
 from flare_core.run.manifest import candidates, controls, record_worker
 from flare_core.run.params import RunParams
 from flare_core.store.runs import Run
@@ -40,20 +42,24 @@ def sufficiency_stage(
     config = sufficiency.get_estimator(estimator).run_config(
         params.flow_preset, autocast=params.autocast, batch_conditionals=params.batch_conditionals
     )
-    result = sufficiency.sufficiency_matrix(
-        embeddings,
-        estimator=estimator,
-        config=config,
-        sources=sources,
-        targets=targets,
-        seed=params.seed,
-        device=params.device,
-        store_dir=run.artefact("sufficiency", estimator, "pairs"),
-        progress=_UnitProgress(run, f"sufficiency_{estimator}", report),
-        should_stop=run.cancel_requested,
-        executor=executor,
-        max_dims=params.max_dims,
-    )
+    # in this process, one torch thread: a 32-d flow is too small to share between threads, and on a busy
+    # CPU they wait on each other (8 models × 250 texts, flows, 2 cores at load 5: 20–27 s with one
+    # thread, 164–242 s with two; quiet, 9 models × 2,000 texts: 56.9 s and 70.9 s)
+    with torch_threads(1) if executor is None else contextlib.nullcontext():
+        result = sufficiency.sufficiency_matrix(
+            embeddings,
+            estimator=estimator,
+            config=config,
+            sources=sources,
+            targets=targets,
+            seed=params.seed,
+            device=params.device,
+            store_dir=run.artefact("sufficiency", estimator, "pairs"),
+            progress=_UnitProgress(run, f"sufficiency_{estimator}", report),
+            should_stop=run.cancel_requested,
+            executor=executor,
+            max_dims=params.max_dims,
+        )
     result.save(run.artefact("sufficiency", estimator, "result"))
     if not result.failed.empty:
         run.save_frame(result.failed.astype(str), "sufficiency", estimator, "failed.parquet")

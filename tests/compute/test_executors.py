@@ -649,3 +649,14 @@ def test_cancel_lets_a_busy_task_remove_its_temporary_files(tmp_path):
         assert list(tmp_path.glob(".tmp-*")), "the worker never started writing"
         ex.cancel()
     assert not list(tmp_path.iterdir())  # the writer's cleanup ran: no temporary file, no output
+
+
+def test_torch_threads_sets_the_count_inside_the_block_and_restores_it_after_an_error():
+    from flare_core.compute.executor import torch_threads
+
+    before = torch.get_num_threads()
+    wanted = 1 if before > 1 else 2
+    with pytest.raises(RuntimeError, match="inside"), torch_threads(wanted):
+        assert torch.get_num_threads() == wanted
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
