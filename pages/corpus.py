@@ -27,6 +27,7 @@ manifest = run.manifest
 version = run_version(run)
 corpus = load_corpus_frame(run.id)
 stats = manifest["corpus"].get("stats", {})
+has_labels = manifest["corpus"].get("has_labels")
 
 st.subheader("Corpus")
 lengths = corpus["text"].str.len()
@@ -37,7 +38,6 @@ cols[2].metric("Dropped (empty)", f"{stats.get('n_empty_dropped', 0):,}")
 cols[3].metric("Duplicates", f"{stats.get('n_duplicates', 0):,}")
 if stats.get("encoding_warning"):
     st.warning(stats["encoding_warning"])
-has_labels = manifest["corpus"].get("has_labels")
 if has_labels:
     st.plotly_chart(figures.label_counts_bar(corpus["label"]), key="label-counts")
 

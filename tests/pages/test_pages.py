@@ -46,17 +46,19 @@ def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
     assert alert.value.startswith("**No reliable recommendation on this corpus.**")
     assert f"{verdict['leading']} leads the ranking" in alert.value
     assert "Trust: low" in _texts(at)
-    checks, ranking = at.dataframe[0].value, at.dataframe[1].value
+    checks, ranking, everything = (at.dataframe[i].value for i in range(3))
     assert "Enough candidates to compare" in set(checks["check"]) and "failed" in set(checks["result"])
+    assert list(ranking.columns) == ["rank", "model", "role", "score", "likely between", "notes"]
     assert set(ranking["model"]) == {m["id"] for m in labelled_run.manifest["models"]}
-    assert ranking.iloc[0]["model"] == verdict["leading"]
-    assert "accuracy" in ranking.columns
+    assert ranking.iloc[0]["model"] == verdict["leading"] and ranking.iloc[0]["notes"] == "leads"
+    assert "accuracy" in everything.columns and "flow_ci_low" in everything.columns  # behind "All columns"
+    assert at.expander[-3].label == "All columns"
 
 
 def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
     at = open_page("pages/sufficiency.py", labelled_run)
     text = _texts(at)
-    assert "communities (Louvain, resolution 1.1, seed 0)" in text
+    assert "groups (Louvain communities, resolution 1.1, seed 0)" in text
     pairs = at.dataframe[0].value
     assert len(pairs) == 4 * (3 + 2)  # each of the 4 candidates from the 3 others and the 2 controls
     at.radio[0].set_value("gmm").run()
@@ -81,6 +83,7 @@ def test_layers_and_validation_pages(open_page, labelled_run):
     assert len(shipped) == 6 and "ranking vs labels (ρ)" in shipped.columns  # the benchmark that ships
     assert {"label_free", "downstream", "spearman_rho", "kendall_tau"} <= set(correlations.columns)
     assert "accuracy" in set(correlations["downstream"])
+    assert any("rest on only 4 models, and so are greyed out" in w.value for w in at.warning)
 
 
 @pytest.mark.parametrize(
