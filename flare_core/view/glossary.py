@@ -13,8 +13,8 @@ GLOSSARY: dict[str, str] = {
     "(Δ_emp = |validation NLL − training NLL|, marginal plus conditional, in nats). Small next to the information "
     "measured means the estimate holds on new texts; as large or larger means it is partly overfitted.",
     "nats": "Nats: the unit of information of the natural logarithm (1 nat ≈ 1.44 bits). A score of 0.25 nats per "
-    "dimension means that knowing one model's embedding of a text makes each dimension of another model's embedding "
-    "about e^0.25 ≈ 1.3 times easier to guess. 0 means it tells nothing.",
+    "dimension means that knowing one model's embedding of a text narrows the range of plausible values of each "
+    "dimension of another model's embedding by a factor of about e^0.25 ≈ 1.3. 0 means it tells nothing.",
     "community": "Louvain community of the IS graph: models that are mutually informative end up in the same group.",
     "socm_mean": "Average second-order collapse by mean pooling: how often texts with different token distributions "
     "get nearly the same mean-pooled embedding. Lower is better.",
