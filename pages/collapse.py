@@ -7,6 +7,7 @@ import streamlit as st
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import collapse_verdict
 from flare_core.view.results import most_collapsed_pairs, pair_token_view
 from pages.common import (
     current_run,
@@ -18,6 +19,7 @@ from pages.common import (
     run_version,
     status_banner,
 )
+from pages.findings import show_page_verdict
 
 st.title("Mean-pooling collapse")
 run = current_run()
@@ -35,6 +37,7 @@ if summary is None:
         "run page's settings. Runs of uploaded embeddings have no tokens to look at.",
     )
     st.stop()
+show_page_verdict(collapse_verdict(summary))
 st.caption(
     "Averaging the token embeddings of a text (mean pooling) can give two texts nearly the same embedding "
     "although their words are spread very differently; a pair's collapse score is high when that happens.",

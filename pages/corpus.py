@@ -6,6 +6,7 @@ import streamlit as st
 
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
+from flare_core.view.page_verdicts import corpus_verdict
 from flare_core.view.results import embedding_table
 from pages.common import (
     current_run,
@@ -17,6 +18,7 @@ from pages.common import (
     run_version,
     status_banner,
 )
+from pages.findings import show_page_verdict
 
 st.title("Corpus & embeddings")
 run = current_run()
@@ -28,6 +30,9 @@ version = run_version(run)
 corpus = load_corpus_frame(run.id)
 stats = manifest["corpus"].get("stats", {})
 has_labels = manifest["corpus"].get("has_labels")
+show_page_verdict(
+    corpus_verdict(corpus["text"], corpus["label"] if has_labels else None, stats, manifest["models"])
+)
 
 st.subheader("Corpus")
 lengths = corpus["text"].str.len()

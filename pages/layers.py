@@ -6,8 +6,10 @@ import streamlit as st
 
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import layers_verdict
 from flare_core.view.results import layer_metrics
 from pages.common import current_run, download_csv, explain_missing, load_frame, run_version, status_banner
+from pages.findings import show_page_verdict
 
 st.title("Layer-wise concentration")
 run = current_run()
@@ -24,6 +26,7 @@ if frame is None:
     )
     st.stop()
 frame, metrics = layer_metrics(frame)
+show_page_verdict(layers_verdict(frame))
 st.caption(
     "How each transformer layer pulls the tokens of a text towards their mean (the SOCM paper, section 6). "
     "Strong concentration in the last layers makes mean pooling lose the token distribution."

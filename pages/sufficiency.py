@@ -7,6 +7,7 @@ import streamlit as st
 
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import generalisation_sentence, sufficiency_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 from pages.common import (
     current_run,
@@ -16,6 +17,7 @@ from pages.common import (
     run_version,
     status_banner,
 )
+from pages.findings import show_page_verdict, verdict_box
 
 st.title("Information sufficiency")
 run = current_run()
@@ -32,11 +34,13 @@ if not available:
         "controls, embedded without error (see the Runs page for each model's status).",
     )
     st.stop()
+box = verdict_box()
 estimator = st.radio(
     "Estimator", available, format_func=estimator_label, horizontal=True, help=explain("flow_score")
 )
 frames = load_sufficiency(run.id, version, estimator)
 scores, per_dim, pairs = frames["scores"], frames["is_per_dim"], frames["pairs"]
+show_page_verdict(sufficiency_verdict(scores, per_dim), box)
 
 st.subheader("Ranking", help=f"{explain('flow_score')} {explain('ci')} {explain('nats')}")
 st.plotly_chart(figures.sufficiency_ranking(scores, estimator), key="rank")
@@ -72,11 +76,9 @@ st.subheader("Every pair of models", help=explain("delta_emp"))
 columns = [c for c in pairs.columns if c not in ("seconds",)]
 st.dataframe(pairs[columns], hide_index=True)
 download_csv(pairs, f"{run.id}-{estimator}-pairs")
-if {"delta_emp_marg", "delta_emp_cond"} <= set(pairs.columns):
-    gap = (pairs["delta_emp_marg"] + pairs["delta_emp_cond"]).describe()
-    st.caption(
-        f"Generalisation gap Δ_emp (marginal + conditional): median {gap['50%']:.3g}, max {gap['max']:.3g} nats."
-    )
+gap = generalisation_sentence(pairs)
+if gap:
+    st.caption(gap, help=explain("delta_emp"))
 if not frames["all_scores"].empty:
     with st.expander("Every score variant (mean, median, trimmed mean, unnormalised, conditional-only)"):
         st.dataframe(pd.DataFrame(frames["all_scores"]), hide_index=True)

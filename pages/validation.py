@@ -7,6 +7,7 @@ import streamlit as st
 from flare_core.run.benchmark import results_frame, shipped_results
 from flare_core.view import figures
 from flare_core.view.glossary import explain, label
+from flare_core.view.page_verdicts import validation_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
 from pages.common import (
     current_run,
@@ -17,6 +18,7 @@ from pages.common import (
     show_verdict,
     status_banner,
 )
+from pages.findings import show_page_verdict
 
 st.title("Validation")
 run = current_run()
@@ -26,6 +28,13 @@ status_banner(run)
 version = run_version(run)
 correlations = load_frame(run.id, version, "correlations.parquet")
 studied = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
+if studied or correlations is not None:
+    ranked_by = run.load_json("verdict.json").get("estimator") if run.has("verdict.json") else None
+    main = ranked_by if ranked_by in studied else (studied or list(ESTIMATOR_NAMES))[0]
+    subsampling = (
+        load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None
+    )
+    show_page_verdict(validation_verdict(subsampling, correlations, main))
 show_verdict(run, checks_expanded=True)
 
 shipped = shipped_results()
