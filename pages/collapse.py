@@ -7,6 +7,7 @@ import streamlit as st
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import collapse_verdict
 from flare_core.view.results import most_collapsed_pairs, pair_token_view
 from pages.common import (
     current_run,
@@ -18,9 +19,9 @@ from pages.common import (
     run_version,
     status_banner,
 )
+from pages.findings import show_page_verdict
 
 st.title("Mean-pooling collapse")
-st.caption(explain("socm"))
 run = current_run()
 if run is None:
     st.stop()
@@ -36,32 +37,44 @@ if summary is None:
         "run page's settings. Runs of uploaded embeddings have no tokens to look at.",
     )
     st.stop()
-st.dataframe(summary, hide_index=True)
+show_page_verdict(collapse_verdict(summary))
+st.caption(
+    "Averaging the token embeddings of a text (mean pooling) can give two texts nearly the same embedding "
+    "although their words are spread very differently; a pair's collapse score is high when that happens.",
+    help=explain("socm"),
+)
+with st.expander("Summary per model (every figure)"):
+    st.dataframe(summary, hide_index=True)
 download_csv(summary, f"{run.id}-collapse-summary")
 models = summary["model"].tolist()
 corpus = load_corpus_frame(run.id)
 pairs_by_model = {m: load_frame(run.id, version, "collapse", f"{safe_name(m)}.parquet") for m in models}
 
-st.subheader("SOCM distribution", help=explain("socm_mean"))
+st.subheader("How much collapse, over pairs of texts", help=explain("socm_mean"))
 st.plotly_chart(
-    figures.distributions(
-        {m: f["socm"].to_numpy() for m, f in pairs_by_model.items()}, "SOCM per text pair", "SOCM"
-    ),
-    key="socm-hist",
+    figures.socm_distributions({m: f["socm"].to_numpy() for m, f in pairs_by_model.items()}), key="socm-hist"
 )
 
 model = st.selectbox("Model", models)
 pairs = pairs_by_model[model]
-st.subheader(f"d_μ vs d_Σ ({len(pairs):,} pairs)", help=f"{explain('d_mu')} {explain('d_sigma')}")
-max_points = st.select_slider(
-    "Points drawn (seeded sample)", [10_000, 50_000, 100_000, 500_000], value=100_000
+st.subheader(
+    f"Each pair of texts: are the means close while the tokens differ? ({len(pairs):,} pairs)",
+    help=f"{explain('d_mu')} {explain('d_sigma')} {explain('socm')}",
 )
+bounds = figures.scatter_points_range(len(pairs))
+if bounds is None:
+    max_points = len(pairs)
+else:
+    low, high, default, step = bounds
+    max_points = st.slider("Points drawn (seeded sample)", low, high, default, step)
 texts = corpus["text"].tolist()
 st.plotly_chart(figures.collapse_scatter(pairs, model, max_points=max_points, texts=texts), key="scatter")
 download_csv(pairs, f"{run.id}-collapse-{safe_name(model)}")
 
 st.subheader("Most-collapsed pairs")
-k = st.slider("How many", 5, 100, 20)
+k = min(len(pairs), 20)
+if len(pairs) > 5:
+    k = st.slider("How many", 5, min(len(pairs), 100), k)
 top = most_collapsed_pairs(pairs, texts, k)
 event = st.dataframe(
     top,

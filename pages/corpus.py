@@ -6,6 +6,7 @@ import streamlit as st
 
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
+from flare_core.view.page_verdicts import corpus_verdict
 from flare_core.view.results import embedding_table
 from pages.common import (
     current_run,
@@ -17,6 +18,7 @@ from pages.common import (
     run_version,
     status_banner,
 )
+from pages.findings import show_page_verdict
 
 st.title("Corpus & embeddings")
 run = current_run()
@@ -27,6 +29,10 @@ manifest = run.manifest
 version = run_version(run)
 corpus = load_corpus_frame(run.id)
 stats = manifest["corpus"].get("stats", {})
+has_labels = manifest["corpus"].get("has_labels")
+show_page_verdict(
+    corpus_verdict(corpus["text"], corpus["label"] if has_labels else None, stats, manifest["models"])
+)
 
 st.subheader("Corpus")
 lengths = corpus["text"].str.len()
@@ -37,7 +43,6 @@ cols[2].metric("Dropped (empty)", f"{stats.get('n_empty_dropped', 0):,}")
 cols[3].metric("Duplicates", f"{stats.get('n_duplicates', 0):,}")
 if stats.get("encoding_warning"):
     st.warning(stats["encoding_warning"])
-has_labels = manifest["corpus"].get("has_labels")
 if has_labels:
     st.plotly_chart(figures.label_counts_bar(corpus["label"]), key="label-counts")
 

@@ -6,14 +6,12 @@ import streamlit as st
 
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import layers_verdict
 from flare_core.view.results import layer_metrics
 from pages.common import current_run, download_csv, explain_missing, load_frame, run_version, status_banner
+from pages.findings import show_page_verdict
 
 st.title("Layer-wise concentration")
-st.caption(
-    "How each transformer layer pulls the tokens of a text towards their mean (SOCM paper, §6). "
-    "Strong concentration in the last layers makes mean pooling lose the token distribution."
-)
 run = current_run()
 if run is None:
     st.stop()
@@ -27,12 +25,17 @@ if frame is None:
         "collapse analysis switched on in the New run page's settings.",
     )
     st.stop()
+frame, metrics = layer_metrics(frame)
+show_page_verdict(layers_verdict(frame))
+st.caption(
+    "How each transformer layer pulls the tokens of a text towards their mean (the SOCM paper, section 6). "
+    "Strong concentration in the last layers makes mean pooling lose the token distribution."
+)
 if run.has("concentration.json"):
     info = run.load_json("concentration.json")
     st.caption(f"Averaged over {info.get('texts')} sampled texts.")
     for model, reason in (info.get("skipped") or {}).items():
         st.warning(f"{model}: {reason}")
-frame, metrics = layer_metrics(frame)
 models = frame["model"].unique().tolist()
 chosen = st.multiselect("Models", models, default=models)
 shown = frame[frame["model"].isin(chosen)]
@@ -40,7 +43,7 @@ columns = st.columns(2)
 for index, metric in enumerate(metrics):
     with columns[index % 2]:
         st.plotly_chart(figures.layer_curves(shown, metric), key=f"curve-{metric}")
-        note = explain(metric.split("_")[0] if metric.startswith("lambda") else metric)
+        note = explain(metric)
         if note:
             st.caption(note)
 download_csv(shown, f"{run.id}-layers")

@@ -8,6 +8,7 @@ import streamlit as st
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.results import ranking_table
 from pages.common import (
     current_run,
     download_csv,
@@ -49,14 +50,28 @@ summary = load_frame(run.id, version, "summary.parquet")
 if summary is None:
     st.info("The ranking table appears when the run has finished its analyses.")
 else:
-    st.subheader("Ranking")
+    st.subheader("Ranking", help=explain("nats"))
     sort_by = next((c for c in ("flow_score", "gmm_score") if c in summary), "model")
+    verdict = run.load_json("verdict.json") if run.has("verdict.json") else None
+    ranking = ranking_table(summary, verdict)
+    st.dataframe(
+        ranking,
+        hide_index=True,
+        column_config={
+            "score": st.column_config.NumberColumn(
+                "score", help=f"{explain(sort_by)} In nats per dimension.", format="%.3f"
+            ),
+            "likely between": st.column_config.TextColumn("likely between", help=explain("ci")),
+            "notes": st.column_config.TextColumn("notes", width="large"),
+        },
+    )
     table = summary.sort_values(sort_by, ascending=sort_by == "model").reset_index(drop=True)
-    help_columns = {
-        c: st.column_config.NumberColumn(c, help=explain(c), format="%.4g")
-        for c in table.select_dtypes("number").columns
-    }
-    st.dataframe(table, hide_index=True, column_config=help_columns)
+    with st.expander("All columns"):
+        help_columns = {
+            c: st.column_config.NumberColumn(c, help=explain(c), format="%.4g")
+            for c in table.select_dtypes("number").columns
+        }
+        st.dataframe(table, hide_index=True, column_config=help_columns)
     download_csv(table, f"{run.id}-ranking")
     if sort_by != "model":
         estimator = sort_by.split("_")[0]

@@ -7,6 +7,7 @@ import streamlit as st
 
 from flare_core.view import figures
 from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import generalisation_sentence, sufficiency_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 from pages.common import (
     current_run,
@@ -16,6 +17,7 @@ from pages.common import (
     run_version,
     status_banner,
 )
+from pages.findings import show_page_verdict, verdict_box
 
 st.title("Information sufficiency")
 run = current_run()
@@ -32,43 +34,51 @@ if not available:
         "controls, embedded without error (see the Runs page for each model's status).",
     )
     st.stop()
+box = verdict_box()
 estimator = st.radio(
     "Estimator", available, format_func=estimator_label, horizontal=True, help=explain("flow_score")
 )
 frames = load_sufficiency(run.id, version, estimator)
 scores, per_dim, pairs = frames["scores"], frames["is_per_dim"], frames["pairs"]
+show_page_verdict(sufficiency_verdict(scores, per_dim), box)
 
-st.subheader("Ranking", help=explain("ci"))
+st.subheader("Ranking", help=f"{explain('flow_score')} {explain('ci')} {explain('nats')}")
 st.plotly_chart(figures.sufficiency_ranking(scores, estimator), key="rank")
 download_csv(scores, f"{run.id}-{estimator}-scores")
 
-st.subheader("IS heatmap", help=explain("is_per_dim"))
+st.subheader("What each model tells about each other model", help=f"{explain('is')} {explain('is_per_dim')}")
 order_by = st.radio("Order", list(HEATMAP_ORDERS), horizontal=True)
 threshold = st.slider(
-    "Edge threshold (IS/d)", 0.0, float(max(per_dim.max().max(), 0.0) or 1.0), 0.0, help=explain("is_per_dim")
+    "Hide links weaker than (nats per dimension)",
+    0.0,
+    float(max(per_dim.max().max(), 0.0) or 1.0),
+    0.0,
+    help=explain("is_per_dim"),
 )
-resolution = st.slider("Louvain resolution", 0.5, 2.0, 1.1, 0.1, help=explain("community"))
+resolution = st.slider(
+    "Group size (higher = more, smaller groups)", 0.5, 2.0, 1.1, 0.1, help=explain("community")
+)
 view = is_graph_view(per_dim, scores, threshold=threshold, resolution=resolution, order_by=order_by)
 st.plotly_chart(figures.is_heatmap(view.per_dim), key="heatmap")
 download_csv(per_dim.reset_index(names="source"), f"{run.id}-{estimator}-is-per-dim")
 
-st.subheader("IS graph with Louvain communities", help=explain("community"))
+st.subheader("Groups of models that inform each other", help=explain("community"))
 st.plotly_chart(figures.is_graph_figure(view.nodes, view.edges), key="graph")
 st.caption(
-    f"{len(view.edges)} edges above IS/d = {threshold:.3g}; {view.communities} communities "
-    f"(Louvain, resolution {resolution}, seed 0). Node size = score, colour = community, arrow width = IS/d."
+    f"IS graph with Louvain communities: {len(view.edges)} links above {threshold:.3g} nats per dimension; "
+    f"{view.communities} groups "
+    f"(Louvain communities, resolution {resolution}, seed 0). A bigger dot is a higher score, a colour is a "
+    "group, a wider arrow is a stronger link."
 )
 download_csv(view.nodes, f"{run.id}-{estimator}-graph-nodes")
 
-st.subheader("Per-pair figures", help=explain("delta_emp"))
+st.subheader("Every pair of models", help=explain("delta_emp"))
 columns = [c for c in pairs.columns if c not in ("seconds",)]
 st.dataframe(pairs[columns], hide_index=True)
 download_csv(pairs, f"{run.id}-{estimator}-pairs")
-if {"delta_emp_marg", "delta_emp_cond"} <= set(pairs.columns):
-    gap = (pairs["delta_emp_marg"] + pairs["delta_emp_cond"]).describe()
-    st.caption(
-        f"Generalisation gap Δ_emp (marginal + conditional): median {gap['50%']:.3g}, max {gap['max']:.3g} nats."
-    )
+gap = generalisation_sentence(pairs)
+if gap:
+    st.caption(gap, help=explain("delta_emp"))
 if not frames["all_scores"].empty:
     with st.expander("Every score variant (mean, median, trimmed mean, unnormalised, conditional-only)"):
         st.dataframe(pd.DataFrame(frames["all_scores"]), hide_index=True)

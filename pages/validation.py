@@ -6,8 +6,9 @@ import streamlit as st
 
 from flare_core.run.benchmark import results_frame, shipped_results
 from flare_core.view import figures
-from flare_core.view.glossary import explain
-from flare_core.view.results import ESTIMATOR_NAMES
+from flare_core.view.glossary import explain, label
+from flare_core.view.page_verdicts import validation_verdict
+from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
 from pages.common import (
     current_run,
     download_csv,
@@ -17,6 +18,7 @@ from pages.common import (
     show_verdict,
     status_banner,
 )
+from pages.findings import show_page_verdict
 
 st.title("Validation")
 run = current_run()
@@ -24,6 +26,15 @@ if run is None:
     st.stop()
 status_banner(run)
 version = run_version(run)
+correlations = load_frame(run.id, version, "correlations.parquet")
+studied = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
+if studied or correlations is not None:
+    ranked_by = run.load_json("verdict.json").get("estimator") if run.has("verdict.json") else None
+    main = ranked_by if ranked_by in studied else (studied or list(ESTIMATOR_NAMES))[0]
+    subsampling = (
+        load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None
+    )
+    show_page_verdict(validation_verdict(subsampling, correlations, main))
 show_verdict(run, checks_expanded=True)
 
 shipped = shipped_results()
@@ -38,17 +49,28 @@ if shipped:
         )
         st.dataframe(results_frame(shipped), hide_index=True)
 
-st.subheader("Label-free scores vs downstream scores")
-correlations = load_frame(run.id, version, "correlations.parquet")
+st.subheader("Do the label-free scores agree with the labels?")
 if correlations is None:
     st.info(
         "Correlation tables need labels (or STS pairs) in the corpus and at least three models: the oracle "
         "scores the embeddings with the labels, then every label-free score is compared with it."
     )
 else:
-    statistic = st.radio("Statistic", ["spearman_rho", "pearson_r", "kendall_tau"], horizontal=True)
-    st.plotly_chart(figures.correlation_heatmap(correlations, statistic), key="corr")
-    st.dataframe(correlations, hide_index=True)
+    n_models = figures.correlation_models(correlations)
+    if n_models < figures.MIN_CORRELATION_MODELS:
+        st.warning(
+            f"These correlations rest on only {n_models} models, and so are greyed out: with fewer than "
+            f"{figures.MIN_CORRELATION_MODELS}, a correlation can take only a few values (with 3 models, "
+            "only ±0.5 and ±1) and says almost nothing. Add candidates to read them."
+        )
+    else:
+        st.caption(f"Each cell compares the order of the same {n_models} models under two scores.")
+    statistic = st.radio(
+        "Statistic", ["spearman_rho", "pearson_r", "kendall_tau"], horizontal=True, format_func=label
+    )
+    st.plotly_chart(figures.correlation_heatmap(headline_correlations(correlations), statistic), key="corr")
+    with st.expander("All correlations, every score variant (n_models = number of models)"):
+        st.dataframe(correlations, hide_index=True)
     download_csv(correlations, f"{run.id}-correlations")
     summary = load_frame(run.id, version, "summary.parquet")
     if summary is not None:
@@ -57,17 +79,20 @@ else:
         ]
         left, right = st.columns(2)
         x = left.selectbox(
-            "Label-free score", numeric, index=numeric.index("flow_score") if "flow_score" in numeric else 0
+            "Label-free score",
+            numeric,
+            index=numeric.index("flow_score") if "flow_score" in numeric else 0,
+            format_func=label,
         )
         downstream = [
             c for c in ("accuracy", "f1", "v_measure", "cosine_spearman") if c in numeric
         ] or numeric
-        y = right.selectbox("Downstream score", downstream)
+        y = right.selectbox("Score on the labels", downstream, format_func=label)
         st.plotly_chart(figures.score_scatter(summary, x, y), key="score-scatter")
         st.caption(f"{explain(x)} {explain(y)}")
 
 st.subheader("Stability of the ranking")
-estimators = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
+estimators = studied
 if not estimators and not run.has("validation", "shuffle.parquet"):
     explain_missing(
         run,
@@ -76,7 +101,7 @@ if not estimators and not run.has("validation", "shuffle.parquet"):
     )
     st.stop()
 if estimators:
-    estimator = st.radio("Estimator", estimators, horizontal=True, key="val-est")
+    estimator = st.radio("Estimator", estimators, horizontal=True, key="val-est", format_func=estimator_label)
     columns = st.columns(2)
     sub = load_frame(run.id, version, "validation", f"{estimator}_subsampling.parquet")
     with columns[0]:

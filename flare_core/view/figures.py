@@ -11,26 +11,46 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from flare_core.analyses.sufficiency.registry import estimator_label
+from flare_core.view.glossary import LAYER_AXES, label
 
 DIVERGING = "RdBu"
 SEQUENTIAL = "Viridis"
+#: Okabe & Ito's colour-blind-safe categorical palette (black last); every chart's categories use it in
+#: this order, so two categories always get clearly different colours for all common kinds of colour
+#: blindness.
 PALETTE = (
-    "#4C78A8",
-    "#F58518",
-    "#54A24B",
-    "#E45756",
-    "#72B7B2",
-    "#B279A2",
-    "#FF9DA6",
-    "#9D755D",
-    "#BAB0AC",
-    "#EECA3B",
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#F0E442",  # yellow
+    "#000000",  # black
 )
+#: Marker symbols that tell categories apart once the palette's colours repeat (more than 8 categories).
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
+HIGHLIGHT = PALETTE[3]
+GREYS = [[0.0, "#f2f2f2"], [1.0, "#bdbdbd"]]
+#: Below this many models a correlation takes only a handful of values (±0.5, ±1 with three models) and
+#: says little: the correlation heatmap is drawn in grey with a warning in its title.
+MIN_CORRELATION_MODELS = 5
+#: Pairs drawn in a collapse scatter unless asked otherwise (a seeded sample above it).
+DEFAULT_SCATTER_POINTS = 20_000
+
+
+def category_style(index: int) -> tuple[str, str]:
+    """The colour and marker symbol of the ``index``-th category: all distinct up to 48 categories."""
+    return PALETTE[index % len(PALETTE)], SYMBOLS[(index // len(PALETTE)) % len(SYMBOLS)]
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     fig.update_layout(
-        title=title, height=height, margin={"l": 10, "r": 10, "t": 50, "b": 10}, template="plotly_white"
+        title=title,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        template="plotly_white",
+        colorway=list(PALETTE),
     )
     return fig
 
@@ -53,33 +73,40 @@ def ranking_bar(scores: pd.DataFrame, title: str = "Ranking") -> go.Figure:
             hovertemplate="%{y}: %{x:.4g}<extra></extra>",
         )
     )
-    fig.update_xaxes(title="median IS / d_target (nats per dimension)")
+    fig.update_xaxes(title="score: what the model tells about the others (nats per dimension)")
     return _layout(fig, title, height=max(260, 40 * len(ordered) + 120))
 
 
 def sufficiency_ranking(scores: pd.DataFrame, estimator: str) -> go.Figure:
     """The ranking bar of one estimator's scores, titled with the estimator's name."""
-    return ranking_bar(scores, f"{estimator_label(estimator)}: median IS/d over targets")
+    return ranking_bar(scores, f"{estimator_label(estimator)}: how much each model tells about the others")
 
 
-def is_heatmap(per_dim: pd.DataFrame, title: str = "IS(source → target) / d_target") -> go.Figure:
-    """Heatmap of a (sources × targets) matrix; NaN cells (self pairs) stay blank."""
+def is_heatmap(
+    per_dim: pd.DataFrame, title: str = "How much each model (row) tells about each other model (column)"
+) -> go.Figure:
+    """Heatmap of a (sources × targets) matrix; NaN cells (self pairs) stay blank and show no hover."""
     fig = go.Figure(
         go.Heatmap(
             z=per_dim.to_numpy(dtype=float),
             x=[html.escape(str(c)) for c in per_dim.columns],
             y=[html.escape(str(i)) for i in per_dim.index],
             colorscale=SEQUENTIAL,
-            colorbar={"title": "nats/dim"},
-            hovertemplate="%{y} → %{x}: %{z:.4g}<extra></extra>",
+            colorbar={"title": "nats per<br>dimension"},
+            hoverongaps=False,
+            hovertemplate="%{y} → %{x}: %{z:.4g} nats per dimension<extra></extra>",
         )
     )
-    fig.update_xaxes(title="target")
-    fig.update_yaxes(title="source", autorange="reversed")
+    fig.update_xaxes(title="model whose embedding is predicted")
+    fig.update_yaxes(title="model that predicts it", autorange="reversed")
     return _layout(fig, title, height=max(360, 45 * len(per_dim) + 160))
 
 
-def is_graph_figure(nodes: pd.DataFrame, edges: pd.DataFrame, title: str = "IS graph") -> go.Figure:
+def is_graph_figure(
+    nodes: pd.DataFrame,
+    edges: pd.DataFrame,
+    title: str = "Which models inform which: groups of related models",
+) -> go.Figure:
     """Directed IS graph: node size = score, colour = community, edge width = IS/d (arrows as annotations)."""
     fig = go.Figure()
     max_weight = float(edges["weight"].max()) if len(edges) else 1.0
@@ -102,11 +129,12 @@ def is_graph_figure(nodes: pd.DataFrame, edges: pd.DataFrame, title: str = "IS g
             textposition="top center",
             marker={
                 "size": sizes,
-                "color": [PALETTE[int(c) % len(PALETTE)] for c in nodes["community"]],
+                "color": [category_style(int(c))[0] for c in nodes["community"]],
+                "symbol": [category_style(int(c))[1] for c in nodes["community"]],
                 "line": {"width": 1, "color": "#333"},
             },
             customdata=np.column_stack([nodes["community"], scores]),
-            hovertemplate="%{text}<br>community %{customdata[0]}<br>score %{customdata[1]:.4g}<extra></extra>",
+            hovertemplate="%{text}<br>group %{customdata[0]}<br>score %{customdata[1]:.4g}<extra></extra>",
         )
     )
     fig.update_xaxes(visible=False)
@@ -114,10 +142,22 @@ def is_graph_figure(nodes: pd.DataFrame, edges: pd.DataFrame, title: str = "IS g
     return _layout(fig, title, height=520)
 
 
+def scatter_points_range(
+    n_pairs: int, default: int = DEFAULT_SCATTER_POINTS, least: int = 1_000
+) -> tuple[int, int, int, int] | None:
+    """The bounds of a "points drawn" slider over ``n_pairs`` pairs: ``(min, max, value, step)`` with max
+    = ``n_pairs`` and value = min(``n_pairs``, ``default``); None when there are at most ``least`` pairs
+    (all are drawn, nothing to choose)."""
+    if n_pairs <= least:
+        return None
+    step = 1_000 if n_pairs >= 20_000 else 100
+    return least, int(n_pairs), int(min(n_pairs, default)), step
+
+
 def collapse_scatter(
     pairs: pd.DataFrame,
     title: str,
-    max_points: int = 100_000,
+    max_points: int = DEFAULT_SCATTER_POINTS,
     seed: int = 0,
     texts: Sequence[str] | None = None,
 ) -> go.Figure:
@@ -134,30 +174,32 @@ def collapse_scatter(
                 "size": 3,
                 "color": shown["socm"],
                 "colorscale": "Inferno",
-                "colorbar": {"title": "SOCM"},
+                "colorbar": {"title": "collapse"},
                 "opacity": 0.6,
             },
-            customdata=shown[["i", "j"]].to_numpy(),
-            hovertemplate="pair (%{customdata[0]}, %{customdata[1]})<br>d_μ %{x:.3g}<br>d_Σ %{y:.3g}<extra></extra>",
+            customdata=shown[["i", "j", "socm"]].to_numpy(),
+            hovertemplate="pair (%{customdata[0]}, %{customdata[1]})<br>means apart %{x:.3g}<br>"
+            "token spreads apart %{y:.3g}<br>collapse %{customdata[2]:.3g}<extra></extra>",
             name=f"pairs ({len(shown):,} of {len(pairs):,})",
         )
     )
     x_max = float(max(shown["d_mu"].max(), 1e-3)) * 1.05
     y_max = float(max(shown["d_sigma"].max(), 1e-3)) * 1.05
     grid = np.linspace(0, min(x_max, 0.999), 200)
-    for level in np.quantile(shown["socm"], [0.5, 0.9, 0.99]) if len(shown) else []:
+    levels = np.quantile(shown["socm"], [0.5, 0.9, 0.99]) if len(shown) else []
+    for level, which in zip(levels, ("median pair", "top 10%", "top 1%"), strict=False):
         if level <= 0:
             continue
         fig.add_trace(
             go.Scatter(
                 x=grid, y=level / (1 - grid), mode="lines", line={"dash": "dot", "width": 1, "color": "#888"},
-                name=f"SOCM = {level:.3g}", hoverinfo="skip",
+                name=f"collapse {level:.3g} ({which})", hoverinfo="skip",
             )
         )  # fmt: skip
     if len(pairs):
         fig.add_trace(_most_collapsed_trace(pairs, texts))
-    fig.update_xaxes(title="d_μ (distance of the means)", range=[0, x_max])
-    fig.update_yaxes(title="d_Σ (distance of the token covariances)", range=[0, y_max])
+    fig.update_xaxes(title="how far apart the mean-pooled embeddings are", range=[0, x_max])
+    fig.update_yaxes(title="how different the tokens' spreads are", range=[0, y_max])
     fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.2})
     return _layout(fig, title, height=480)
 
@@ -169,7 +211,7 @@ def _most_collapsed_trace(pairs: pd.DataFrame, texts: Sequence[str] | None, k: i
     rows_j = top["row_j"] if "row_j" in top else top["j"]
     hover = []
     for socm, a, b in zip(top["socm"], rows_i, rows_j, strict=True):
-        line = f"SOCM = {socm:.4f}<br>texts {int(a)} and {int(b)}"
+        line = f"collapse {socm:.4f}<br>texts {int(a)} and {int(b)}"
         if texts is not None:
             line += f"<br>{html.escape(str(texts[int(a)])[:80])}<br>{html.escape(str(texts[int(b)])[:80])}"
         hover.append(line)
@@ -177,7 +219,7 @@ def _most_collapsed_trace(pairs: pd.DataFrame, texts: Sequence[str] | None, k: i
         x=top["d_mu"],
         y=top["d_sigma"],
         mode="markers",
-        marker={"size": 9, "color": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#E45756"}},
+        marker={"size": 9, "color": "rgba(0,0,0,0)", "line": {"width": 2, "color": HIGHLIGHT}},
         hovertext=hover,
         hoverinfo="text",
         name=f"{len(top)} most collapsed pairs",
@@ -199,42 +241,71 @@ def distributions(values: Mapping[str, np.ndarray], title: str, axis: str) -> go
     return _layout(fig, title)
 
 
+def socm_distributions(values: Mapping[str, np.ndarray]) -> go.Figure:
+    """The distribution of the collapse score (SOCM) over text pairs, one histogram per model."""
+    return distributions(
+        values,
+        "Collapse by mean pooling, over pairs of texts",
+        "collapse score (high = different texts pooled alike)",
+    )
+
+
 def layer_curves(frame: pd.DataFrame, metric: str, title: str | None = None) -> go.Figure:
-    """One line per model of ``metric`` against ``layer`` (columns model, layer, metric)."""
+    """One line per model of ``metric`` against ``layer`` (columns model, layer, metric), titled and
+    labelled in words (:data:`flare_core.view.glossary.LABELS`)."""
     fig = go.Figure()
     for index, (model, group) in enumerate(frame.groupby("model", sort=False)):
         group = group.sort_values("layer")
         fig.add_trace(
             go.Scatter(
                 x=group["layer"], y=group[metric], mode="lines+markers", name=html.escape(str(model)),
-                line={"color": PALETTE[index % len(PALETTE)]},
+                line={"color": category_style(index)[0]}, marker={"symbol": category_style(index)[1]},
             )
         )  # fmt: skip
     fig.update_xaxes(title="layer", dtick=1)
-    fig.update_yaxes(title=metric)
-    return _layout(fig, title or metric, height=340)
+    fig.update_yaxes(title=LAYER_AXES.get(metric, label(metric)))
+    return _layout(fig, title or label(metric), height=340)
+
+
+def correlation_models(table: pd.DataFrame) -> int:
+    """The number of models behind a correlation table (its largest ``n_models``; 0 when unknown)."""
+    if "n_models" not in table or table.empty:
+        return 0
+    return int(pd.to_numeric(table["n_models"], errors="coerce").fillna(0).max())
 
 
 def correlation_heatmap(
     table: pd.DataFrame, statistic: str = "spearman_rho", title: str | None = None
 ) -> go.Figure:
-    """Label-free scores (rows) × downstream scores (columns), diverging colours in [−1, 1]."""
+    """Label-free scores (rows) × downstream scores (columns), diverging colours in [−1, 1], rows and
+    columns named in words. The title gives the number of models; below :data:`MIN_CORRELATION_MODELS`
+    the cells are grey, so that no colour suggests a finding."""
     pivot = table.pivot(index="label_free", columns="downstream", values=statistic)
+    values = pivot.to_numpy(dtype=float)
+    n_models = correlation_models(table)
+    too_few = n_models < MIN_CORRELATION_MODELS
     fig = go.Figure(
         go.Heatmap(
-            z=pivot.to_numpy(dtype=float),
-            x=[html.escape(str(c)) for c in pivot.columns],
-            y=[html.escape(str(i)) for i in pivot.index],
+            z=values,
+            x=[html.escape(label(str(c))) for c in pivot.columns],
+            y=[html.escape(label(str(i))) for i in pivot.index],
             zmin=-1,
             zmax=1,
-            colorscale=DIVERGING,
-            text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(pivot.to_numpy(dtype=float)),
+            colorscale=GREYS if too_few else DIVERGING,
+            showscale=not too_few,
+            text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(values),
             texttemplate="%{text}",
+            hoverongaps=False,
             hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title or statistic, height=max(360, 26 * len(pivot) + 160))
+    fig.update_xaxes(title="score on the labels")
+    fig.update_yaxes(title="label-free score", autorange="reversed")
+    if title is None:
+        title = f"{label(statistic)} over {n_models} models"
+        if too_few:
+            title += f" (too few to read: at least {MIN_CORRELATION_MODELS} are needed)"
+    return _layout(fig, title, height=max(360, 26 * len(pivot) + 160))
 
 
 def study_curve(frame: pd.DataFrame, x: str, y: str, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -289,7 +360,7 @@ def label_counts_bar(labels: pd.Series, title: str = "Texts per label") -> go.Fi
         )
     )
     fig.update_xaxes(title="label")
-    fig.update_yaxes(title="texts")
+    fig.update_yaxes(title="number of texts")
     return _layout(fig, title, height=360)
 
 
@@ -299,11 +370,12 @@ def embedding_map(points: pd.DataFrame, title: str, colour: str | None = None) -
     fig = go.Figure()
     groups = points.groupby(colour, sort=True) if colour else [(None, points)]
     for index, (value, part) in enumerate(groups):
+        colour_of, symbol = category_style(index)
         fig.add_trace(
             go.Scattergl(
                 x=part["x"], y=part["y"], mode="markers", customdata=part[["row"]].to_numpy(), text=part["text"],
                 name=html.escape(str(value)) if value is not None else "texts",
-                marker={"size": 5, "color": PALETTE[index % len(PALETTE)]},
+                marker={"size": 5, "color": colour_of, "symbol": symbol},
                 hovertemplate="%{text}<extra></extra>",
             )
         )  # fmt: skip
@@ -324,6 +396,6 @@ def score_scatter(summary: pd.DataFrame, x: str, y: str) -> go.Figure:
             hovertemplate="%{text}: %{x:.4g}, %{y:.4g}<extra></extra>",
         )
     )
-    fig.update_xaxes(title=x)
-    fig.update_yaxes(title=y)
-    return _layout(fig, f"{x} vs {y}")
+    fig.update_xaxes(title=label(x))
+    fig.update_yaxes(title=label(y))
+    return _layout(fig, f"{label(x)} against {label(y)}, one point per model")

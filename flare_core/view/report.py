@@ -205,9 +205,7 @@ def _collapse(run: Run, results: dict[str, Any], texts: CorpusTexts, max_points:
     usable = {m: f for m, f in frames.items() if f is not None and not f.empty and needed <= set(f.columns)}
     if usable:
         socm = {m: f["socm"].to_numpy() for m, f in usable.items()}
-        parts.append(
-            figure_div(figures.distributions(socm, "SOCM per text pair", "SOCM"), "socm-distribution")
-        )
+        parts.append(figure_div(figures.socm_distributions(socm), "socm-distribution"))
     corpus = texts.texts if texts.include else None
     for index, model in enumerate(models):
         parts.append(f"<h3>{escape(model)}</h3>")
@@ -261,8 +259,18 @@ def _correlations(results: dict[str, Any]) -> str:
         pivot = frame.pivot_table(
             index="label_free", columns="downstream", values="spearman_rho", aggfunc="first"
         )
-        parts.append("<h3>Spearman ρ (rows: label-free score, columns: downstream score)</h3>")
-        parts.append(figure_div(figures.correlation_heatmap(frame, "spearman_rho"), "correlations-heatmap"))
+        n_models = figures.correlation_models(frame)
+        parts.append("<h3>Do the label-free scores agree with the labels? (Spearman rank correlation)</h3>")
+        if n_models < figures.MIN_CORRELATION_MODELS:
+            parts.append(
+                f'<p class="missing">These correlations rest on only {n_models} models, and so are greyed out: '
+                f"with fewer than {figures.MIN_CORRELATION_MODELS}, a correlation can take only a few values "
+                "and says almost nothing.</p>"
+            )
+        headline = run_results.headline_correlations(frame)
+        parts.append(
+            figure_div(figures.correlation_heatmap(headline, "spearman_rho"), "correlations-heatmap")
+        )
         parts.append(table(pivot.reset_index()))
     parts.append("<h3>All correlations</h3>")
     parts.append(table(frame))
@@ -309,7 +317,9 @@ def _sections(
     yield "parameters", "Parameters, versions, timings and seeds", _parameters(results, texts)
 
 
-def build_report(run: Run, *, include_texts: bool = True, max_scatter_points: int = 20_000) -> str:
+def build_report(
+    run: Run, *, include_texts: bool = True, max_scatter_points: int = figures.DEFAULT_SCATTER_POINTS
+) -> str:
     """The HTML text of a self-contained report of ``run`` (plotly.js inlined once; works offline).
 
     ``include_texts=False`` leaves every corpus text out (hovers, most-collapsed pairs, anything in the

@@ -94,6 +94,88 @@ def collapse_pairs(run: Run, model_id: str) -> pd.DataFrame | None:
     return run.load_frame(*parts) if run.has(*parts) else None
 
 
+RANKING_COLUMNS = ["rank", "model", "role", "score", "likely between", "notes"]
+
+
+def ranking_table(summary: pd.DataFrame, verdict: dict[str, Any] | None = None) -> pd.DataFrame:
+    """What a reader decides with, one row per model in ranking order: ``rank``, ``model``, ``role``,
+    ``score`` (FLARE's when the run has it, else EMIR's), ``likely between`` (its 95% interval in words)
+    and ``notes`` on how far to trust the place (ties with the leader, controls, models not scored).
+    ``verdict`` (the stored ``verdict.json``) adds the recommendation and where each control would rank."""
+    estimator = next((e for e in ESTIMATOR_NAMES if f"{e}_score" in summary.columns), None)
+    if estimator is None:
+        frame = summary[["model"]].assign(role=summary.get("role"), rank=None, score=np.nan)
+        frame["likely between"], frame["notes"] = "", "not scored"
+        return frame[RANKING_COLUMNS].reset_index(drop=True)
+    score, low, high = (summary[f"{estimator}_{c}"] for c in ("score", "ci_low", "ci_high"))
+    frame = pd.DataFrame(
+        {
+            "model": summary["model"],
+            "role": summary.get("role", "candidate"),
+            "score": score.astype(float),
+            "low": low.astype(float),
+            "high": high.astype(float),
+        }
+    ).sort_values("score", ascending=False, na_position="last", kind="mergesort")
+    ranked = frame["score"].notna()
+    frame["rank"] = pd.array([None] * len(frame), dtype="Int64")
+    frame.loc[ranked, "rank"] = np.arange(1, int(ranked.sum()) + 1)
+    frame["likely between"] = [
+        f"{lo:.3f} to {hi:.3f}" if np.isfinite([lo, hi]).all() else ""
+        for lo, hi in zip(frame["low"], frame["high"], strict=True)
+    ]
+    verdict = verdict or {}
+    controls = {str(c.get("model")): c for c in verdict.get("controls") or []}
+    leader = frame[ranked].iloc[0] if ranked.any() else None
+    notes = []
+    for row in frame.itertuples(index=False):
+        note = []
+        if row.model == verdict.get("recommended"):
+            note.append("recommended")
+        if row.role == "control":
+            note.append("control, should rank last")
+            if row.model in controls and controls[row.model].get("would_rank"):
+                c = controls[row.model]
+                note.append(f"would rank {_ordinal(int(c['would_rank']))} of {c.get('of')}")
+        elif not np.isfinite(row.score):
+            note.append("not scored")
+        elif leader is not None and row.model == leader["model"]:
+            note.append("leads")
+        elif leader is not None and np.isfinite(row.high) and row.high >= leader["low"]:
+            note.append("too close to the leader to tell apart")
+        notes.append("; ".join(note))
+    frame["notes"] = notes
+    return frame[RANKING_COLUMNS].reset_index(drop=True)
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+#: The label-free scores the correlation heatmap shows (the score variants stay in the full table).
+HEADLINE_SCORES = (
+    "flow_is_median_norm",
+    "gmm_is_median_norm",
+    "socm_mean",
+    "uniformity",
+    "isoscore",
+    "effective_rank",
+    "silhouette",
+    "dim",
+)
+
+
+def headline_correlations(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a correlation table whose label-free score is one of :data:`HEADLINE_SCORES`, in that
+    order (the whole table when it has none of them)."""
+    order = {name: index for index, name in enumerate(HEADLINE_SCORES)}
+    rank = table["label_free"].map(order)
+    if rank.isna().all():
+        return table
+    return table[rank.notna()].iloc[np.argsort(rank[rank.notna()].to_numpy(), kind="stable")]
+
+
 def runs_table(store: RunStore) -> list[dict[str, Any]]:
     """One row per stored run, newest first: id, name, effective status, texts, models, created, stage, progress."""
     from flare_core.run.jobs import effective_status
@@ -201,11 +283,18 @@ def _cut(text: str, chars: int) -> str:
     return str(text)[:chars]
 
 
+#: The layer curves in the order they are shown: the two a reader can picture first, then the mechanisms.
+LAYER_METRICS = ("mean_cos", "concentration", "lambda_mean", "z_spread_ratio", "r", "C")
+_NOT_CURVES = ("layer", "head", "n_texts")  # n_texts is the same at every layer
+
+
 def layer_metrics(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The layer-level rows of a concentration table (per-head rows dropped) and the metrics to draw."""
+    """The layer-level rows of a concentration table (per-head rows dropped) and the metrics to draw:
+    those of :data:`LAYER_METRICS` in that order, then any other numeric column."""
     if "head" in frame.columns and frame["head"].notna().any():
         frame = frame[frame["head"].isna() | (frame["head"] < 0)]
-    metrics = [c for c in frame.select_dtypes("number").columns if c not in ("layer", "head")]
+    numeric = [c for c in frame.select_dtypes("number").columns if c not in _NOT_CURVES]
+    metrics = [m for m in LAYER_METRICS if m in numeric] + [c for c in numeric if c not in LAYER_METRICS]
     return frame, metrics
 
 

@@ -37,6 +37,31 @@ def _texts(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+def _page_verdict(at: AppTest) -> str | None:
+    """The text of the page's verdict box (CSS class st-key-page-verdict), None when it has none."""
+    boxes = [b for b in at.get("flex_container") if b.proto.id.endswith("-page-verdict")]
+    assert len(boxes) <= 1
+    return "\n".join(str(alert.value) for alert in boxes[0].info) if boxes else None
+
+
+@pytest.mark.parametrize(
+    ("page", "found"),
+    [
+        ("pages/collapse.py", "Mean pooling hides much of the difference between texts for all-MiniLM-L6-v2"),
+        ("pages/layers.py", "In all-MiniLM-L6-v2, the layers make the tokens of a text"),
+        ("pages/corpus.py", "50 texts, typically"),
+        ("pages/sufficiency.py", "tells the most about the other models"),
+        ("pages/validation.py", "compared with classification accuracy over only 4 models"),
+    ],
+)
+def test_every_analysis_page_opens_with_its_verdict(open_page, labelled_run, page, found):
+    at = open_page(page, labelled_run)
+    verdict = _page_verdict(at)
+    assert verdict is not None and verdict.startswith("**")
+    assert found in verdict.replace("&#x27;", "'")
+    assert at.info[0].value == verdict  # the first note of the page
+
+
 def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
     at = open_page("pages/overview.py", labelled_run)
     verdict = labelled_run.load_json("verdict.json")
@@ -46,17 +71,21 @@ def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
     assert alert.value.startswith("**No reliable recommendation on this corpus.**")
     assert f"{verdict['leading']} leads the ranking" in alert.value
     assert "Trust: low" in _texts(at)
-    checks, ranking = at.dataframe[0].value, at.dataframe[1].value
+    checks, ranking, everything = (at.dataframe[i].value for i in range(3))
     assert "Enough candidates to compare" in set(checks["check"]) and "failed" in set(checks["result"])
+    assert list(ranking.columns) == ["rank", "model", "role", "score", "likely between", "notes"]
     assert set(ranking["model"]) == {m["id"] for m in labelled_run.manifest["models"]}
-    assert ranking.iloc[0]["model"] == verdict["leading"]
-    assert "accuracy" in ranking.columns
+    assert ranking.iloc[0]["model"] == verdict["leading"] and ranking.iloc[0]["notes"] == "leads"
+    assert "accuracy" in everything.columns and "flow_ci_low" in everything.columns  # behind "All columns"
+    assert at.expander[-3].label == "All columns"
 
 
 def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
     at = open_page("pages/sufficiency.py", labelled_run)
     text = _texts(at)
-    assert "communities (Louvain, resolution 1.1, seed 0)" in text
+    assert "groups (Louvain communities, resolution 1.1, seed 0)" in text
+    assert "Held-out check: the estimators fit texts they were not trained on worse by" in text
+    assert "Δ_emp" not in text
     pairs = at.dataframe[0].value
     assert len(pairs) == 4 * (3 + 2)  # each of the 4 candidates from the 3 others and the 2 controls
     at.radio[0].set_value("gmm").run()
@@ -81,6 +110,7 @@ def test_layers_and_validation_pages(open_page, labelled_run):
     assert len(shipped) == 6 and "ranking vs labels (ρ)" in shipped.columns  # the benchmark that ships
     assert {"label_free", "downstream", "spearman_rho", "kendall_tau"} <= set(correlations.columns)
     assert "accuracy" in set(correlations["downstream"])
+    assert any("rest on only 4 models, and so are greyed out" in w.value for w in at.warning)
 
 
 @pytest.mark.parametrize(
@@ -96,6 +126,8 @@ def test_layers_and_validation_pages(open_page, labelled_run):
 def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, page, expected):
     at = open_page(page, unlabelled_run)
     assert expected in _texts(at)
+    if page in ("pages/collapse.py", "pages/layers.py"):
+        assert _page_verdict(at) is None  # nothing found, nothing to say
 
 
 @pytest.mark.parametrize(

@@ -35,14 +35,16 @@ def test_ranking_bar_sorts_by_score_with_asymmetric_intervals_and_escapes_names(
 
 def test_sufficiency_ranking_is_titled_with_the_estimator():
     fig = figures.sufficiency_ranking(_scores(), "gmm")
-    assert fig.layout.title.text == "EMIR (Gaussian mixtures): median IS/d over targets"
+    assert fig.layout.title.text == "EMIR (Gaussian mixtures): how much each model tells about the others"
+    assert "nats per dimension" in fig.layout.xaxis.title.text
 
 
-def test_is_heatmap_keeps_the_order_and_blank_self_pairs():
+def test_is_heatmap_keeps_the_order_and_blank_self_pairs_without_hover():
     per_dim = pd.DataFrame([[np.nan, 0.3], [0.1, np.nan]], index=["b", "a"], columns=["b", "a"])
     (heat,) = figures.is_heatmap(per_dim).data
     assert list(heat.x) == ["b", "a"] and list(heat.y) == ["b", "a"]
     assert np.isnan(heat.z[0][0]) and heat.z[0][1] == 0.3 and heat.z[1][0] == 0.1
+    assert heat.hoverongaps is False  # the diagonal (NaN) shows no "NaN" hover
     assert heat.colorscale[0][1] == go.Heatmap(colorscale="Viridis").colorscale[0][1]
 
 
@@ -70,7 +72,10 @@ def test_collapse_scatter_samples_draws_three_iso_lines_and_circles_the_top_pair
     assert points.name == "pairs (10 of 66)" and len(points.x) == 10
     assert points.marker.colorscale[0][1] == "#000004"  # Inferno
     levels = np.quantile(points.marker.color, [0.5, 0.9, 0.99])
-    assert [t.name for t in iso] == [f"SOCM = {level:.3g}" for level in levels]
+    assert [t.name for t in iso] == [
+        f"collapse {level:.3g} ({which})"
+        for level, which in zip(levels, ("median pair", "top 10%", "top 1%"), strict=True)
+    ]
     for trace, level in zip(
         iso, levels, strict=True
     ):  # each line is SOCM = level: d_sigma = level / (1 - d_mu)
@@ -96,21 +101,56 @@ def test_layer_curves_one_line_per_model_in_layer_order():
     fig = figures.layer_curves(frame, "r")
     assert [t.name for t in fig.data] == ["m1", "m2"]
     assert list(fig.data[0].x) == [1, 2, 3] and list(fig.data[0].y) == [1.0, 2.0, 3.0]
-    assert fig.layout.title.text == "r"
+    assert fig.layout.title.text == "Spread of the incoming tokens, relative to their mean"
+    assert fig.layout.yaxis.title.text == "input spread / size of the mean"
+    assert [t.line.color for t in fig.data] == list(figures.PALETTE[:2])
 
 
-def test_correlation_heatmap_is_diverging_in_minus_one_to_one():
-    table = pd.DataFrame(
+def _correlations(n_models: int) -> pd.DataFrame:
+    return pd.DataFrame(
         {
-            "label_free": ["u", "u", "v"],
-            "downstream": ["acc", "f1", "acc"],
+            "label_free": ["flow_is_median_norm", "flow_is_median_norm", "v"],
+            "downstream": ["accuracy", "f1", "accuracy"],
+            "n_models": [n_models] * 3,
             "spearman_rho": [0.5, -1.0, np.nan],
         }
     )
-    (heat,) = figures.correlation_heatmap(table).data
-    assert (heat.zmin, heat.zmax) == (-1, 1)
-    assert list(heat.x) == ["acc", "f1"] and list(heat.y) == ["u", "v"]
+
+
+def test_correlation_heatmap_is_diverging_in_minus_one_to_one_named_in_words_with_n():
+    fig = figures.correlation_heatmap(_correlations(5))
+    (heat,) = fig.data
+    assert (heat.zmin, heat.zmax) == (-1, 1) and heat.colorscale[0][1] != "#f2f2f2"
+    assert list(heat.x) == ["classification accuracy", "classification macro-F1"]
+    assert list(heat.y) == ["FLARE score", "v"]
     assert heat.text[0][0] == "0.50" and heat.text[1][1] == ""
+    assert fig.layout.title.text == "Spearman rank correlation over 5 models"
+
+
+def test_correlation_heatmap_over_too_few_models_is_grey_and_says_so():
+    fig = figures.correlation_heatmap(_correlations(4))
+    (heat,) = fig.data
+    assert [c[1] for c in heat.colorscale] == ["#f2f2f2", "#bdbdbd"] and heat.showscale is False
+    assert "over 4 models (too few to read: at least 5 are needed)" in fig.layout.title.text
+    assert figures.correlation_models(_correlations(4)) == 4
+
+
+def test_palette_is_okabe_ito_and_every_chart_uses_it():
+    okabe_ito = {"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"}
+    assert set(figures.PALETTE) == okabe_ito and len(figures.PALETTE) == 8
+    fig = figures.study_curve(pd.DataFrame({"a": [1, 2], "b": [1.0, 2.0]}), "a", "b", "t", "x", "y")
+    assert list(fig.layout.colorway) == list(figures.PALETTE)
+    # beyond 8 categories the marker symbol changes, so no two categories look the same
+    styles = [figures.category_style(i) for i in range(20)]
+    assert len(set(styles)) == 20
+
+
+@pytest.mark.parametrize(
+    ("n_pairs", "expected"),
+    [(500, None), (11_175, (1_000, 11_175, 11_175, 100)), (499_500, (1_000, 499_500, 20_000, 1_000))],
+)
+def test_points_slider_is_bounded_by_the_pairs(n_pairs, expected):
+    assert figures.scatter_points_range(n_pairs) == expected
 
 
 def test_study_curve_averages_repeats():
@@ -135,6 +175,7 @@ def test_label_counts_embedding_map_and_score_scatter():
     )
     coloured = figures.embedding_map(points, "m", colour="label")
     assert [t.name for t in coloured.data] == ["a", "b"]
+    assert [t.marker.color for t in coloured.data] == ["#0072B2", "#E69F00"]  # blue and orange, not two blues
     assert [list(map(list, t.customdata)) for t in coloured.data] == [[[0], [2]], [[1]]]
     assert coloured.layout.dragmode == "lasso"
     assert len(figures.embedding_map(points, "m").data) == 1

@@ -48,8 +48,8 @@ def _page_specs(page: str, run, monkeypatch, store) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def report_specs(labelled_run) -> dict[str, dict]:
-    # the report drawn with the collapse page's default number of points
-    return _report_specs(build_report(labelled_run, max_scatter_points=100_000))
+    # the report draws as many points as the collapse page does by default
+    return _report_specs(build_report(labelled_run))
 
 
 @pytest.mark.parametrize("page", sorted(CHARTS))
@@ -86,4 +86,4 @@ def test_the_report_draws_every_shared_chart(report_specs):
     # the palettes and iso-lines are the page's: Inferno, and iso-SOCM lines at three percentiles
     scatter = report_specs["collapse-scatter-0"]["data"]
     assert scatter[0]["marker"]["colorscale"][0][1] == "#000004"  # Inferno starts at #000004
-    assert sum(trace["name"].startswith("SOCM = ") for trace in scatter) == 3
+    assert sum(trace["name"].startswith("collapse ") for trace in scatter) == 3

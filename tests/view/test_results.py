@@ -141,6 +141,62 @@ def test_layer_metrics_drop_per_head_rows(run):
     assert metrics == ["r", "C"] and list(frame["r"]) == [1.0, 2.0]
 
 
+def test_layer_metrics_order_and_no_flat_count_of_texts():
+    frame = pd.DataFrame(
+        {
+            "model": ["m"],
+            "layer": [1],
+            "C": [1.0],
+            "n_texts": [4],
+            "mean_cos": [0.2],
+            "extra": [0.0],
+            "r": [1.0],
+        }
+    )
+    assert results.layer_metrics(frame)[1] == ["mean_cos", "r", "C", "extra"]
+
+
+def _summary() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": ["b", "a", "c", "ctrl", "gone"],
+            "role": ["candidate", "candidate", "candidate", "control", "candidate"],
+            "flow_score": [0.20, 0.30, 0.05, np.nan, np.nan],
+            "flow_ci_low": [0.15, 0.25, 0.01, np.nan, np.nan],
+            "flow_ci_high": [0.26, 0.35, 0.08, np.nan, np.nan],
+            "flow_rank": [2.0, 1.0, 3.0, np.nan, np.nan],
+            "gmm_rank": [1.0, 2.0, 3.0, np.nan, np.nan],
+        }
+    )
+
+
+def test_ranking_table_keeps_what_a_reader_decides_with():
+    verdict = {"recommended": None, "controls": [{"model": "ctrl", "would_rank": 2, "of": 4}]}
+    table = results.ranking_table(_summary(), verdict)
+    assert list(table.columns) == ["rank", "model", "role", "score", "likely between", "notes"]
+    assert list(table["model"]) == ["a", "b", "c", "ctrl", "gone"]
+    assert list(table["rank"][:3]) == [1, 2, 3] and table["rank"][3:].isna().all()
+    assert list(table["likely between"][:3]) == ["0.250 to 0.350", "0.150 to 0.260", "0.010 to 0.080"]
+    assert list(table["notes"]) == [
+        "leads",
+        "too close to the leader to tell apart",  # b's interval reaches 0.26, above a's lower end 0.25
+        "",
+        "control, should rank last; would rank 2nd of 4",
+        "not scored",
+    ]
+    recommended = results.ranking_table(_summary(), {"recommended": "a"})
+    assert recommended["notes"][0] == "recommended; leads"
+
+
+def test_headline_correlations_keep_the_named_scores_in_order():
+    table = pd.DataFrame(
+        {"label_free": ["uniformity", "flow_is_mean_raw", "flow_is_median_norm"], "downstream": ["f1"] * 3}
+    )
+    assert list(results.headline_correlations(table)["label_free"]) == ["flow_is_median_norm", "uniformity"]
+    other = pd.DataFrame({"label_free": ["x", "y"], "downstream": ["f1", "f1"]})
+    assert results.headline_correlations(other).equals(other)
+
+
 def test_runs_table_reads_progress_and_effective_status(tmp_path):
     store = RunStore(tmp_path / "runs")
     run = store.create({"name": "busy", "models": [{"id": "a"}, {"id": "b"}], "corpus": {"n_texts": 7}})

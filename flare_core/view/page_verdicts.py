@@ -1,0 +1,353 @@
+"""What each analysis page found on one run, in two plain sentences: a ``headline`` and the figure behind
+it in words (``detail``). Pure functions of the run's stored tables, shown at the top of the Collapse,
+Layers, Corpus, Sufficiency and Validation pages; the symbols and formulas stay in the glossary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.view.figures import MIN_CORRELATION_MODELS
+from flare_core.view.glossary import label
+
+#: Average SOCM over all pairs of 1,000 Wikipedia texts, from the SOCM paper (Hara et al., Table 1),
+#: lowest first: the yardsticks a run's figure is read against.
+SOCM_REFERENCES = (
+    ("gte-base", 0.018),
+    ("all-mpnet-base-v2", 0.100),
+    ("all-MiniLM-L12-v2", 0.313),
+    ("BERT-base", 0.396),
+)
+#: Preferred score on the labels for the Validation verdict, best first.
+DOWNSTREAM_ORDER = ("accuracy", "f1", "v_measure", "cosine_spearman", "ndcg_at_10", "map_at_10")
+
+
+@dataclass(frozen=True)
+class PageVerdict:
+    """Two lines for people: ``headline`` (what the page found) and ``detail`` (the figure behind it)."""
+
+    headline: str
+    detail: str
+
+
+def _number(value: float) -> str:
+    """Two decimals; "about 0" for what would print as 0.00 without being 0."""
+    return f"{value:.2f}" if abs(value) >= 0.005 or value == 0 else "about 0"
+
+
+def _columns(frame: Any, columns: Sequence[str], name: str) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{name} must be a DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks the columns {missing}")
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------------
+# collapse
+
+
+def collapse_level(socm_mean: float) -> str:
+    """How much mean pooling hides, in a word, for an average SOCM: little (< 0.05), some (< 0.2) or much."""
+    return "little" if socm_mean < 0.05 else "some" if socm_mean < 0.2 else "much"
+
+
+def _against_references(value: float) -> str:
+    lower = [(n, v) for n, v in SOCM_REFERENCES if v <= value]
+    upper = [(n, v) for n, v in SOCM_REFERENCES if v > value]
+    if not lower:
+        name, ref = upper[0]
+        return f"below {name}'s {_number(ref)} in the SOCM paper"
+    if not upper:
+        name, ref = lower[-1]
+        return f"above {name}'s {_number(ref)} in the SOCM paper"
+    (low_name, low), (high_name, high) = lower[-1], upper[0]
+    return f"between {low_name} ({_number(low)}) and {high_name} ({_number(high)}) in the SOCM paper"
+
+
+def collapse_verdict(summary: pd.DataFrame) -> PageVerdict:
+    """The Collapse page's verdict from its summary table (one row per model: ``model``, ``socm_mean``,
+    ``n_pairs``, ``n_texts``, optionally ``socm_same_label_mean`` and ``socm_different_label_mean``).
+    The headline names the model whose mean pooling hides the most."""
+    _columns(summary, ["model", "socm_mean", "n_pairs", "n_texts"], "the collapse summary")
+    rows = summary.dropna(subset=["socm_mean"]).sort_values("socm_mean", ascending=False, kind="mergesort")
+    if rows.empty:
+        return PageVerdict("No pair of texts could be scored for collapse on this run.", "")
+    worst = rows.iloc[0]
+    value = float(worst["socm_mean"])
+    headline = (
+        f"Mean pooling hides {collapse_level(value)} of the difference between texts for {worst['model']}: "
+        f"its average collapse score is {_number(value)}, {_against_references(value)}."
+    )
+    parts = [f"Measured on all {int(worst['n_pairs']):,} pairs of {int(worst['n_texts']):,} sampled texts"]
+    if len(rows) > 1:
+        best = rows.iloc[-1]
+        parts.append(
+            f"{best['model']} collapses least ({_number(float(best['socm_mean']))}, "
+            f"{collapse_level(float(best['socm_mean']))})"
+        )
+    same, different = worst.get("socm_same_label_mean"), worst.get("socm_different_label_mean")
+    if same is not None and different is not None and np.isfinite([same, different]).all():
+        gap = float(different) - float(same)
+        relation = "about as much as" if abs(gap) < 0.02 else "more than" if gap > 0 else "less than"
+        parts.append(
+            f"texts with different labels collapse {relation} texts with the same label "
+            f"({_number(float(different))} against {_number(float(same))})"
+        )
+    return PageVerdict(headline, "; ".join(parts) + ". Higher means texts whose words differ end up alike.")
+
+
+# ---------------------------------------------------------------------------------------------------
+# layers
+
+
+def layers_verdict(frame: pd.DataFrame) -> PageVerdict:
+    """The Layers page's verdict from the layer rows of a concentration table (``model``, ``layer``,
+    ``mean_cos``): how much alike the layers make the tokens of a text, from the first layer to the last,
+    and where the largest step is (one model) or which model ends most alike (several)."""
+    _columns(frame, ["model", "layer", "mean_cos"], "the concentration table")
+    ends = []
+    for model, group in frame.dropna(subset=["mean_cos"]).groupby("model", sort=False):
+        group = group.sort_values("layer")
+        cos = group["mean_cos"].to_numpy(dtype=float)
+        steps = np.diff(cos)
+        step_at = int(np.argmax(np.abs(steps))) + 1 if len(steps) else 0
+        ends.append(
+            {
+                "model": model,
+                "first": int(group["layer"].iloc[0]),
+                "last": int(group["layer"].iloc[-1]),
+                "start": float(cos[0]),
+                "end": float(cos[-1]),
+                "step_layer": int(group["layer"].iloc[step_at]),
+                "step": float(steps[step_at - 1]) if len(steps) else 0.0,
+            }
+        )
+    if not ends:
+        return PageVerdict("No layer of this run's models could be measured.", "")
+    top = max(ends, key=lambda e: e["end"])
+    change = top["end"] - top["start"]
+    trend = (
+        "keep the tokens of a text about as alike as they are"
+        if abs(change) < 0.05
+        else "make the tokens of a text more alike"
+        if change > 0
+        else "make the tokens of a text less alike"
+    )
+    headline = (
+        f"In {top['model']}, the layers {trend}: their average cosine goes from {_number(top['start'])} "
+        f"after layer {top['first']} to {_number(top['end'])} after layer {top['last']}."
+    )
+    if len(ends) > 1:
+        low = min(ends, key=lambda e: e["end"])
+        detail = (
+            f"Of the {len(ends)} models, tokens end up most alike in {top['model']} ({_number(top['end'])}) "
+            f"and least in {low['model']} ({_number(low['end'])})"
+        )
+    else:
+        sign = "+" if top["step"] >= 0 else "−"
+        detail = f"The largest step is at layer {top['step_layer']} ({sign}{_number(abs(top['step']))})"
+    return PageVerdict(
+        headline,
+        detail + "; the more alike they end up, the less their mean tells texts with different words apart.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# corpus
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def corpus_verdict(
+    texts: pd.Series,
+    labels: pd.Series | None = None,
+    stats: Mapping[str, Any] | None = None,
+    models: Sequence[Mapping[str, Any]] = (),
+) -> PageVerdict:
+    """The Corpus page's verdict: how many texts and how long (characters), the labels and their
+    balance, then what was dropped or repeated and how many models embedded the texts (``stats`` is the
+    manifest's corpus statistics, ``models`` its model entries)."""
+    if not isinstance(texts, pd.Series):
+        raise ValueError(f"texts must be a pandas Series, got {type(texts).__name__}")
+    stats = stats or {}
+    lengths = texts.fillna("").astype(str).str.len()
+    if lengths.empty:
+        return PageVerdict("This run's corpus holds no text.", "")
+    headline = (
+        f"{_count(len(texts), 'text')}, typically {int(lengths.median()):,} characters long "
+        f"(from {int(lengths.min()):,} to {int(lengths.max()):,})"
+    )
+    if labels is None:
+        headline += ", without labels."
+    else:
+        counts = labels.dropna().astype(str).value_counts()
+        if counts.empty:
+            headline += ", without labels."
+        elif counts.min() == counts.max():
+            headline += f", in {_count(len(counts), 'label')} of {_count(int(counts.max()), 'text')} each."
+        else:
+            headline += (
+                f", in {_count(len(counts), 'label')}: from {_count(int(counts.min()), 'text')} ({counts.index[-1]}) "
+                f"to {int(counts.max()):,} ({counts.index[0]})."
+            )
+    found = []
+    duplicates = int(stats.get("n_duplicates") or 0)
+    if duplicates:
+        fate = "dropped" if stats.get("duplicates_dropped") else "kept"
+        found.append(f"{_count(duplicates, 'duplicate text')} ({fate})")
+    empty = int(stats.get("n_empty_dropped") or 0)
+    if empty:
+        found.append(f"{_count(empty, 'empty row')} dropped")
+    sampled_out = int(stats.get("n_sampled_out") or 0)
+    if sampled_out:
+        found.append(f"{_count(sampled_out, 'text')} left out by sampling")
+    detail = ("Found " + ", ".join(found)) if found else "No duplicate or empty texts"
+    if models:
+        done = [m for m in models if m.get("status") == "done"]
+        failed = [str(m.get("id")) for m in models if m.get("status") == "failed"]
+        detail += f"; {len(done)} of {_count(len(models), 'model')} embedded them"
+        if failed:
+            detail += f" ({', '.join(failed)} failed)"
+    return PageVerdict(headline, detail + ".")
+
+
+# ---------------------------------------------------------------------------------------------------
+# information sufficiency
+
+
+def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = None) -> PageVerdict:
+    """The Sufficiency page's verdict from one estimator's ``scores`` (``model``, ``score``, ``ci_low``,
+    ``ci_high``) and its (sources × targets) ``per_dim`` matrix: the leader and whether the runner-up
+    can be told apart from it, then the strongest link and the hardest model to predict."""
+    _columns(scores, ["model", "score", "ci_low", "ci_high"], "the scores")
+    ranked = scores.dropna(subset=["score"]).sort_values("score", ascending=False, kind="mergesort")
+    if ranked.empty:
+        return PageVerdict("No model could be scored on this run.", "")
+    lead = ranked.iloc[0]
+    headline = (
+        f"{lead['model']} tells the most about the other models' embeddings: "
+        f"{_number(float(lead['score']))} nats per dimension, likely between "
+        f"{_number(float(lead['ci_low']))} and {_number(float(lead['ci_high']))}"
+    )
+    if len(ranked) > 1:
+        second = ranked.iloc[1]
+        if float(second["ci_high"]) >= float(lead["ci_low"]):
+            headline += f"; {second['model']} is too close to tell apart."
+        else:
+            headline += f", clearly ahead of {second['model']} ({_number(float(second['score']))})."
+    else:
+        headline += "."
+    detail = ""
+    if per_dim is not None and not per_dim.empty:
+        candidates = [m for m in ranked["model"] if m in per_dim.index]
+        matrix = per_dim.loc[candidates] if candidates else per_dim
+        stacked = matrix.stack().dropna()
+        if not stacked.empty:
+            (source, target), value = stacked.idxmax(), float(stacked.max())
+            detail = f"Strongest link: {source} predicts {target} best ({_number(value)} nats per dimension)"
+            received = matrix.median(axis=0, skipna=True).dropna()
+            if len(received) > 1:
+                hardest = received.idxmin()
+                detail += (
+                    f"; {hardest} is the hardest to predict from the others "
+                    f"(typically {_number(float(received.min()))})"
+                )
+            detail += "."
+    return PageVerdict(headline, detail)
+
+
+def generalisation_sentence(pairs: pd.DataFrame) -> str:
+    """The generalisation gap in words: how much worse the estimators fit held-out texts than training
+    texts (``delta_emp_marg`` + ``delta_emp_cond``, nats), set against the information measured
+    (``is_nats``) at the median pair; empty when the table lacks those columns."""
+    if not {"delta_emp_marg", "delta_emp_cond"} <= set(pairs.columns) or pairs.empty:
+        return ""
+    gap = (pairs["delta_emp_marg"] + pairs["delta_emp_cond"]).dropna()
+    if gap.empty:
+        return ""
+    median, largest = float(gap.median()), float(gap.max())
+    sentence = (
+        f"Held-out check: the estimators fit texts they were not trained on worse by {_number(median)} nats "
+        f"for a typical pair (at most {_number(largest)})"
+    )
+    if "is_nats" in pairs.columns and pairs["is_nats"].notna().any():
+        information = float(pairs["is_nats"].abs().median())
+        reading = (
+            "small next to the information measured, so the estimates hold on new texts"
+            if median < 0.5 * information
+            else "not small next to the information measured, so part of each estimate may not carry "
+            "over to new texts"
+        )
+        sentence += f", against {_number(information)} nats of information measured: {reading}"
+    return sentence + "."
+
+
+# ---------------------------------------------------------------------------------------------------
+# validation
+
+
+def _stability(subsampling: pd.DataFrame | None) -> str:
+    if subsampling is None or subsampling.empty:
+        return "The ranking's stability was not studied on this run."
+    _columns(subsampling, ["alpha", "rank_agreement"], "the subsampling study")
+    means = subsampling.groupby("alpha")["rank_agreement"].agg(["mean", "size"])
+    means = means[means.index < 1.0] if (means.index < 1.0).any() else means
+    fifth = means[means.index >= 0.2]
+    alpha = float(fifth.index.min()) if not fifth.empty else float(means.index.max())
+    agreement, repeats = float(means.loc[alpha, "mean"]), int(means.loc[alpha, "size"])
+    if agreement >= 0.9:
+        word, effect = "stable", "keeps nearly the same order"
+    elif agreement >= 0.7:
+        word, effect = "fairly stable", "keeps most of its order"
+    else:
+        word, effect = "unstable", "changes its order"
+    return (
+        f"The ranking is {word}: recomputed from {alpha:.0%} of the held-out texts, it {effect} "
+        f"(agreement {_number(agreement)} on average over {_count(repeats, 'repeat')}; 1 = same order)."
+    )
+
+
+def _labels_check(correlations: pd.DataFrame | None, estimator: str) -> str:
+    if correlations is None or correlations.empty:
+        return "Without labels, the order could not be checked against how the models do on a task."
+    _columns(correlations, ["label_free", "downstream", "n_models", "spearman_rho"], "the correlations")
+    ours = correlations[correlations["label_free"] == f"{estimator}_is_median_norm"]
+    if ours.empty:
+        ours = correlations[correlations["label_free"] == f"{estimator}_score"]
+    order = {name: index for index, name in enumerate(DOWNSTREAM_ORDER)}
+    ours = ours.assign(_order=ours["downstream"].map(order).fillna(len(order))).sort_values("_order")
+    if ours.empty:
+        return "The score could not be compared with this corpus's labels."
+    row = ours.iloc[0]
+    n, task = int(row["n_models"]), label(str(row["downstream"]))
+    if n < MIN_CORRELATION_MODELS:
+        return (
+            f"The labels cannot confirm the order yet: the score was compared with {task} over only "
+            f"{_count(n, 'model')}, and fewer than {MIN_CORRELATION_MODELS} make any correlation unreliable."
+        )
+    rho = float(row["spearman_rho"])
+    if math.isnan(rho):
+        return f"The score could not be correlated with {task} (one of them is the same for every model)."
+    word = "agrees" if rho >= 0.5 else "barely agrees" if rho > 0 else "disagrees"
+    return (
+        f"On this corpus's labels, the score {word} with {task}: rank correlation {_number(rho)} over "
+        f"{_count(n, 'model')} (1 = same order)."
+    )
+
+
+def validation_verdict(
+    subsampling: pd.DataFrame | None, correlations: pd.DataFrame | None, estimator: str = "flow"
+) -> PageVerdict:
+    """The Validation page's verdict: how stable the ranking of ``estimator`` is when the held-out texts
+    are subsampled (``alpha``, ``rank_agreement``; read at a fifth of the texts), and whether the labels
+    confirm it (``correlations``, refused below :data:`MIN_CORRELATION_MODELS` models)."""
+    return PageVerdict(_stability(subsampling), _labels_check(correlations, estimator))
