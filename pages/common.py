@@ -44,6 +44,10 @@ def run_picker() -> None:
         st.session_state["run_id"] = None
         return
     ids = [m["id"] for m in runs]
+    followed = st.session_state.pop(_FOLLOW, None)
+    if followed in ids:  # a run just started on this page: the picker moves to it
+        st.session_state["run_picker"] = followed
+        st.query_params["run"] = followed
     wanted = st.query_params.get("run") or st.session_state.get("run_id")
     if wanted is not None:
         try:
@@ -58,11 +62,35 @@ def run_picker() -> None:
                 st.warning(f"No run `{wanted}` in this store; showing the newest run instead.")
                 wanted = None
     index = ids.index(wanted) if wanted in ids else 0
+    if st.session_state.get("run_picker") not in ids:
+        st.session_state.pop("run_picker", None)  # its run was deleted: start again from the link
+    elif "run_picker" in st.session_state:
+        index = 0  # the widget keeps its own value; a second default would only raise a warning
     labels = {m["id"]: _run_label(m, effective_status(store().get(m["id"]))) for m in runs}
     chosen = st.selectbox("Run", ids, index=index, format_func=labels.get, key="run_picker")
     st.session_state["run_id"] = chosen
     if st.query_params.get("run") != chosen:
         st.query_params["run"] = chosen
+
+
+_FOLLOW = "follow-run"
+_STARTED = "started-message"
+
+
+def follow_run(run_id: str, message: str) -> None:
+    """After a run is started: the next rerun selects it in the sidebar and shows ``message`` once."""
+    st.session_state[_FOLLOW] = run_id
+    st.session_state[_STARTED] = message
+    st.session_state["run_id"] = run_id
+
+
+def show_started() -> None:
+    """The message of the run started by the previous rerun (see :func:`follow_run`), with a link to it."""
+    message = st.session_state.pop(_STARTED, None)
+    if message:
+        st.success(message, icon=":material/rocket_launch:")
+        st.page_link("pages/runs.py", label="Open Runs", icon=":material/history:")
+        st.page_link("pages/overview.py", label="Open its Overview", icon=":material/insights:")
 
 
 def current_run() -> Run | None:
