@@ -188,8 +188,18 @@ def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.
     return sufficiency_frames(store().get(run_id), estimator)
 
 
-def show_verdict(run: Run, *, checks_expanded: bool = False) -> None:
-    """The verdict: its headline in the colour of its trust level, then the checks behind that level."""
+#: Key of the container holding a page's plain-language verdict (CSS class ``st-key-page-verdict``).
+VERDICT_KEY = "page-verdict"
+
+
+def show_verdict(run: Run, *, checks_expanded: bool = False, container_key: str | None = VERDICT_KEY) -> None:
+    """The verdict: its headline in the colour of its trust level, then the checks behind that level, in a
+    container keyed ``container_key`` (None: drawn where it is called, inside the caller's own verdict)."""
+    with st.container(key=container_key) if container_key else st.container():
+        _verdict(run, checks_expanded=checks_expanded)
+
+
+def _verdict(run: Run, *, checks_expanded: bool) -> None:
     if not run.has("verdict.json"):
         st.info("The recommendation appears when the information-sufficiency stage has finished.")
         return
