@@ -44,6 +44,10 @@ def run_picker() -> None:
         st.session_state["run_id"] = None
         return
     ids = [m["id"] for m in runs]
+    followed = st.session_state.pop(_FOLLOW, None)
+    if followed in ids:  # a run just started on this page: the picker moves to it
+        st.session_state["run_picker"] = followed
+        st.query_params["run"] = followed
     wanted = st.query_params.get("run") or st.session_state.get("run_id")
     if wanted is not None:
         try:
@@ -58,11 +62,35 @@ def run_picker() -> None:
                 st.warning(f"No run `{wanted}` in this store; showing the newest run instead.")
                 wanted = None
     index = ids.index(wanted) if wanted in ids else 0
+    if st.session_state.get("run_picker") not in ids:
+        st.session_state.pop("run_picker", None)  # its run was deleted: start again from the link
+    elif "run_picker" in st.session_state:
+        index = 0  # the widget keeps its own value; a second default would only raise a warning
     labels = {m["id"]: _run_label(m, effective_status(store().get(m["id"]))) for m in runs}
     chosen = st.selectbox("Run", ids, index=index, format_func=labels.get, key="run_picker")
     st.session_state["run_id"] = chosen
     if st.query_params.get("run") != chosen:
         st.query_params["run"] = chosen
+
+
+_FOLLOW = "follow-run"
+_STARTED = "started-message"
+
+
+def follow_run(run_id: str, message: str) -> None:
+    """After a run is started: the next rerun selects it in the sidebar and shows ``message`` once."""
+    st.session_state[_FOLLOW] = run_id
+    st.session_state[_STARTED] = message
+    st.session_state["run_id"] = run_id
+
+
+def show_started() -> None:
+    """The message of the run started by the previous rerun (see :func:`follow_run`), with a link to it."""
+    message = st.session_state.pop(_STARTED, None)
+    if message:
+        st.success(message, icon=":material/rocket_launch:")
+        st.page_link("pages/runs.py", label="Open Runs", icon=":material/history:")
+        st.page_link("pages/overview.py", label="Open its Overview", icon=":material/insights:")
 
 
 def current_run() -> Run | None:
@@ -160,8 +188,18 @@ def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.
     return sufficiency_frames(store().get(run_id), estimator)
 
 
-def show_verdict(run: Run, *, checks_expanded: bool = False) -> None:
-    """The verdict: its headline in the colour of its trust level, then the checks behind that level."""
+#: Key of the container holding a page's plain-language verdict (CSS class ``st-key-page-verdict``).
+VERDICT_KEY = "page-verdict"
+
+
+def show_verdict(run: Run, *, checks_expanded: bool = False, container_key: str | None = VERDICT_KEY) -> None:
+    """The verdict: its headline in the colour of its trust level, then the checks behind that level, in a
+    container keyed ``container_key`` (None: drawn where it is called, inside the caller's own verdict)."""
+    with st.container(key=container_key) if container_key else st.container():
+        _verdict(run, checks_expanded=checks_expanded)
+
+
+def _verdict(run: Run, *, checks_expanded: bool) -> None:
     if not run.has("verdict.json"):
         st.info("The recommendation appears when the information-sufficiency stage has finished.")
         return

@@ -6,20 +6,49 @@ import os
 
 import streamlit as st
 
+from flare_core.encoders import check_model_ids
 from flare_core.errors import CorpusError
 from flare_core.run import jobs
-from flare_core.run.create import create_run
-from flare_core.run.inputs import available_models, load_corpus, load_precomputed, preview_table
-from flare_core.run.params import ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
-from pages.common import store, viewer_only
+from flare_core.run.create import check_embedding_names, create_run
+from flare_core.run.inputs import available_models, preview_table
+from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
+from flare_core.run.precheck import CorpusPrecheck, FieldCheck, precheck_corpus, precheck_embeddings
+from pages.common import escape, follow_run, show_started, store, viewer_only
 
 MAX_UPLOAD_MB = int(os.environ.get("FLARE_MAX_UPLOAD_MB", "200"))
 MAX_ROWS = int(os.environ.get("FLARE_MAX_ROWS", "200000"))
+
+
+def show_check(slot, check: FieldCheck | None) -> None:
+    """A field's check under it: errors and warnings as alerts, a passed check as a quiet caption."""
+    if check is None:
+        return
+    text = escape(check.message)
+    if check.level == "error":
+        slot.error(text, icon=":material/block:")
+    elif check.level == "warning":
+        slot.warning(text, icon=":material/warning:")
+    else:
+        slot.caption(f":material/check_circle: {text}")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def precheck_upload(file_id: str, _frame, _info, **choices) -> CorpusPrecheck:
+    """:func:`precheck_corpus` of the uploaded table, once per file and choice of columns and sample."""
+    return precheck_corpus(_frame, _info, **choices)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def precheck_embeddings_file(file_id: str, _data: bytes, file_name: str, n_rows: int | None):
+    """:func:`precheck_embeddings` of one uploaded file, once per file and corpus length."""
+    return precheck_embeddings(_data, name=file_name, n_rows=n_rows)
+
 
 st.title("New run")
 if viewer_only():
     st.info("This dashboard is in viewer-only mode: runs cannot be started here.")
     st.stop()
+show_started()
 
 st.markdown(
     "Upload a corpus (CSV, TSV, Parquet or JSONL) with one text per row. Labels are optional: "
@@ -49,9 +78,11 @@ left, right = st.columns(2)
 text_column = left.selectbox(
     "Text column", columns, index=columns.index(detected["text"]) if detected.get("text") in columns else 0
 )
+text_status = left.empty()
 label_choices = ["(none)"] + columns
 label_default = label_choices.index(detected["label"]) if detected.get("label") in columns else 0
 label_column = right.selectbox("Label column (optional)", label_choices, index=label_default)
+label_status = right.empty()
 pair_columns = None
 if detected.get("pairs") and st.checkbox(
     f"Use pair columns {', '.join(c for c in detected['pairs'] if c)} for "
@@ -59,6 +90,7 @@ if detected.get("pairs") and st.checkbox(
     value=True,
 ):
     pair_columns = tuple(detected["pairs"])
+pair_status = st.empty()
 
 st.subheader("Models")
 available, missing = available_models()
@@ -70,17 +102,32 @@ models = st.multiselect(
         for m in ("all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256")
         if m in available
     ],
-    help="Controls (TF-IDF + SVD, a random-init transformer) show what 'no semantic knowledge' scores.",
+    help="Controls (TF-IDF + SVD, a random-init transformer) show what 'no semantic knowledge' scores. "
+    "Untick them all to rank only your own embeddings.",
 )
 if missing:
     st.caption(f"Not installed here: {', '.join(missing)}")
 extra = st.text_input("Other models (Hugging Face ids or local folders, comma-separated)", "")
-models += [m.strip() for m in extra.split(",") if m.strip()]
+extra_models = [m.strip() for m in extra.split(",") if m.strip()]
+extra_status = st.empty()
+models += extra_models
 uploads = st.file_uploader(
-    "Precomputed embeddings (.npy or .parquet, one row per text; the file name becomes the model name)",
+    "Precomputed embeddings (.npy or .parquet, one row per text, in the corpus's order)",
     type=["npy", "parquet"],
     accept_multiple_files=True,
+    help="Each file is ranked as one model, under the name you give it. A .npy file holds one numeric "
+    "array (never a pickle); a Parquet file holds numeric columns or one column of equal-length vectors.",
 )
+embedding_rows = []
+for upload_file in uploads or []:
+    name_field, status_field = st.columns([1, 2])
+    embedding_name = name_field.text_input(
+        f"Name of {upload_file.name}",
+        os.path.splitext(upload_file.name)[0],
+        key=f"embedding-name-{upload_file.file_id}",
+    )
+    embedding_rows.append((upload_file, embedding_name, status_field.empty()))
+names_status = st.empty()
 
 with st.expander("Analysis settings"):
     estimator = st.radio(
@@ -107,28 +154,67 @@ with st.expander("Analysis settings"):
     )
 name = st.text_input("Run name", os.path.splitext(upload.name)[0])
 
-if st.button("Start run", type="primary", disabled=not (models or uploads)):
-    if len(frame) > MAX_ROWS and not (0 < max_rows <= MAX_ROWS):
-        st.error(
+# -- the checks the run would make, shown under each field before Start ------------------------------------
+blocked: list[str] = []
+if len(frame) > MAX_ROWS and not (0 < max_rows <= MAX_ROWS):
+    show_check(
+        text_status,
+        FieldCheck(
+            "error",
             f"The file has {len(frame):,} rows; this dashboard analyses at most {MAX_ROWS:,} (FLARE_MAX_ROWS). "
-            f"Set 'Use at most this many texts' to {MAX_ROWS:,} or fewer to analyse a seeded sample."
-        )
+            f"Set 'Use at most this many texts' to {MAX_ROWS:,} or fewer to analyse a seeded sample.",
+        ),
+    )
+    blocked.append("too many rows")
+    corpus = None
+else:
+    checked = precheck_upload(
+        upload.file_id,
+        frame,
+        info,
+        text_column=text_column,
+        label_column=None if label_column == "(none)" else label_column,
+        pair_columns=pair_columns,
+        max_rows=int(max_rows) or None,
+        seed=int(seed),
+    )
+    show_check(text_status, checked.text)
+    show_check(label_status, checked.label)
+    show_check(pair_status, checked.pairs)
+    if checked.blocks:
+        blocked.append("the corpus columns")
+    corpus = checked.corpus
+if extra_models:
+    try:
+        check_model_ids(extra_models)
+    except ValueError as exc:
+        show_check(extra_status, FieldCheck("error", str(exc)))
+        blocked.append("an unknown model")
+precomputed = {}
+for upload_file, embedding_name, status in embedding_rows:
+    check, array = precheck_embeddings_file(
+        upload_file.file_id, upload_file.getvalue(), upload_file.name, None if corpus is None else len(corpus)
+    )
+    show_check(status, check)
+    if check.blocks:
+        blocked.append(upload_file.name)
+    elif array is not None:
+        precomputed[embedding_name.strip()] = array
+try:
+    check_embedding_names([n for _, n, _ in embedding_rows], models=[*models, *DEFAULT_CONTROLS, *references])
+except ValueError as exc:
+    show_check(names_status, FieldCheck("error", str(exc)))
+    blocked.append("the embeddings' names")
+if not (models or embedding_rows):
+    blocked.append("no model")
+    st.caption("Tick a model or add an embeddings file to start.")
+elif blocked:
+    st.caption("Start is available once the problems marked above are fixed.")
+
+if st.button("Start run", type="primary", disabled=bool(blocked)):
+    if corpus is None:
         st.stop()
     try:
-        corpus = load_corpus(
-            data,
-            name=upload.name,
-            text_column=text_column,
-            label_column=None if label_column == "(none)" else label_column,
-            pair_columns=pair_columns,
-            max_rows=int(max_rows) or None,
-            seed=int(seed),
-            max_bytes=MAX_UPLOAD_MB * 1024 * 1024,
-        )
-        precomputed = {
-            os.path.splitext(f.name)[0]: load_precomputed(f.getvalue(), n_rows=len(corpus), name=f.name)
-            for f in uploads
-        }
         params = build_params(
             models=models,
             estimator=estimator,
@@ -144,12 +230,9 @@ if st.button("Start run", type="primary", disabled=not (models or uploads)):
     except (CorpusError, ValueError, RuntimeError) as exc:
         st.error(str(exc))
         st.stop()
-    st.session_state["run_id"] = run.id
-    st.query_params["run"] = run.id
     if submitted["status"] == "started":
-        st.success(f"Run `{run.id}` started with {len(corpus):,} texts. Follow it on the Runs page.")
+        message = f"Run `{run.id}` started with {len(corpus):,} texts. Follow it on the Runs page."
     else:
-        st.info(
-            f"Run `{run.id}` is queued, position {submitted['position']}: it starts when a running one finishes."
-        )
-    st.page_link("pages/runs.py", label="Open Runs", icon=":material/history:")
+        message = f"Run `{run.id}` is queued, position {submitted['position']}: it starts when a running one finishes."
+    follow_run(run.id, message)
+    st.rerun()

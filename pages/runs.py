@@ -14,10 +14,32 @@ st.title("Runs")
 st.caption("Runs execute in a background process: you can close this tab and come back later.")
 
 
+WORKER_COLUMNS = {
+    "worker": "worker",
+    "stage": "working on",
+    "units": "steps done",
+    "failed": "steps failed",
+    "busy_s": "seconds busy",
+    "last_unit": "last step",
+    "last_seen": "last seen",
+}
+
+
 def worker_table(workers: dict) -> pd.DataFrame:
-    columns = ["worker", "stage", "units", "failed", "busy_s", "last_unit", "last_seen"]
+    """One row per worker process, the stage in words; shown with the headers of ``WORKER_COLUMNS``."""
     table = pd.DataFrame([{"worker": name, **info} for name, info in workers.items()])
-    return table.reindex(columns=columns).sort_values("worker")
+    table = table.reindex(columns=list(WORKER_COLUMNS)).sort_values("worker")
+    table["stage"] = table["stage"].map(lambda s: stage_words(s) if isinstance(s, str) and s else s)
+    return table
+
+
+def stages_in_order(manifest: dict) -> list[tuple[str, dict]]:
+    """The run's stages in the order they run (its plan), stages outside the plan after them."""
+    stages = manifest.get("stages") or {}
+    planned = [row["name"] for row in manifest.get("plan") or [] if row.get("name") in stages]
+    return [(name, stages[name]) for name in planned] + [
+        (name, info) for name, info in stages.items() if name not in planned
+    ]
 
 
 @st.fragment(run_every=2.0)
@@ -41,7 +63,7 @@ def live_runs() -> None:
         with st.container(border=True):
             st.markdown(f"**{STATUS_ICONS[row['status']]} {row['name']}** · `{row['id']}`")
             st.caption(escape(progress_sentence(manifest)))
-            for stage, info in (manifest.get("stages") or {}).items():
+            for stage, info in stages_in_order(manifest):
                 total = max(int(info.get("total") or 1), 1)
                 done = min(int(info.get("done") or 0), total)
                 st.progress(done / total, text=escape(stage_words(stage, done, total)))
@@ -54,11 +76,19 @@ def live_runs() -> None:
             workers = manifest.get("workers") or {}
             if workers:
                 st.caption("Worker processes: units each one finished, and the last one")
-                st.dataframe(worker_table(workers), hide_index=True)
+                st.dataframe(
+                    worker_table(workers),
+                    hide_index=True,
+                    column_config={k: st.column_config.Column(v) for k, v in WORKER_COLUMNS.items()},
+                )
             if not viewer_only() and st.button("Cancel", key=f"cancel-{row['id']}"):
                 jobs.cancel(store(), row["id"])
                 st.toast(f"Cancellation requested for {row['id']}")
     frame = pd.DataFrame(rows)
+    frame["stage"] = [
+        stage_words(s) if s and row["id"] not in waiting else s
+        for s, row in zip(frame["stage"], rows, strict=True)
+    ]
     frame.insert(0, "", frame["status"].map(STATUS_ICONS))
     frame["link"] = "/?run=" + frame["id"]
     st.dataframe(

@@ -25,6 +25,10 @@ from sklearn.preprocessing import normalize
 from flare_core.checks import check_int, check_labels, check_matrix
 
 Qrels = Mapping[int, Mapping[int, float]]
+#: The supervised check trains and tests on a class only when it has this many texts ...
+MIN_CLASS_MEMBERS = 2
+#: ... and needs this many such classes.
+MIN_CLASSES = 2
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -184,12 +188,13 @@ def _classification_folds(
     raw = np.asarray(labels)
     codes = check_labels(raw, arr.shape[0])
     counts = np.bincount(codes)
-    keep_classes = np.flatnonzero(counts >= 2)
-    if keep_classes.shape[0] < 2:
+    keep_classes = np.flatnonzero(counts >= MIN_CLASS_MEMBERS)
+    if keep_classes.shape[0] < MIN_CLASSES:
         raise ValueError(
-            f"classification needs at least 2 classes with 2 or more members; got counts {counts.tolist()}"
+            f"classification needs at least {MIN_CLASSES} classes with {MIN_CLASS_MEMBERS} or more members; "
+            f"got counts {counts.tolist()}"
         )
-    dropped = sorted({str(v) for v in raw[np.isin(codes, np.flatnonzero(counts < 2))]})
+    dropped = sorted({str(v) for v in raw[np.isin(codes, np.flatnonzero(counts < MIN_CLASS_MEMBERS))]})
     mask = np.isin(codes, keep_classes)
     n_folds = int(min(folds, counts[keep_classes].min()))
     info = {

@@ -446,7 +446,16 @@ def cmd_app(args: argparse.Namespace) -> int:
 
         run_id = ensure_demo_run(_store(args), background=True)
         print(f"demo run: {run_id}", file=sys.stderr)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
-    if args.headless:
+    return subprocess.call(app_command(app, port=args.port, headless=args.headless, dev=args.dev), env=env)
+
+
+def app_command(app: Path, *, port: int, headless: bool = False, dev: bool = False) -> list[str]:
+    """The ``streamlit run`` command of the dashboard. Outside development (``dev`` False and ``FLARE_DEV``
+    unset) Streamlit's file watcher is off: it would otherwise watch the run store, whose files change all
+    through a run."""
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
+    if not (dev or os.environ.get("FLARE_DEV", "").lower() in ("1", "true", "yes")):
+        cmd += ["--server.fileWatcherType", "none"]
+    if headless:
         cmd += ["--server.headless", "true"]
-    return subprocess.call(cmd, env=env)
+    return cmd

@@ -282,6 +282,12 @@ def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--headless", action="store_true", help="do not open a browser")
     p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
+    p.add_argument(
+        "--dev",
+        action="store_true",
+        help="development: rerun the pages when their source changes (also FLARE_DEV=1); off, the file "
+        "watcher is off",
+    )
     p.set_defaults(func=cmd_app)
 
 

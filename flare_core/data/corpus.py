@@ -30,7 +30,7 @@ from flare_core.data.columns import detect_columns, is_number
 from flare_core.data.reading import DEFAULT_MAX_BYTES, list_columns, read_table
 from flare_core.errors import CorpusError
 
-__all__ = ["AUTO", "Corpus", "corpus_summary", "load_corpus"]
+__all__ = ["AUTO", "Corpus", "corpus_from_table", "corpus_summary", "load_corpus"]
 
 _HASH_PREFIX = b"flare-corpus/v1\x00"
 
@@ -105,7 +105,35 @@ def load_corpus(
     max_bytes: int = DEFAULT_MAX_BYTES,
     min_texts: int = 2,
 ) -> Corpus:
-    """Read ``source`` with :func:`read_table` and validate it into a :class:`Corpus`.
+    """Read ``source`` with :func:`read_table` and validate it into a :class:`Corpus`
+    (:func:`corpus_from_table` describes the columns, sampling and checks)."""
+    frame, info = read_table(source, name=name, max_bytes=max_bytes)
+    return corpus_from_table(
+        frame,
+        info,
+        text_column=text_column,
+        label_column=label_column,
+        pair_columns=pair_columns,
+        drop_duplicates=drop_duplicates,
+        max_rows=max_rows,
+        seed=seed,
+        min_texts=min_texts,
+    )
+
+
+def corpus_from_table(
+    frame: pd.DataFrame,
+    info: dict[str, Any],
+    *,
+    text_column: str | None = None,
+    label_column: str | None | _Auto = AUTO,
+    pair_columns: tuple[str, str, str] | None | _Auto = AUTO,
+    drop_duplicates: bool = False,
+    max_rows: int | None = None,
+    seed: int = 0,
+    min_texts: int = 2,
+) -> Corpus:
+    """Validate a table read by :func:`read_table` (``frame`` and its ``info``) into a :class:`Corpus`.
 
     ``text_column=None`` and the default ``AUTO`` of ``label_column``/``pair_columns`` detect the
     column with :func:`detect_columns`; ``label_column=None`` (or ``""``) loads without labels and
@@ -113,13 +141,12 @@ def load_corpus(
     Empty, NaN and whitespace-only texts are dropped and counted; duplicate texts are counted and
     dropped (first occurrence kept) only with ``drop_duplicates``. With ``max_rows``, that many
     texts are sampled without replacement (``numpy.random.default_rng(seed)``), kept in file order.
-    A kept row with a missing label is rejected.
+    A kept row with a missing label is rejected. ``frame`` is not modified.
     """
     check_int(min_texts, "min_texts", min_value=1, error=CorpusError)
     check_int(max_rows, "max_rows", min_value=1, allow_none=True, error=CorpusError)
     check_int(seed, "seed", min_value=0, error=CorpusError)
 
-    frame, info = read_table(source, name=name, max_bytes=max_bytes)
     src = f"'{info['source_name']}'"
     text_column, label_column, pairs = _choose_columns(frame, src, text_column, label_column, pair_columns)
     raw_texts = _text_values(frame[text_column], text_column, src)

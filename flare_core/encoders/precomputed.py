@@ -92,18 +92,19 @@ def _load_parquet(data: bytes, name: str) -> np.ndarray:
     return np.stack(columns, axis=1) if columns else np.zeros((table.num_rows, 0))
 
 
-def load_precomputed(source: str | Path | bytes, *, n_rows: int, name: str) -> np.ndarray:
+def load_precomputed(source: str | Path | bytes, *, n_rows: int | None, name: str) -> np.ndarray:
     """Load an uploaded embedding matrix and check it: float32 array of shape (n_rows, d).
 
     ``source`` is a path or the file's bytes, either ``.npy`` (loaded with ``allow_pickle=False``) or
     Parquet (all columns numeric — one dimension each — or a single list column of equal-length
     vectors). The format is recognised from the file's first bytes. Raises ``ValueError`` naming
     ``name`` when the array is not 2-D, has the wrong number of rows, a non-numeric dtype, NaN or
-    infinite values, zero columns, or is a pickle.
+    infinite values, zero columns, or is a pickle. ``n_rows=None`` checks the file alone (any number of
+    rows, at least one).
     """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
-    check_int(n_rows, f"{name}: n_rows", min_value=1)
+    check_int(n_rows, f"{name}: n_rows", min_value=1, allow_none=True)
     data = _read_source(source, name)
     if data.startswith(_NPY_MAGIC):
         arr = _load_npy(data, name)
@@ -113,18 +114,20 @@ def load_precomputed(source: str | Path | bytes, *, n_rows: int, name: str) -> n
         raise ValueError(f"{name}: .npz archives are not accepted; upload one .npy array or a Parquet file")
     else:
         raise ValueError(f"{name}: not a .npy or Parquet file (unrecognised first bytes)")
-    return _check_upload(arr, n_rows=int(n_rows), name=name)
+    return _check_upload(arr, n_rows=None if n_rows is None else int(n_rows), name=name)
 
 
-def _check_upload(arr: np.ndarray, *, n_rows: int, name: str) -> np.ndarray:
+def _check_upload(arr: np.ndarray, *, n_rows: int | None, name: str) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"{name}: embeddings must be numeric, got dtype {arr.dtype}")
     if arr.dtype.kind == "b":
         raise ValueError(f"{name}: embeddings must be numeric, got booleans")
     if arr.ndim != 2:
         raise ValueError(f"{name}: embeddings must be a 2-D array (rows × dimensions), got shape {arr.shape}")
-    if arr.shape[0] != n_rows:
+    if n_rows is not None and arr.shape[0] != n_rows:
         raise ValueError(f"{name}: has {arr.shape[0]} rows but the corpus has {n_rows} texts")
+    if arr.shape[0] < 1:
+        raise ValueError(f"{name}: has no rows")
     if arr.shape[1] < 1:
         raise ValueError(f"{name}: has 0 dimensions (columns)")
     if arr.dtype.kind == "f":

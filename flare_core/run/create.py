@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 
 import numpy as np
@@ -41,6 +42,21 @@ def registry_role(model_id: str) -> str:
         return "candidate"
 
 
+def check_embedding_names(names: Sequence[str], *, models: Sequence[str] = ()) -> list[str]:
+    """The names given to embeddings files, stripped; ``ValueError`` when one is empty, repeated, or the
+    name of a model of the run (its results would be mixed with that model's)."""
+    stripped = [str(n).strip() for n in names]
+    if any(not n for n in stripped):
+        raise ValueError("every embeddings file needs a name (it is the model's name in the results)")
+    repeated = sorted(n for n, k in Counter(stripped).items() if k > 1)
+    if repeated:
+        raise ValueError(f"two embeddings files are named {repeated[0]!r}: give each file its own name")
+    taken = sorted(set(stripped) & set(models))
+    if taken:
+        raise ValueError(f"embeddings named {taken[0]!r} have the name of a model of this run; rename them")
+    return stripped
+
+
 def create_run(
     store: RunStore,
     corpus: Corpus,
@@ -59,9 +75,10 @@ def create_run(
     precomputed = dict(precomputed or {})
     if not params.models and not precomputed:
         raise ValueError("choose at least one model, or add embeddings computed elsewhere")
+    check_embedding_names(
+        list(precomputed), models=[*params.models, *params.controls, *params.reference_pool]
+    )
     for model_name, array in precomputed.items():
-        if model_name in params.models:
-            raise ValueError(f"precomputed embeddings {model_name!r} have the name of a registry model")
         if array.shape[0] != len(corpus):
             raise ValueError(
                 f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"

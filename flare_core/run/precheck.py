@@ -1,0 +1,173 @@
+"""Checks of a person's inputs before a run is created, one verdict per field of the New run form.
+
+Each check runs the same validation the run itself runs (:func:`~flare_core.data.corpus.corpus_from_table`
+for the columns, :func:`~flare_core.encoders.load_precomputed` for embeddings files, the supervised
+check's class rule for labels), so a field passed here is never refused after Start, and a field refused
+here would have failed the run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
+from flare_core.data.corpus import Corpus, corpus_from_table
+from flare_core.encoders import load_precomputed
+from flare_core.errors import CorpusError
+from flare_core.run.create import check_embedding_names
+
+__all__ = [
+    "CorpusPrecheck",
+    "FieldCheck",
+    "check_embedding_names",
+    "check_labels_for_run",
+    "precheck_corpus",
+    "precheck_embeddings",
+]
+
+Level = Literal["ok", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    """What a check found on one field: ``level`` is ``ok``, ``warning`` (the run works, with a caveat)
+    or ``error`` (the run would be refused or fail); ``message`` says it in words."""
+
+    level: Level
+    message: str
+
+    @property
+    def blocks(self) -> bool:
+        return self.level == "error"
+
+
+@dataclass(frozen=True)
+class CorpusPrecheck:
+    """The verdicts on the text, label and pair columns, and the corpus a run would get (None when a
+    column is refused)."""
+
+    text: FieldCheck
+    label: FieldCheck | None
+    pairs: FieldCheck | None
+    corpus: Corpus | None
+
+    @property
+    def blocks(self) -> bool:
+        return any(c is not None and c.blocks for c in (self.text, self.label, self.pairs))
+
+
+def precheck_corpus(
+    frame: pd.DataFrame,
+    info: Mapping[str, Any],
+    *,
+    text_column: str,
+    label_column: str | None = None,
+    pair_columns: tuple[str, ...] | None = None,
+    max_rows: int | None = None,
+    seed: int = 0,
+) -> CorpusPrecheck:
+    """Check the chosen columns of a table read by :func:`~flare_core.data.reading.read_table`.
+
+    The text column first (alone), then the label column on the texts kept, then the pair columns; a
+    refused column stops the checks after it (they are ``None``). ``corpus`` is what
+    :func:`~flare_core.data.corpus.load_corpus` gives for the same choices.
+    """
+    options = {"text_column": text_column, "max_rows": max_rows, "seed": seed}
+    try:
+        texts_only = corpus_from_table(frame, dict(info), label_column=None, pair_columns=None, **options)
+    except CorpusError as exc:
+        return CorpusPrecheck(FieldCheck("error", str(exc)), None, None, None)
+    text = FieldCheck("ok", _texts_sentence(texts_only))
+    corpus = texts_only
+    label = None
+    if label_column is not None:
+        try:
+            corpus = corpus_from_table(
+                frame, dict(info), label_column=label_column, pair_columns=None, **options
+            )
+        except CorpusError as exc:
+            return CorpusPrecheck(text, FieldCheck("error", str(exc)), None, None)
+        label = check_labels_for_run(corpus.labels or [], column=label_column)
+    pairs = None
+    if pair_columns:
+        try:
+            corpus = corpus_from_table(
+                frame, dict(info), label_column=label_column, pair_columns=tuple(pair_columns), **options
+            )
+        except CorpusError as exc:
+            return CorpusPrecheck(text, label, FieldCheck("error", str(exc)), None)
+        pairs = FieldCheck("ok", f"{0 if corpus.pairs is None else len(corpus.pairs):,} pairs")
+    blocked = label is not None and label.blocks
+    return CorpusPrecheck(text, label, pairs, None if blocked else corpus)
+
+
+def _texts_sentence(corpus: Corpus) -> str:
+    stats = corpus.stats
+    notes = []
+    if stats.get("n_empty_dropped"):
+        notes.append(f"{stats['n_empty_dropped']:,} empty rows skipped")
+    if stats.get("n_duplicates"):
+        notes.append(f"{stats['n_duplicates']:,} repeated texts")
+    if stats.get("n_sampled_out"):
+        notes.append(f"a seeded sample of {len(corpus):,} of {len(corpus) + stats['n_sampled_out']:,}")
+    return f"{len(corpus):,} texts to analyse" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def check_labels_for_run(labels: Sequence[str], *, column: str) -> FieldCheck:
+    """Whether the labels of the kept texts can drive the supervised check: refused with fewer than
+    ``MIN_CLASSES`` classes of at least ``MIN_CLASS_MEMBERS`` texts (one class only, or one text per
+    class); a warning when classes will be left out or when nearly every text has its own label."""
+    counts = Counter(labels)
+    usable = [c for c, n in counts.items() if n >= MIN_CLASS_MEMBERS]
+    small = sorted(c for c, n in counts.items() if n < MIN_CLASS_MEMBERS)
+    if len(counts) == 1:
+        (only,) = counts
+        return FieldCheck(
+            "error",
+            f"column '{column}' holds one class only ({only!r} on all {len(labels):,} texts): labels must "
+            f"tell at least {MIN_CLASSES} groups apart. Choose another column, or (none) to run without labels.",
+        )
+    if len(usable) < MIN_CLASSES:
+        return FieldCheck(
+            "error",
+            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts but only {len(usable)} "
+            f"with {MIN_CLASS_MEMBERS} or more texts; the supervised check needs {MIN_CLASSES}. It looks like "
+            "an identifier or free text: choose another column, or (none) to run without labels.",
+        )
+    if len(counts) > len(labels) / 2:
+        return FieldCheck(
+            "warning",
+            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts: most texts have a label "
+            f"of their own. Is it a label? {len(small):,} classes with a single text are left out of the "
+            "supervised check.",
+        )
+    sizes = sorted(counts.values())
+    if small:
+        shown = ", ".join(repr(c) for c in small[:5]) + (
+            f" and {len(small) - 5} more" if len(small) > 5 else ""
+        )
+        return FieldCheck(
+            "warning",
+            f"{len(counts):,} classes; {len(small)} with a single text ({shown}) are left out of the "
+            "supervised check.",
+        )
+    return FieldCheck("ok", f"{len(counts):,} classes, {sizes[0]:,} to {sizes[-1]:,} texts each")
+
+
+def precheck_embeddings(
+    data: bytes, *, name: str, n_rows: int | None
+) -> tuple[FieldCheck, np.ndarray | None]:
+    """Load an embeddings file as the run will (:func:`~flare_core.encoders.load_precomputed`: ``.npy``
+    without pickles, or Parquet with numeric columns or one vector column) and check its rows against
+    the corpus's ``n_rows`` texts. Without a corpus (``n_rows`` None) only the file itself is checked."""
+    try:
+        array = load_precomputed(data, n_rows=n_rows, name=name)
+    except ValueError as exc:
+        return FieldCheck("error", str(exc)), None
+    return FieldCheck("ok", f"{array.shape[0]:,} rows × {array.shape[1]:,} dimensions"), array
