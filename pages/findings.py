@@ -5,9 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from flare_core.view.page_verdicts import PageVerdict
-from pages.common import escape
-
-VERDICT_KEY = "page-verdict"  # the box's CSS class is st-key-page-verdict
+from pages.common import VERDICT_KEY, escape
 
 
 def verdict_box() -> st.delta_generator.DeltaGenerator:

@@ -35,7 +35,7 @@ if studied or correlations is not None:
         load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None
     )
     show_page_verdict(validation_verdict(subsampling, correlations, main))
-show_verdict(run, checks_expanded=True)
+show_verdict(run, checks_expanded=True, container_key=None)  # the page's own verdict box is above
 
 shipped = shipped_results()
 if shipped:

@@ -47,15 +47,13 @@ PAGES = [
 ]
 
 PAGE_PATHS = ["", "sufficiency", "corpus", "collapse", "layers", "validation", "runs", "new_run"]
-#: Analysis pages whose plain-language verdict (a container keyed page-verdict) is drawn on this branch.
-VERDICT_PAGES = ["", "validation"]
-#: Analysis pages that draw their verdict in the same container once the analysis pages' verdicts are merged.
-VERDICT_PAGES_AFTER_MERGE = ["sufficiency", "corpus", "collapse", "layers"]
+#: Analysis pages that open with a plain-language verdict (a container keyed page-verdict).
+VERDICT_PAGES = ["", "sufficiency", "corpus", "collapse", "layers", "validation"]
+#: The same for a run of uploaded embeddings only: no token states, so no collapse or layer verdict.
+EMBEDDINGS_ONLY_VERDICT_PAGES = ["", "sufficiency", "corpus", "validation"]
 VERDICT = ".st-key-page-verdict"
 #: Names from the code that must never reach the screen (stage ids, manifest fields).
 INTERNAL_NAMES = ("sufficiency_flow", "sufficiency_gmm", "busy_s", "last_unit", "last_seen", "n_texts")
-#: Internal names an analysis page still shows on this branch; their words come with the analysis pages' merge.
-INTERNAL_NAMES_UNTIL_MERGE = {"layers": {"n_texts"}}
 
 pytestmark = [
     pytest.mark.browser,
@@ -161,8 +159,7 @@ def test_page_renders_in_chromium(app_url, browser, stored_run, path, expected, 
 
 def _assert_no_internal_names(page, path: str) -> None:
     text = page.inner_text("body")
-    allowed = INTERNAL_NAMES_UNTIL_MERGE.get(path, set())
-    shown = [name for name in INTERNAL_NAMES if name in text and name not in allowed]
+    shown = [name for name in INTERNAL_NAMES if name in text]
     assert not shown, f"page '{path or 'overview'}' shows internal names {shown}"
 
 
@@ -281,7 +278,7 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
             overview.wait_for_timeout(1500)
             assert overview.locator("[data-testid='stException']").count() == 0, path
             assert "This run is running" not in overview.inner_text("body")
-            if path in VERDICT_PAGES:
+            if path in EMBEDDINGS_ONLY_VERDICT_PAGES:
                 assert "appears when" not in overview.locator(VERDICT).first.inner_text()
             _assert_no_internal_names(overview, path)
             _shoot(overview, f"after-{path or 'overview'}")
