@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.results import ranking_table
+from flare_core.view.results import models_table, ranking_table
 from pages.common import (
     current_run,
     download_csv,
@@ -84,8 +83,7 @@ else:
         st.caption(explain(sort_by) + " " + explain("ci"))
 
 st.subheader("Models")
-models = pd.DataFrame(manifest["models"])
-st.dataframe(models, hide_index=True)
+st.dataframe(models_table(manifest["models"]), hide_index=True)
 left, right = st.columns(2)
 with left.expander("Parameters and seeds"):
     st.json({"params": manifest.get("params"), "seeds": manifest.get("seeds")})

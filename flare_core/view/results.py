@@ -316,3 +316,24 @@ def pair_token_view(
     encoder = (load or _recent_encoder)(model_id)
     states = encoder.token_states([text_a, text_b])
     return token_view(states[0], states[1])
+
+
+#: The columns of a run's model list in words, in the order shown (manifest field -> heading).
+MODEL_COLUMNS = {
+    "id": "model",
+    "role": "role",
+    "encoder_kind": "kind",
+    "dim": "dimensions",
+    "layers": "layers",
+    "source": "source",
+    "revision": "version",
+    "seconds": "seconds to embed",
+}
+
+
+def models_table(models: list[dict[str, Any]]) -> pd.DataFrame:
+    """The run's models (the manifest's ``models`` list) as a table with headings in words; fields a
+    run did not record are left out."""
+    frame = pd.DataFrame(models)
+    present = [c for c in MODEL_COLUMNS if c in frame.columns]
+    return frame[present].rename(columns=MODEL_COLUMNS)

@@ -218,3 +218,27 @@ def test_pair_token_view_loads_the_model_and_projects_both_texts():
     expected = token_view(states[0], states[1])
     pd.testing.assert_frame_equal(view, expected)
     assert (view["kind"] == "mean").sum() == 2
+
+
+def test_models_table_names_the_columns_in_words_and_skips_what_was_not_recorded():
+    models = [
+        {
+            "id": "a",
+            "role": "candidate",
+            "encoder_kind": "static",
+            "dim": 50,
+            "status": "done",
+            "seconds": 0.4,
+        },
+        {
+            "id": "b",
+            "role": "control",
+            "encoder_kind": "transformer",
+            "dim": 384,
+            "status": "done",
+            "seconds": 4.6,
+        },
+    ]
+    table = results.models_table(models)
+    assert list(table.columns) == ["model", "role", "kind", "dimensions", "seconds to embed"]
+    assert table["model"].tolist() == ["a", "b"] and table["dimensions"].tolist() == [50, 384]
