@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import run_picker, viewer_only
+from dashboard.common import run_picker, viewer_only
 
 st.set_page_config(page_title="FLARE Studio", page_icon=":material/flare:", layout="wide")
 
 analyse = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/insights:", default=True),
-    st.Page("pages/sufficiency.py", title="Information sufficiency", icon=":material/hub:"),
-    st.Page("pages/corpus.py", title="Corpus & embedding map", icon=":material/scatter_plot:"),
-    st.Page("pages/collapse.py", title="Mean-pooling collapse", icon=":material/compress:"),
-    st.Page("pages/layers.py", title="Layer-wise concentration", icon=":material/stacked_line_chart:"),
-    st.Page("pages/validation.py", title="Validation", icon=":material/fact_check:"),
+    st.Page("dashboard/overview.py", title="Overview", icon=":material/insights:", default=True),
+    st.Page("dashboard/sufficiency.py", title="Information sufficiency", icon=":material/hub:"),
+    st.Page("dashboard/corpus.py", title="Corpus & embedding map", icon=":material/scatter_plot:"),
+    st.Page("dashboard/collapse.py", title="Mean-pooling collapse", icon=":material/compress:"),
+    st.Page("dashboard/layers.py", title="Layer-wise concentration", icon=":material/stacked_line_chart:"),
+    st.Page("dashboard/validation.py", title="Validation", icon=":material/fact_check:"),
 ]
-runs = [st.Page("pages/runs.py", title="Runs", icon=":material/history:")]
+runs = [st.Page("dashboard/runs.py", title="Runs", icon=":material/history:")]
 if not viewer_only():
-    runs.insert(0, st.Page("pages/new_run.py", title="New run", icon=":material/add_circle:"))
+    runs.insert(0, st.Page("dashboard/new_run.py", title="New run", icon=":material/add_circle:"))
 
 navigation = st.navigation({"Analyse": analyse, "Runs": runs})
 with st.sidebar:

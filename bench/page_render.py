@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 PAGES = [
-    "pages/overview.py",
-    "pages/sufficiency.py",
-    "pages/corpus.py",
-    "pages/collapse.py",
-    "pages/layers.py",
-    "pages/validation.py",
-    "pages/runs.py",
+    "dashboard/overview.py",
+    "dashboard/sufficiency.py",
+    "dashboard/corpus.py",
+    "dashboard/collapse.py",
+    "dashboard/layers.py",
+    "dashboard/validation.py",
+    "dashboard/runs.py",
 ]
 
 

@@ -153,7 +153,7 @@ def test_flare_core_never_imports_streamlit():
 
 
 def test_pages_use_only_run_store_view_and_the_base_modules():
-    pages = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
+    pages = sorted((ROOT / "dashboard").glob("*.py")) + [ROOT / "app.py"]
     assert len(pages) >= 9
     offenders = {}
     for page in pages:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus, corpus_from_table
-from flare_core.encoders import load_precomputed
+from flare_core.encoders import check_model_ids, load_precomputed
 from flare_core.errors import CorpusError
 from flare_core.run.create import check_embedding_names
 
@@ -29,6 +29,7 @@ __all__ = [
     "check_labels_for_run",
     "precheck_corpus",
     "precheck_embeddings",
+    "precheck_model_ids",
 ]
 
 Level = Literal["ok", "warning", "error"]
@@ -60,6 +61,16 @@ class CorpusPrecheck:
     @property
     def blocks(self) -> bool:
         return any(c is not None and c.blocks for c in (self.text, self.label, self.pairs))
+
+
+def precheck_model_ids(model_ids: Sequence[str]) -> FieldCheck:
+    """The verdict on model ids typed by hand: an error naming each unknown id and its close matches
+    (the same check a run's parameters get), else ok."""
+    try:
+        check_model_ids(list(model_ids))
+    except ValueError as exc:
+        return FieldCheck("error", str(exc))
+    return FieldCheck("ok", f"{len(model_ids)} model id(s) known")
 
 
 def precheck_corpus(

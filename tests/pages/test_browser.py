@@ -109,11 +109,13 @@ def app_server(browser_store, browser):
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("the dashboard did not start within 60 s")
     (streamlit_pid,) = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-    # The first session of a fresh server opened at a page's address shows Streamlit's list of the pages/
-    # folder instead of the app's navigation and sidebar: open the home page first.
+    # the first session of a fresh server, opened at a page's address, gets the app's own navigation (a
+    # folder named pages/ beside app.py would make Streamlit list its files there instead)
     page = browser.new_page()
-    page.goto(url, wait_until="domcontentloaded", timeout=60_000)
-    page.get_by_text("FLARE Studio").first.wait_for(timeout=60_000)
+    page.goto(f"{url}/runs", wait_until="domcontentloaded", timeout=60_000)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    sidebar.get_by_text("FLARE Studio").first.wait_for(timeout=60_000)
+    assert "findings" not in sidebar.inner_text() and "common" not in sidebar.inner_text()
     page.close()
     yield url, int(streamlit_pid)
     os.killpg(proc.pid, signal.SIGTERM)  # flare app and its Streamlit process; run workers have their own

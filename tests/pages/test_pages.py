@@ -21,7 +21,7 @@ def open_page(fixture_store, monkeypatch):
         at = AppTest.from_file(APP, default_timeout=120)
         at.query_params["run"] = run.id
         at.run()
-        if page != "pages/overview.py":
+        if page != "dashboard/overview.py":
             at.switch_page(page)
             at.run()
         assert not at.exception, [e.value for e in at.exception]
@@ -47,11 +47,14 @@ def _page_verdict(at: AppTest) -> str | None:
 @pytest.mark.parametrize(
     ("page", "found"),
     [
-        ("pages/collapse.py", "Mean pooling hides much of the difference between texts for all-MiniLM-L6-v2"),
-        ("pages/layers.py", "In all-MiniLM-L6-v2, the layers make the tokens of a text"),
-        ("pages/corpus.py", "50 texts, typically"),
-        ("pages/sufficiency.py", "tells the most about the other models"),
-        ("pages/validation.py", "compared with classification accuracy over only 4 models"),
+        (
+            "dashboard/collapse.py",
+            "Mean pooling hides much of the difference between texts for all-MiniLM-L6-v2",
+        ),
+        ("dashboard/layers.py", "In all-MiniLM-L6-v2, the layers make the tokens of a text"),
+        ("dashboard/corpus.py", "50 texts, typically"),
+        ("dashboard/sufficiency.py", "tells the most about the other models"),
+        ("dashboard/validation.py", "compared with classification accuracy over only 4 models"),
     ],
 )
 def test_every_analysis_page_opens_with_its_verdict(open_page, labelled_run, page, found):
@@ -63,7 +66,7 @@ def test_every_analysis_page_opens_with_its_verdict(open_page, labelled_run, pag
 
 
 def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
-    at = open_page("pages/overview.py", labelled_run)
+    at = open_page("dashboard/overview.py", labelled_run)
     verdict = labelled_run.load_json("verdict.json")
     # four candidates are too few for trust: the headline is red and names no model, the leader is given
     assert verdict["recommended"] is None and verdict["trust"]["level"] == "low"
@@ -81,7 +84,7 @@ def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
 
 
 def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
-    at = open_page("pages/sufficiency.py", labelled_run)
+    at = open_page("dashboard/sufficiency.py", labelled_run)
     text = _texts(at)
     assert "groups (Louvain communities, resolution 1.1, seed 0)" in text
     assert "Held-out check: the estimators fit texts they were not trained on worse by" in text
@@ -93,7 +96,7 @@ def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
 
 
 def test_collapse_page_lists_pairs(open_page, labelled_run):
-    at = open_page("pages/collapse.py", labelled_run)
+    at = open_page("dashboard/collapse.py", labelled_run)
     summary = at.dataframe[0].value
     assert summary["model"].tolist() == ["all-MiniLM-L6-v2"]
     top = at.dataframe[1].value
@@ -101,9 +104,9 @@ def test_collapse_page_lists_pairs(open_page, labelled_run):
 
 
 def test_layers_and_validation_pages(open_page, labelled_run):
-    at = open_page("pages/layers.py", labelled_run)
+    at = open_page("dashboard/layers.py", labelled_run)
     assert "Averaged over 4 sampled texts" in _texts(at)
-    at = open_page("pages/validation.py", labelled_run)
+    at = open_page("dashboard/validation.py", labelled_run)
     tables = [frame.value for frame in at.dataframe]
     checks, shipped, correlations = tables[:3]
     assert {"check", "result", "figure", "meaning"} <= set(checks.columns)
@@ -116,28 +119,28 @@ def test_layers_and_validation_pages(open_page, labelled_run):
 @pytest.mark.parametrize(
     ("page", "expected"),
     [
-        ("pages/collapse.py", "This run has no collapse figures: they need a transformer model"),
-        ("pages/layers.py", "This run has no layer-by-layer figures"),
-        ("pages/validation.py", "Correlation tables need labels"),
-        ("pages/corpus.py", "Embedding map"),
-        ("pages/overview.py", "Trust: low"),
+        ("dashboard/collapse.py", "This run has no collapse figures: they need a transformer model"),
+        ("dashboard/layers.py", "This run has no layer-by-layer figures"),
+        ("dashboard/validation.py", "Correlation tables need labels"),
+        ("dashboard/corpus.py", "Embedding map"),
+        ("dashboard/overview.py", "Trust: low"),
     ],
 )
 def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, page, expected):
     at = open_page(page, unlabelled_run)
     assert expected in _texts(at)
-    if page in ("pages/collapse.py", "pages/layers.py"):
+    if page in ("dashboard/collapse.py", "dashboard/layers.py"):
         assert _page_verdict(at) is None  # nothing found, nothing to say
 
 
 @pytest.mark.parametrize(
     "page",
     [
-        "pages/overview.py",
-        "pages/sufficiency.py",
-        "pages/collapse.py",
-        "pages/corpus.py",
-        "pages/validation.py",
+        "dashboard/overview.py",
+        "dashboard/sufficiency.py",
+        "dashboard/collapse.py",
+        "dashboard/corpus.py",
+        "dashboard/validation.py",
     ],
 )
 def test_failed_run_pages_say_it_failed(open_page, failed_run, page):
@@ -146,7 +149,7 @@ def test_failed_run_pages_say_it_failed(open_page, failed_run, page):
 
 
 def test_runs_page_lists_every_run(open_page, labelled_run, unlabelled_run, failed_run):
-    at = open_page("pages/runs.py", labelled_run)
+    at = open_page("dashboard/runs.py", labelled_run)
     table = at.dataframe[-1].value
     assert {labelled_run.id, unlabelled_run.id, failed_run.id} <= set(table["id"])
 
@@ -172,7 +175,7 @@ def test_runs_page_shows_worker_processes_of_an_active_run(tmp_path, monkeypatch
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["run"] = run.id
     at.run()
-    at.switch_page("pages/runs.py")
+    at.switch_page("dashboard/runs.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Worker processes" in _texts(at)
@@ -198,5 +201,5 @@ def test_viewer_only_mode_hides_run_controls(fixture_store, monkeypatch, labelle
     at.run()
     assert not at.exception
     with pytest.raises(Exception):  # noqa: B017, PT011 - the page is not registered at all
-        at.switch_page("pages/new_run.py").run()
+        at.switch_page("dashboard/new_run.py").run()
     assert os.environ["FLARE_VIEWER_ONLY"] == "1"

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 def _sidebar() -> None:
     import streamlit as st
 
-    from pages.common import run_picker
+    from dashboard.common import run_picker
 
     with st.sidebar:
         run_picker()

@@ -20,13 +20,13 @@ from flare_core.store.runs import RunStore
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGES = [
-    "pages/overview.py",
-    "pages/sufficiency.py",
-    "pages/corpus.py",
-    "pages/collapse.py",
-    "pages/layers.py",
-    "pages/validation.py",
-    "pages/runs.py",
+    "dashboard/overview.py",
+    "dashboard/sufficiency.py",
+    "dashboard/corpus.py",
+    "dashboard/collapse.py",
+    "dashboard/layers.py",
+    "dashboard/validation.py",
+    "dashboard/runs.py",
 ]
 MUTATING_KEYS = ("cancel-", "delete-run", "import", "start")
 
@@ -71,7 +71,7 @@ def test_no_page_parameter_or_widget_changes_anything_in_viewer_only_mode(
                 for key, value in params.items():
                     at.query_params[key] = value
                 at.run()
-                if page != "pages/overview.py":
+                if page != "dashboard/overview.py":
                     at.switch_page(page)
                     at.run()
                 assert not at.exception, (page, params, [e.value for e in at.exception])
@@ -82,7 +82,7 @@ def test_no_page_parameter_or_widget_changes_anything_in_viewer_only_mode(
                     at.run()
                     assert not at.exception, (page, button.label)
         with pytest.raises(Exception):  # noqa: B017, PT011 - the New run page is not registered at all
-            AppTest.from_file(APP, default_timeout=120).run().switch_page("pages/new_run.py").run()
+            AppTest.from_file(APP, default_timeout=120).run().switch_page("dashboard/new_run.py").run()
         assert _snapshot(store.root) == before
         assert jobs.waiting_runs(store) == [waiting.id] and not waiting.manifest.get("pid")
         assert jobs.effective_status(running) == "running" and not running.cancel_requested()

@@ -20,6 +20,7 @@ from flare_core.run.precheck import (
     check_labels_for_run,
     precheck_corpus,
     precheck_embeddings,
+    precheck_model_ids,
 )
 from flare_core.store.runs import RunStore
 
@@ -158,3 +159,9 @@ def test_create_run_refuses_embeddings_named_like_a_control_and_writes_nothing(t
     with pytest.raises(ValueError, match="'shuffled-glove-6b-50d' have the name of a model of this run"):
         create_run(store, corpus, params, precomputed={"shuffled-glove-6b-50d": array})
     assert store.list() == []
+
+
+def test_model_ids_typed_by_hand_are_checked_with_close_matches():
+    assert precheck_model_ids(["glove-6b-50d"]).level == "ok"
+    check = precheck_model_ids(["glove-6b-50d", "all-mpnet-base-v3"])
+    assert check.blocks and "all-mpnet-base-v3" in check.message and "all-mpnet-base-v2" in check.message

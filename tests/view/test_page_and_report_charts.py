@@ -17,9 +17,9 @@ pytestmark = pytest.mark.slow
 
 # page -> the report's figure ids of the page's first charts, in the order the page draws them
 CHARTS = {
-    "pages/sufficiency.py": ["is-ranking-flow", "is-heatmap-flow", "is-graph-flow"],
-    "pages/collapse.py": ["socm-distribution", "collapse-scatter-0"],
-    "pages/validation.py": ["correlations-heatmap"],
+    "dashboard/sufficiency.py": ["is-ranking-flow", "is-heatmap-flow", "is-graph-flow"],
+    "dashboard/collapse.py": ["socm-distribution", "collapse-scatter-0"],
+    "dashboard/validation.py": ["correlations-heatmap"],
 }
 
 
@@ -67,7 +67,7 @@ def test_the_layer_curves_match_metric_by_metric(labelled_run, fixture_store, mo
     # the page lays its curves out in two columns, so they are matched by their metric (the title)
     shown = {
         spec["layout"]["title"]["text"]: spec
-        for spec in _page_specs("pages/layers.py", labelled_run, monkeypatch, fixture_store)
+        for spec in _page_specs("dashboard/layers.py", labelled_run, monkeypatch, fixture_store)
     }
     curves = {
         spec["layout"]["title"]["text"]: spec

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.common import VERDICT_KEY, escape
 from flare_core.view.page_verdicts import PageVerdict
-from pages.common import VERDICT_KEY, escape
 
 
 def verdict_box() -> st.delta_generator.DeltaGenerator:

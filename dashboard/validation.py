@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flare_core.run.benchmark import results_frame, shipped_results
-from flare_core.view import figures
-from flare_core.view.glossary import explain, label
-from flare_core.view.page_verdicts import validation_verdict
-from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
-from pages.common import (
+from dashboard.common import (
     current_run,
     download_csv,
     explain_missing,
@@ -18,7 +13,12 @@ from pages.common import (
     show_verdict,
     status_banner,
 )
-from pages.findings import show_page_verdict
+from dashboard.findings import show_page_verdict
+from flare_core.run.benchmark import results_frame, shipped_results
+from flare_core.view import figures
+from flare_core.view.glossary import explain, label
+from flare_core.view.page_verdicts import validation_verdict
+from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
 
 st.title("Validation")
 run = current_run()

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flare_core.run.jobs import effective_status
-from flare_core.view import figures
-from flare_core.view.glossary import explain
-from flare_core.view.results import models_table, ranking_table
-from pages.common import (
+from dashboard.common import (
     current_run,
     download_csv,
     escape,
@@ -17,6 +13,10 @@ from pages.common import (
     show_verdict,
     status_banner,
 )
+from flare_core.run.jobs import effective_status
+from flare_core.view import figures
+from flare_core.view.glossary import explain
+from flare_core.view.results import models_table, ranking_table
 
 st.title("Overview")
 run = current_run()

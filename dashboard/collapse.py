@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flare_core.store.runs import safe_name
-from flare_core.view import figures
-from flare_core.view.glossary import explain
-from flare_core.view.page_verdicts import collapse_verdict
-from flare_core.view.results import most_collapsed_pairs, pair_token_view
-from pages.common import (
+from dashboard.common import (
     current_run,
     download_csv,
     escape,
@@ -19,7 +14,12 @@ from pages.common import (
     run_version,
     status_banner,
 )
-from pages.findings import show_page_verdict
+from dashboard.findings import show_page_verdict
+from flare_core.store.runs import safe_name
+from flare_core.view import figures
+from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import collapse_verdict
+from flare_core.view.results import most_collapsed_pairs, pair_token_view
 
 st.title("Mean-pooling collapse")
 run = current_run()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard.common import STATUS_ICONS, escape, store, viewer_only
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.view.results import runs_table
-from pages.common import STATUS_ICONS, escape, store, viewer_only
 
 st.title("Runs")
 st.caption("Runs execute in a background process: you can close this tab and come back later.")

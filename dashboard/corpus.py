@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flare_core.store.runs import safe_name
-from flare_core.view import figures
-from flare_core.view.page_verdicts import corpus_verdict
-from flare_core.view.results import embedding_table
-from pages.common import (
+from dashboard.common import (
     current_run,
     download_csv,
     escape,
@@ -18,7 +14,11 @@ from pages.common import (
     run_version,
     status_banner,
 )
-from pages.findings import show_page_verdict
+from dashboard.findings import show_page_verdict
+from flare_core.store.runs import safe_name
+from flare_core.view import figures
+from flare_core.view.page_verdicts import corpus_verdict
+from flare_core.view.results import embedding_table
 
 st.title("Corpus & embeddings")
 run = current_run()

@@ -6,14 +6,19 @@ import os
 
 import streamlit as st
 
-from flare_core.encoders import check_model_ids
+from dashboard.common import escape, follow_run, show_started, store, viewer_only
 from flare_core.errors import CorpusError
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
 from flare_core.run.inputs import available_models, preview_table
 from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
-from flare_core.run.precheck import CorpusPrecheck, FieldCheck, precheck_corpus, precheck_embeddings
-from pages.common import escape, follow_run, show_started, store, viewer_only
+from flare_core.run.precheck import (
+    CorpusPrecheck,
+    FieldCheck,
+    precheck_corpus,
+    precheck_embeddings,
+    precheck_model_ids,
+)
 
 MAX_UPLOAD_MB = int(os.environ.get("FLARE_MAX_UPLOAD_MB", "200"))
 MAX_ROWS = int(os.environ.get("FLARE_MAX_ROWS", "200000"))
@@ -185,10 +190,9 @@ else:
         blocked.append("the corpus columns")
     corpus = checked.corpus
 if extra_models:
-    try:
-        check_model_ids(extra_models)
-    except ValueError as exc:
-        show_check(extra_status, FieldCheck("error", str(exc)))
+    models_check = precheck_model_ids(extra_models)
+    if models_check.blocks:
+        show_check(extra_status, models_check)
         blocked.append("an unknown model")
 precomputed = {}
 for upload_file, embedding_name, status in embedding_rows:

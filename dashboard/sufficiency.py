@@ -5,11 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from flare_core.view import figures
-from flare_core.view.glossary import explain
-from flare_core.view.page_verdicts import generalisation_sentence, sufficiency_verdict
-from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
-from pages.common import (
+from dashboard.common import (
     current_run,
     download_csv,
     explain_missing,
@@ -17,7 +13,11 @@ from pages.common import (
     run_version,
     status_banner,
 )
-from pages.findings import show_page_verdict, verdict_box
+from dashboard.findings import show_page_verdict, verdict_box
+from flare_core.view import figures
+from flare_core.view.glossary import explain
+from flare_core.view.page_verdicts import generalisation_sentence, sufficiency_verdict
+from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 
 st.title("Information sufficiency")
 run = current_run()

@@ -89,8 +89,8 @@ def show_started() -> None:
     message = st.session_state.pop(_STARTED, None)
     if message:
         st.success(message, icon=":material/rocket_launch:")
-        st.page_link("pages/runs.py", label="Open Runs", icon=":material/history:")
-        st.page_link("pages/overview.py", label="Open its Overview", icon=":material/insights:")
+        st.page_link("dashboard/runs.py", label="Open Runs", icon=":material/history:")
+        st.page_link("dashboard/overview.py", label="Open its Overview", icon=":material/insights:")
 
 
 def current_run() -> Run | None:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.common import (
+    current_run,
+    download_csv,
+    explain_missing,
+    load_frame,
+    run_version,
+    status_banner,
+)
+from dashboard.findings import show_page_verdict
 from flare_core.view import figures
 from flare_core.view.glossary import explain
 from flare_core.view.page_verdicts import layers_verdict
 from flare_core.view.results import layer_metrics
-from pages.common import current_run, download_csv, explain_missing, load_frame, run_version, status_banner
-from pages.findings import show_page_verdict
 
 st.title("Layer-wise concentration")
 run = current_run()
