@@ -75,8 +75,9 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
             raise RuntimeError("no model could be embedded; see each model's error in the run")
         if not chosen and params.estimators:
             is_units = next((s.units for s in plan if s.name.startswith("sufficiency_")), 0)
-            n_fit = min(len(texts), params.max_texts_sufficiency or len(texts))
-            executor = make_executor(params, is_units=is_units, n_texts=n_fit)
+            executor = make_executor(
+                params, is_units=is_units, n_texts=_sufficiency_texts(params, len(texts))
+            )
         # the answer first: each estimator's ranking gives a provisional verdict as soon as it exists
         for estimator in params.estimators:
             with StageTimer(run, f"sufficiency_{estimator}"):
@@ -119,7 +120,7 @@ def _plan(run: Run, params: RunParams, n_texts: int) -> list[StagePlan]:
     transformers = sum(
         1 for m in weights if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
     )
-    n_fit = min(n_texts, params.max_texts_sufficiency or n_texts) * 0.9
+    n_fit = _sufficiency_texts(params, n_texts) * 0.9  # the estimators' training split
     return run_plan(
         n_texts=n_texts, n_fit=n_fit, weights=weights, estimators=params.estimators,
         is_units=len(targets) + pairs, n_transformers=transformers, collapse_texts=params.collapse_texts,
@@ -127,6 +128,11 @@ def _plan(run: Run, params: RunParams, n_texts: int) -> list[StagePlan]:
         validation=bool(params.validation), maps=params.maps, collapse=params.collapse,
         concentration=params.concentration,
     )  # fmt: skip
+
+
+def _sufficiency_texts(params: RunParams, n_texts: int) -> int:
+    """How many of the corpus's ``n_texts`` the IS estimators read (a seeded sample above the limit)."""
+    return min(n_texts, params.max_texts_sufficiency or n_texts)
 
 
 def _is_transformer(model_id: str) -> bool:
