@@ -13,7 +13,7 @@ from flare_core.store.runs import Run
 STAGE_WORDS = {
     "embeddings": "reading your texts with each model",
     "sufficiency_flow": "learning how well each model predicts the others",
-    "sufficiency_gmm": "checking that with a second estimator",
+    "sufficiency_gmm": "a quicker estimate of how well each model predicts the others",
     "geometry": "measuring the shape of each embedding space",
     "downstream": "scoring each model on your labels",
     "validation": "testing how stable the ranking is",
