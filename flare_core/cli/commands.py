@@ -105,6 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     warning = corpus.stats.get("encoding_warning")
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    if corpus.stats.get("truncation_note"):
+        print(f"note: {corpus.stats['truncation_note']}", file=sys.stderr)
     precomputed = {
         name: load_precomputed(path, n_rows=len(corpus), name=name)
         for name, path in _parse_embeddings(args.embeddings).items()
