@@ -15,7 +15,9 @@ Faults:
 - **corrupt**: a truncated or garbage manifest, corpus, embedding, result Parquet and unit JSON in a
   stored run: ``flare doctor`` must name exactly that file, ``flare resume`` must recompute what the run
   can (identical results) and refuse the rest with the file named, and a second run of the store must
-  stay readable and sound.
+  stay readable and sound. A truncated or garbage ``tokens.npy``, ``offsets.npy`` or ``meta.json`` of a
+  token store left in the cache's scratch folder: opening it must name that file, ``flare doctor`` must
+  report it and ``--repair`` remove it, and a sound store beside it must stay as it was.
 - **disk**: the run store on a 16 MiB tmpfs (root only; skipped otherwise) filled up when the run reaches
   its embeddings, or its information-sufficiency stage: the run must fail with "the disk is full" in
   words, leave no damaged or half-written file, and resume to the uninterrupted result once space is
@@ -363,7 +365,73 @@ def corruption_trials(ref: Reference, work: Path, short: bool) -> Row:
             f"{damage.__name__[1:]} {file}: doctor said {named}, resume rc {proc.returncode} "
             f"{proc.stderr[-200:]!r}, differ {differ[:3]}",
         )
+    token_store_trials(row, ref, work, short)
     return row
+
+
+@contextlib.contextmanager
+def environment(**values: str):
+    """``os.environ`` with ``values`` set, restored afterwards."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def token_store_trials(row: Row, ref: Reference, work: Path, short: bool) -> None:
+    """Damaged token stores, the temporary token states a collapse stage keeps in the cache's scratch folder
+    (a stopped process leaves them there): opening one must name exactly the damaged file, ``flare doctor``
+    must report that file, ``flare doctor --repair`` must remove that store, and a sound store beside it must
+    stay as it was. A collapse stage that meets such a store fails naming the file and ``flare resume``."""
+    import numpy as np
+
+    from flare_core.encoders import random_init_transformer, token_store, write_token_states
+
+    config = {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "intermediate_size": 64, "vocab_size": 30522, "max_position_embeddings": 128}  # fmt: skip
+    sound = write_token_states(random_init_transformer(config, seed=0, device="cpu"), ref.corpus.texts[:8],
+                               work / "token-store")  # fmt: skip
+    tokens, offsets, meta = token_store.TOKENS_FILE, token_store.OFFSETS_FILE, token_store.META_FILE
+    cases = [(tokens, _truncate), (offsets, _garbage)]
+    if not short:
+        cases += [(tokens, _garbage), (offsets, _truncate), (meta, _truncate), (meta, _garbage)]
+    for k, (name, damage) in enumerate(cases):
+        cache = (work / f"token-cache-{k}").resolve()
+        victim, neighbour = (
+            cache / "scratch" / "tokens-victim" / "store",
+            cache / "scratch" / "tokens-neighbour" / "store",
+        )
+        shutil.copytree(sound.directory, victim)
+        shutil.copytree(sound.directory, neighbour)
+        damage(victim / name)
+        try:
+            token_store.TokenStates.open(victim)
+            opened = "opened without complaint"
+        except token_store.DamagedTokenStore as exc:
+            opened = exc.path
+        with environment(FLARE_CACHE_DIR=str(cache)):
+            check, _ = cli("doctor", "--json", runs_dir=work / f"token-runs-{k}", inprocess=short)
+            named = [f["file"] for f in json.loads(check.stdout)["scratch"]]
+            repair, seconds = cli("doctor", "--repair", runs_dir=work / f"token-runs-{k}", inprocess=short)
+        kept = token_store.TokenStates.open(neighbour)
+        same = np.array_equal(kept.rows, sound.rows) and np.array_equal(kept.offsets, sound.offsets)
+        row.add(
+            opened == victim / name
+            and named == [str(victim / name)]
+            and check.returncode == 1
+            and repair.returncode == 0
+            and not victim.exists(),
+            not same,
+            seconds,
+            f"{damage.__name__[1:]} token store {name}: open named {opened}, doctor said {named} "
+            f"(rc {check.returncode}), repair rc {repair.returncode} {repair.stdout[-200:]!r}, neighbour same {same}",
+        )
 
 
 # -- queue --------------------------------------------------------------------------------------------------
