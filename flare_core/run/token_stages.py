@@ -170,9 +170,11 @@ def check_scratch(folder: Path | None = None) -> list[doctor.Finding]:
     """Damaged token stores in the cache's scratch folder (``folder``, default
     :func:`~flare_core.store.cache.scratch_dir`): temporary token states of a collapse stage, left there
     by a process that stopped. ``run_id`` is ``""`` and ``file`` the damaged file's path."""
+    root = folder if folder is not None else scratch_dir()
+    if not any(root.rglob("meta.json")):
+        return []  # no token store: spare the import of the encoders (torch)
     from flare_core.encoders.token_store import damaged_stores
 
-    root = folder if folder is not None else scratch_dir()
     return [
         doctor.Finding(
             "", str(exc.path), exc.why,
