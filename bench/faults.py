@@ -733,17 +733,23 @@ def disk_trials(ref: Reference, work: Path, short: bool) -> Row:
 
 # -- big inputs ---------------------------------------------------------------------------------------------
 
+# peak memory of the child itself: VmHWM belongs to the process's address space, which exec replaces
+# (ru_maxrss would keep the peak of the process that started it, such as a 1 GB pytest)
 _PEAK = (
-    "import resource, sys, json\n"
+    "import sys, json\n"
+    "def peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            return int(line.split()[1]) / 1024\n"
     "from flare_core.data.corpus import load_corpus\n"
-    "out = {'base_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}\n"
+    "out = {'base_mib': peak()}\n"
     "try:\n"
     "    c = load_corpus(sys.argv[1], text_column='text', label_column=None, max_rows=int(sys.argv[2]) or None)\n"
     "    out['rows'] = len(c)\n"
     "    out['max_chars'] = int(max(len(t) for t in c.texts))\n"
     "except Exception as exc:\n"
     "    out['error'] = f'{type(exc).__name__}: {exc}'\n"
-    "out['peak_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+    "out['peak_mib'] = peak()\n"
     "print(json.dumps(out))\n"
 )
 
