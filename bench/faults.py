@@ -15,7 +15,9 @@ Faults:
 - **corrupt**: a truncated or garbage manifest, corpus, embedding, result Parquet and unit JSON in a
   stored run: ``flare doctor`` must name exactly that file, ``flare resume`` must recompute what the run
   can (identical results) and refuse the rest with the file named, and a second run of the store must
-  stay readable and sound.
+  stay readable and sound. A truncated or garbage ``tokens.npy``, ``offsets.npy`` or ``meta.json`` of a
+  token store left in the cache's scratch folder: opening it must name that file, ``flare doctor`` must
+  report it and ``--repair`` remove it, and a sound store beside it must stay as it was.
 - **disk**: the run store on a 16 MiB tmpfs (root only; skipped otherwise) filled up when the run reaches
   its embeddings, or its information-sufficiency stage: the run must fail with "the disk is full" in
   words, leave no damaged or half-written file, and resume to the uninterrupted result once space is
@@ -30,7 +32,9 @@ Faults:
   ``flare delete`` of a running run (refused); ``flare export`` and ``flare delete`` at the same moment;
   ``flare import`` of one bundle twice at the same moment.
 - **big input**: a 2 GB sparse CSV refused at the size limit (peak memory printed), a large CSV sampled
-  with ``max_rows=20000`` (peak memory printed), a run whose corpus holds one 10 MB text.
+  with ``max_rows=20000`` (peak memory printed).
+- **long**: a run whose corpus holds one 10 MB text: it finishes with that text cut to
+  ``MAX_TEXT_CHARS`` characters, the cut counted in the manifest and said by ``flare run``.
 
 "data lost" counts trials where anything other than the injected damage was lost or changed. Time to
 recover is the wall time of the command that brought the run back (median and maximum over trials).
@@ -361,7 +365,73 @@ def corruption_trials(ref: Reference, work: Path, short: bool) -> Row:
             f"{damage.__name__[1:]} {file}: doctor said {named}, resume rc {proc.returncode} "
             f"{proc.stderr[-200:]!r}, differ {differ[:3]}",
         )
+    token_store_trials(row, ref, work, short)
     return row
+
+
+@contextlib.contextmanager
+def environment(**values: str):
+    """``os.environ`` with ``values`` set, restored afterwards."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def token_store_trials(row: Row, ref: Reference, work: Path, short: bool) -> None:
+    """Damaged token stores, the temporary token states a collapse stage keeps in the cache's scratch folder
+    (a stopped process leaves them there): opening one must name exactly the damaged file, ``flare doctor``
+    must report that file, ``flare doctor --repair`` must remove that store, and a sound store beside it must
+    stay as it was. A collapse stage that meets such a store fails naming the file and ``flare resume``."""
+    import numpy as np
+
+    from flare_core.encoders import random_init_transformer, token_store, write_token_states
+
+    config = {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "intermediate_size": 64, "vocab_size": 30522, "max_position_embeddings": 128}  # fmt: skip
+    sound = write_token_states(random_init_transformer(config, seed=0, device="cpu"), ref.corpus.texts[:8],
+                               work / "token-store")  # fmt: skip
+    tokens, offsets, meta = token_store.TOKENS_FILE, token_store.OFFSETS_FILE, token_store.META_FILE
+    cases = [(tokens, _truncate), (offsets, _garbage)]
+    if not short:
+        cases += [(tokens, _garbage), (offsets, _truncate), (meta, _truncate), (meta, _garbage)]
+    for k, (name, damage) in enumerate(cases):
+        cache = (work / f"token-cache-{k}").resolve()
+        victim, neighbour = (
+            cache / "scratch" / "tokens-victim" / "store",
+            cache / "scratch" / "tokens-neighbour" / "store",
+        )
+        shutil.copytree(sound.directory, victim)
+        shutil.copytree(sound.directory, neighbour)
+        damage(victim / name)
+        try:
+            token_store.TokenStates.open(victim)
+            opened = "opened without complaint"
+        except token_store.DamagedTokenStore as exc:
+            opened = exc.path
+        with environment(FLARE_CACHE_DIR=str(cache)):
+            check, _ = cli("doctor", "--json", runs_dir=work / f"token-runs-{k}", inprocess=short)
+            named = [f["file"] for f in json.loads(check.stdout)["scratch"]]
+            repair, seconds = cli("doctor", "--repair", runs_dir=work / f"token-runs-{k}", inprocess=short)
+        kept = token_store.TokenStates.open(neighbour)
+        same = np.array_equal(kept.rows, sound.rows) and np.array_equal(kept.offsets, sound.offsets)
+        row.add(
+            opened == victim / name
+            and named == [str(victim / name)]
+            and check.returncode == 1
+            and repair.returncode == 0
+            and not victim.exists(),
+            not same,
+            seconds,
+            f"{damage.__name__[1:]} token store {name}: open named {opened}, doctor said {named} "
+            f"(rc {check.returncode}), repair rc {repair.returncode} {repair.stdout[-200:]!r}, neighbour same {same}",
+        )
 
 
 # -- queue --------------------------------------------------------------------------------------------------
@@ -663,17 +733,23 @@ def disk_trials(ref: Reference, work: Path, short: bool) -> Row:
 
 # -- big inputs ---------------------------------------------------------------------------------------------
 
+# peak memory of the child itself: VmHWM belongs to the process's address space, which exec replaces
+# (ru_maxrss would keep the peak of the process that started it, such as a 1 GB pytest)
 _PEAK = (
-    "import resource, sys, json\n"
+    "import sys, json\n"
+    "def peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            return int(line.split()[1]) / 1024\n"
     "from flare_core.data.corpus import load_corpus\n"
-    "out = {'base_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}\n"
+    "out = {'base_mib': peak()}\n"
     "try:\n"
     "    c = load_corpus(sys.argv[1], text_column='text', label_column=None, max_rows=int(sys.argv[2]) or None)\n"
     "    out['rows'] = len(c)\n"
     "    out['max_chars'] = int(max(len(t) for t in c.texts))\n"
     "except Exception as exc:\n"
     "    out['error'] = f'{type(exc).__name__}: {exc}'\n"
-    "out['peak_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+    "out['peak_mib'] = peak()\n"
     "print(json.dumps(out))\n"
 )
 
@@ -720,36 +796,64 @@ def big_input_trials(ref: Reference, work: Path, short: bool) -> Row:
         f"{out['peak_mib']:.0f} MiB ({out['peak_mib'] - out['base_mib']:.0f} MiB above the imports)"
     )
     many.unlink()
-    if short:
-        return row
-    # one 10 MB text in a run
+    return row
+
+
+# -- a 10 MB text -------------------------------------------------------------------------------------------
+
+
+def long_text_trials(ref: Reference, work: Path, short: bool) -> Row:
+    """The reference corpus with its first text replaced by a 10 MB one: the run must finish, the text be
+    cut to ``MAX_TEXT_CHARS`` with the cut counted in the manifest, and every other text stay as it was.
+    The full form also starts it with ``flare run``, which must say so in words."""
     import pandas as pd
 
+    from flare_core.data.corpus import MAX_TEXT_CHARS
+
+    row = Row("a 10 MB text in the corpus")
     frame = pd.read_csv(work / "corpus.csv")
-    frame.loc[0, "text"] = ("word " * (2 * 1024**2))[: 10 * 1024**2]
+    huge = ("word " * (2 * 1024**2))[: 10 * 1024**2]
+    frame.loc[0, "text"] = huge
     frame.to_csv(work / "long.csv", index=False)
     store = RunStore(work / "long")
     started = time.perf_counter()
+    corpus = load_corpus(work / "long.csv", text_column="text", label_column="label")
+    run = create_run(store, corpus, ref.params)
+    status = jobs.run_in_process(run)
+    seconds = time.perf_counter() - started
+    stored = run.corpus_frame()["text"].tolist()
+    stats = run.manifest["corpus"]["stats"]
+    kept_whole = stored[1:] == ref.corpus.texts[1:]
+    cut = (
+        stored[0] == huge[:MAX_TEXT_CHARS] and stats.get("n_truncated") == 1 and stats.get("truncation_note")
+    )
+    row.add(
+        status == "done" and bool(cut) and kept_whole,
+        not kept_whole,
+        None,
+        f"status {status}, stored length {len(stored[0]):,}, stats {stats.get('n_truncated')} "
+        f"{stats.get('truncation_note')!r}, other texts unchanged {kept_whole}",
+    )
+    row.notes.append(
+        f"run with a 10 MB text finished in {seconds:.1f} s ({status}); the text was stored with "
+        f"{len(stored[0]):,} characters; the manifest says: {stats.get('truncation_note')}"
+    )
+    if short:
+        return row
     proc, seconds = flare(
         "run", str(work / "long.csv"), "--models", MODELS[0] + "," + MODELS[1], "--estimator", "gmm",
-        "--no-collapse", "--json", runs_dir=store.root,
+        "--no-collapse", "--controls", "none", "--json", runs_dir=store.root,
     )  # fmt: skip
     done = proc.returncode == 0 and json.loads(proc.stdout)["status"] == "done"
-    row.add(done, False, None, f"10 MB text: rc {proc.returncode} {proc.stderr[-300:]!r}")
-    if done:
-        run = store.get(json.loads(proc.stdout)["run_id"])
-        longest = int(run.corpus_frame()["text"].str.len().max())
-        note = run.manifest["corpus"]["stats"].get("truncated_texts")
-        row.notes.append(
-            f"run with a 10 MB text finished in {seconds:.1f} s; the text was stored with {longest:,} "
-            f"characters ({'truncation note: ' + str(note) if note else 'not truncated, no note'})"
-        )
+    said = f"note: 1 of {len(frame)} texts longer than {MAX_TEXT_CHARS:,} characters was cut" in proc.stderr
+    row.add(done and said, False, None, f"flare run: rc {proc.returncode} {proc.stderr[-300:]!r}")
+    row.notes.append(f"`flare run` of the same file finished in {seconds:.1f} s and said it: {said}")
     return row
 
 
 # -- main ---------------------------------------------------------------------------------------------------
 
-FAULTS = ("kill", "corrupt", "disk", "queue", "load", "concurrent", "big")
+FAULTS = ("kill", "corrupt", "disk", "queue", "load", "concurrent", "big", "long")
 
 
 def run_faults(
@@ -777,6 +881,8 @@ def run_faults(
         rows.append(concurrent_trials(ref, work, short))
     if "big" in only:
         rows.append(big_input_trials(ref, work, short))
+    if "long" in only:
+        rows.append(long_text_trials(ref, work, short))
     return rows, ref
 
 

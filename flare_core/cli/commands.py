@@ -105,6 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     warning = corpus.stats.get("encoding_warning")
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    if corpus.stats.get("truncation_note"):
+        print(f"note: {corpus.stats['truncation_note']}", file=sys.stderr)
     precomputed = {
         name: load_precomputed(path, n_rows=len(corpus), name=name)
         for name, path in _parse_embeddings(args.embeddings).items()
@@ -192,7 +194,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check one run or the whole store for damaged files, leftovers and stale locks; repair what it can."""
+    """Check one run or the whole store (and the cache's temporary token stores) for damaged files,
+    leftovers and stale locks; repair what it can."""
+    from flare_core.run import token_stages
     from flare_core.store import doctor
 
     store = _store(args)
@@ -201,10 +205,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         results = {args.run_id: doctor.check_run(store.root / args.run_id)}
     else:
         results = doctor.check_store(store)
+    scratch = [] if args.run_id else token_stages.check_scratch()
     repaired: list[str] = []
     if args.repair:
         for run_id, findings in results.items():
             repaired += doctor.set_aside(store, run_id, findings)
+        repaired += token_stages.remove_scratch(scratch)
     damaged = [f for findings in results.values() for f in findings if f.kind == "damaged"]
     if args.json:
         _print_json(
@@ -212,6 +218,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 "checked": len(results),
                 "sound": sorted(r for r, f in results.items() if not f),
                 "findings": [f.as_dict() for fs in results.values() for f in fs],
+                "scratch": [f.as_dict() for f in scratch],
                 "repaired": repaired,
             }
         )
@@ -221,6 +228,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 print(f"{run_id}: ok")
             for finding in findings:
                 print(f"{run_id}: {finding.kind}: {finding.message}")
+        for finding in scratch:
+            print(f"cache: {finding.kind}: {finding.message}")
         for line in repaired:
             print(f"repaired: {line}")
         if not results:
@@ -230,6 +239,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             f"{len(damaged)} damaged files",
             file=sys.stderr,
         )
+    damaged += scratch
     return 1 if damaged and not (args.repair and all(f.recomputable for f in damaged)) else 0
 
 

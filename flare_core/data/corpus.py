@@ -30,9 +30,17 @@ from flare_core.data.columns import detect_columns, is_number
 from flare_core.data.reading import DEFAULT_MAX_BYTES, list_columns, read_table
 from flare_core.errors import CorpusError
 
-__all__ = ["AUTO", "Corpus", "corpus_from_table", "corpus_summary", "load_corpus"]
+__all__ = ["AUTO", "MAX_TEXT_CHARS", "Corpus", "corpus_from_table", "corpus_summary", "load_corpus"]
 
 _HASH_PREFIX = b"flare-corpus/v1\x00"
+
+#: The longest text kept, in characters. A longer text (and a longer pair text) is cut to its first
+#: ``MAX_TEXT_CHARS`` characters when the corpus is loaded; ``stats["n_truncated"]`` counts the cut texts
+#: and ``stats["truncation_note"]`` says it in words. Transformers read at most 512 tokens and static
+#: models at most ``max_length`` words of a text, far below this limit, so the cut changes only models
+#: built on whole texts (TF-IDF, doc2vec); it keeps one pasted book or log file from filling memory in
+#: every later stage.
+MAX_TEXT_CHARS = 100_000
 
 
 class _Auto:
@@ -104,6 +112,7 @@ def load_corpus(
     name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     min_texts: int = 2,
+    max_text_chars: int | None = MAX_TEXT_CHARS,
 ) -> Corpus:
     """Read ``source`` with :func:`read_table` and validate it into a :class:`Corpus`
     (:func:`corpus_from_table` describes the columns, sampling and checks)."""
@@ -118,6 +127,7 @@ def load_corpus(
         max_rows=max_rows,
         seed=seed,
         min_texts=min_texts,
+        max_text_chars=max_text_chars,
     )
 
 
@@ -132,6 +142,7 @@ def corpus_from_table(
     max_rows: int | None = None,
     seed: int = 0,
     min_texts: int = 2,
+    max_text_chars: int | None = MAX_TEXT_CHARS,
 ) -> Corpus:
     """Validate a table read by :func:`read_table` (``frame`` and its ``info``) into a :class:`Corpus`.
 
@@ -141,9 +152,13 @@ def corpus_from_table(
     Empty, NaN and whitespace-only texts are dropped and counted; duplicate texts are counted and
     dropped (first occurrence kept) only with ``drop_duplicates``. With ``max_rows``, that many
     texts are sampled without replacement (``numpy.random.default_rng(seed)``), kept in file order.
-    A kept row with a missing label is rejected. ``frame`` is not modified.
+    A kept row with a missing label is rejected. Kept texts and pair texts longer than
+    ``max_text_chars`` characters (``None``: no limit) are cut to their first ``max_text_chars``
+    characters, counted in ``stats["n_truncated"]`` and ``stats["n_pair_texts_truncated"]`` and said in
+    ``stats["truncation_note"]`` (None when nothing was cut); the content hash is of the cut texts.
     """
     check_int(min_texts, "min_texts", min_value=1, error=CorpusError)
+    check_int(max_text_chars, "max_text_chars", min_value=1, allow_none=True, error=CorpusError)
     check_int(max_rows, "max_rows", min_value=1, allow_none=True, error=CorpusError)
     check_int(seed, "seed", min_value=0, error=CorpusError)
 
@@ -164,9 +179,15 @@ def corpus_from_table(
             + f"); at least {min_texts} are needed"
         )
 
-    texts = [raw_texts[i] for i in keep]
+    texts, n_truncated = _cap_texts([raw_texts[i] for i in keep], max_text_chars)  # type: ignore[misc]
     labels = [labels_all[i] for i in keep] if labels_all is not None else None
     pair_frame, n_pairs_dropped = _pairs_frame(frame, pairs, keep, src) if pairs is not None else (None, 0)
+    n_pair_texts_truncated = 0
+    if pair_frame is not None:
+        for column in ("text_a", "text_b"):
+            capped, n_cut = _cap_texts(pair_frame[column].tolist(), max_text_chars)
+            pair_frame[column] = capped
+            n_pair_texts_truncated += n_cut
     stats = {
         "n_rows_read": len(frame),
         "n_empty_dropped": n_empty,
@@ -174,6 +195,10 @@ def corpus_from_table(
         "duplicates_dropped": bool(drop_duplicates),
         "n_sampled_out": n_before_sampling - len(keep),
         "n_pairs_dropped": n_pairs_dropped,
+        "max_text_chars": max_text_chars,
+        "n_truncated": n_truncated,
+        "n_pair_texts_truncated": n_pair_texts_truncated,
+        "truncation_note": _truncation_note(n_truncated, n_pair_texts_truncated, len(texts), max_text_chars),
         **{key: info[key] for key in ("encoding", "encoding_warning", "delimiter", "format")},
     }
     return Corpus(
@@ -237,6 +262,34 @@ def _choose_columns(
                 f"{src}: the label column '{label_column}' is also the text column; choose another"
             )
     return text_column, label_column, pair_columns  # type: ignore[return-value]
+
+
+def _cap_texts(texts: list[str], max_chars: int | None) -> tuple[list[str], int]:
+    """``(texts cut to their first max_chars characters, how many were cut)``; None: no limit."""
+    if max_chars is None:
+        return texts, 0
+    n_cut = sum(len(t) > max_chars for t in texts)
+    return ([t[:max_chars] for t in texts] if n_cut else texts), n_cut
+
+
+def _truncation_note(
+    n_texts_cut: int, n_pair_texts_cut: int, n_texts: int, max_chars: int | None
+) -> str | None:
+    """The cut texts in words, or None when nothing was cut."""
+    if not n_texts_cut and not n_pair_texts_cut:
+        return None
+    parts = []
+    if n_texts_cut:
+        parts.append(
+            f"{n_texts_cut:,} of {n_texts:,} texts" if n_texts_cut > 1 else f"1 of {n_texts:,} texts"
+        )
+    if n_pair_texts_cut:
+        parts.append(f"{n_pair_texts_cut:,} pair text{'s' if n_pair_texts_cut > 1 else ''}")
+    verb = "was" if n_texts_cut + n_pair_texts_cut == 1 else "were"
+    return (
+        f"{' and '.join(parts)} longer than {max_chars:,} characters {verb} cut to the first {max_chars:,} "
+        "characters; models read at most a few thousand words of a text"
+    )
 
 
 def _rows_with_text(raw_texts: list[str | None], drop_duplicates: bool) -> tuple[list[int], int, int]:
@@ -390,8 +443,8 @@ def _content_hash(texts: list[str], labels: list[str] | None) -> str:
 
 
 def corpus_summary(corpus: Corpus) -> dict:
-    """Counts and length statistics: ``n_texts``, ``n_labels``, ``label_counts`` and
-    mean/median/max characters and words per text."""
+    """Counts and length statistics: ``n_texts``, ``n_labels``, ``label_counts``, mean/median/max
+    characters and words per text, and ``n_truncated`` (texts cut to ``MAX_TEXT_CHARS`` when loaded)."""
     if not isinstance(corpus, Corpus):
         raise CorpusError(f"corpus_summary needs a Corpus, got {type(corpus).__name__}")
     chars = [len(t) for t in corpus.texts]
@@ -408,4 +461,5 @@ def corpus_summary(corpus: Corpus) -> dict:
         "median_words": float(statistics.median(words)) if words else 0.0,
         "max_words": int(max(words)) if words else 0,
         "n_duplicates": int(corpus.stats.get("n_duplicates", 0)),
+        "n_truncated": int(corpus.stats.get("n_truncated", 0)),
     }

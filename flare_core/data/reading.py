@@ -337,8 +337,9 @@ def _read_delimited(text: str, label: str, *, prefer_tab: bool) -> tuple[pd.Data
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            frame = pd.read_csv(
-                io.StringIO(text),
+            frame = pd.read_csv(  # from UTF-8 bytes: a StringIO would hold 4 bytes per character
+                io.BytesIO(text.encode("utf-8")),
+                encoding="utf-8",
                 sep=sep,
                 dtype=str,
                 keep_default_na=False,

@@ -71,8 +71,9 @@ class TokenStates(Sequence[np.ndarray]):
     def open(cls, directory: str | Path) -> TokenStates:
         """Open a store, checking ``meta.json``, the offsets and the shape of ``tokens.npy``.
 
-        Raises ``FileNotFoundError`` when ``directory`` is not a folder and ``ValueError`` when the store
-        is incomplete or inconsistent. Token values are not read (they were checked when written).
+        Raises ``FileNotFoundError`` when ``directory`` is not a folder and :class:`DamagedTokenStore` (a
+        ``ValueError`` whose ``path`` is the damaged file) when the store is incomplete or inconsistent.
+        Token values are not read (they were checked when written).
         """
         folder = Path(directory)
         if not folder.is_dir():
@@ -145,52 +146,92 @@ class TokenStates(Sequence[np.ndarray]):
         )
 
 
-def _corrupt(folder: Path, why: str) -> ValueError:
-    return ValueError(f"corrupt token store {folder}: {why}")
+class DamagedTokenStore(ValueError):
+    """A token store that cannot be used: ``path`` is the damaged (or missing) file of the store, ``why``
+    what is wrong with it, and the message names it and says what to do."""
+
+    def __init__(self, message: str, path: Path, why: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.why = why
+
+
+def _corrupt(folder: Path, name: str, why: str) -> DamagedTokenStore:
+    return DamagedTokenStore(
+        f"corrupt token store {folder}: {name} {why}. Token states are computed again from the texts: "
+        f"delete the folder {folder} and write them again",
+        folder / name,
+        why,
+    )
 
 
 def _read_store(folder: Path) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """(meta, offsets, rows memmap) of a store after checking that they agree."""
     for name in (META_FILE, OFFSETS_FILE, TOKENS_FILE):
         if not (folder / name).is_file():
-            raise _corrupt(folder, f"{name} is missing")
+            raise _corrupt(folder, name, "is missing")
     try:
         meta = json.loads((folder / META_FILE).read_text())
     except (OSError, ValueError) as exc:
-        raise _corrupt(folder, f"{META_FILE} is not readable JSON ({exc})") from None
+        raise _corrupt(folder, META_FILE, f"is not readable JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise _corrupt(folder, f"{META_FILE} does not describe a {FORMAT} store")
+        raise _corrupt(folder, META_FILE, f"does not describe a {FORMAT} store")
     if meta.get("version") != VERSION:
-        raise _corrupt(folder, f"format version {meta.get('version')!r} is not {VERSION}")
+        raise _corrupt(folder, META_FILE, f"has format version {meta.get('version')!r}, not {VERSION}")
     for key in _META_INTS:
         value = meta.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _corrupt(folder, f"meta {key!r} is {value!r}, expected a non-negative integer")
+            raise _corrupt(folder, META_FILE, f"has {key!r} {value!r}, expected a non-negative integer")
     if meta.get("dtype") not in DTYPES:
-        raise _corrupt(folder, f"meta dtype {meta.get('dtype')!r} is not one of {DTYPES}")
+        raise _corrupt(folder, META_FILE, f"has dtype {meta.get('dtype')!r}, not one of {DTYPES}")
     n_layers = meta.get("n_layers")
     if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):
-        raise _corrupt(folder, f"meta n_layers is {n_layers!r}, expected None or a positive integer")
+        raise _corrupt(folder, META_FILE, f"has n_layers {n_layers!r}, expected None or a positive integer")
     try:
         offsets = np.load(folder / OFFSETS_FILE, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise _corrupt(folder, OFFSETS_FILE, f"cannot be read ({exc})") from None
+    try:
         rows = np.load(folder / TOKENS_FILE, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise _corrupt(folder, f"cannot read its arrays ({exc})") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise _corrupt(folder, TOKENS_FILE, f"cannot be read ({exc})") from None
     n, total, dim = meta["n_texts"], meta["total_tokens"], meta["dim"]
     if offsets.dtype != np.int64 or offsets.shape != (n + 1,):
-        raise _corrupt(folder, f"offsets are {offsets.dtype} {offsets.shape}, expected int64 ({n + 1},)")
+        raise _corrupt(
+            folder, OFFSETS_FILE, f"holds {offsets.dtype} {offsets.shape}, expected int64 ({n + 1},)"
+        )
     if offsets[0] != 0 or offsets[-1] != total:
-        raise _corrupt(folder, f"offsets run from {offsets[0]} to {offsets[-1]}, expected 0 to {total}")
+        raise _corrupt(
+            folder, OFFSETS_FILE, f"runs from {offsets[0]} to {offsets[-1]}, expected 0 to {total}"
+        )
     if n and bool((np.diff(offsets) < 0).any()):
-        raise _corrupt(folder, "offsets decrease")
+        raise _corrupt(folder, OFFSETS_FILE, "has offsets that decrease")
     expected = (total, dim) if n_layers is None else (total, n_layers, dim)
     if rows.shape != expected or rows.dtype != np.dtype(meta["dtype"]):
         raise _corrupt(
-            folder, f"{TOKENS_FILE} is {rows.dtype} {rows.shape}, expected {meta['dtype']} {expected}"
+            folder, TOKENS_FILE, f"is {rows.dtype} {rows.shape}, expected {meta['dtype']} {expected}"
         )
     if not rows.flags.c_contiguous:
-        raise _corrupt(folder, f"{TOKENS_FILE} is not C-ordered")
+        raise _corrupt(folder, TOKENS_FILE, "is not C-ordered")
     return meta, offsets, rows
+
+
+def damaged_stores(folder: str | Path) -> list[DamagedTokenStore]:
+    """Why each complete token store under ``folder`` (any folder holding a ``meta.json``) cannot be
+    opened; empty when every store opens. Stores still being written (inside a ``.tmp-*`` folder) are
+    left out."""
+    root = Path(folder)
+    found: list[DamagedTokenStore] = []
+    if not root.is_dir():
+        return found
+    for meta in sorted(root.rglob(META_FILE)):
+        if any(part.startswith(".tmp-") for part in meta.relative_to(root).parts):
+            continue
+        try:
+            _read_store(meta.parent)
+        except DamagedTokenStore as exc:
+            found.append(exc)
+    return found
 
 
 def _check_layers(layers: str | Sequence[int]) -> str | list[int]:

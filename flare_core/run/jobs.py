@@ -48,6 +48,25 @@ def max_concurrent_jobs() -> int:
         ) from None
 
 
+def worker_niceness() -> int:
+    """``$FLARE_WORKER_NICE`` (default 10, 0 to 19): how much lower than the process that starts it a
+    background worker's CPU priority is, so that the dashboard's pages and the shell keep answering while
+    runs compute (a busy worker still gets every cycle that nobody else asks for)."""
+    value = os.environ.get("FLARE_WORKER_NICE", "10")
+    try:
+        niceness = int(value)
+    except ValueError:
+        niceness = -1
+    if not 0 <= niceness <= 19:
+        raise ValueError(f"FLARE_WORKER_NICE must be a whole number from 0 to 19, got {value!r}")
+    return niceness
+
+
+def lower_priority() -> int:
+    """Lower this process's CPU priority by :func:`worker_niceness`; returns the new niceness."""
+    return os.nice(worker_niceness())
+
+
 def active_runs(store: RunStore) -> list[str]:
     """Ids of runs whose worker was started and is still alive (created-but-unstarted runs do not count)."""
     found = []
@@ -338,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     store = RunStore(args.runs_dir)
+    lower_priority()
     try:
         status = run_in_process(store.get(args.run_id))
     except RunBusy as exc:  # resumed in the foreground meanwhile: that process owns the run

@@ -3,6 +3,8 @@ concentration."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -10,9 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.errors import DamagedFile
 from flare_core.run.manifest import transformer_models
 from flare_core.run.params import RunParams
 from flare_core.run.progress import no_report
+from flare_core.store import doctor
 from flare_core.store.cache import scratch_dir
 from flare_core.store.runs import Run, safe_name
 
@@ -28,6 +32,7 @@ def collapse_stage(
     report = report or no_report
     from flare_core import encoders
     from flare_core.analyses import collapse
+    from flare_core.encoders.token_store import DamagedTokenStore
 
     n = min(params.collapse_texts, len(texts))
     sample = np.sort(np.random.default_rng(params.seed).choice(len(texts), size=n, replace=False))
@@ -49,9 +54,21 @@ def collapse_stage(
             encoder = encoders.load_encoder(model_id, device=params.device)
             # token states stream to disk a chunk of texts at a time; SOCM reads them back per chunk of pairs
             with tempfile.TemporaryDirectory(prefix="tokens-", dir=scratch_dir()) as scratch:
-                tokens = encoders.write_token_states(
-                    encoder, [texts[i] for i in sample], Path(scratch) / "store", max_length=params.max_length
-                )
+                try:
+                    tokens = encoders.write_token_states(
+                        encoder,
+                        [texts[i] for i in sample],
+                        Path(scratch) / "store",
+                        max_length=params.max_length,
+                    )
+                except DamagedTokenStore as exc:
+                    raise DamagedFile(
+                        f"the token states of {model_id} were damaged on disk before the collapse stage read "
+                        f"them ({exc.path.name} of the temporary store {exc.path.parent}); they are computed "
+                        f"again from the texts: run `flare resume {run.id}`",
+                        path=exc.path,
+                        recomputable=True,
+                    ) from exc
                 frame = collapse.pair_distances(tokens, pairs, device=params.device)
             frame["row_i"] = sample[frame["i"].to_numpy()]
             frame["row_j"] = sample[frame["j"].to_numpy()]
@@ -147,3 +164,34 @@ def recompute_collapse(
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.replace({np.nan: None}).to_dict(orient="records")
+
+
+def check_scratch(folder: Path | None = None) -> list[doctor.Finding]:
+    """Damaged token stores in the cache's scratch folder (``folder``, default
+    :func:`~flare_core.store.cache.scratch_dir`): temporary token states of a collapse stage, left there
+    by a process that stopped. ``run_id`` is ``""`` and ``file`` the damaged file's path."""
+    root = folder if folder is not None else scratch_dir()
+    if not any(root.rglob("meta.json")):
+        return []  # no token store: spare the import of the encoders (torch)
+    from flare_core.encoders.token_store import damaged_stores
+
+    return [
+        doctor.Finding(
+            "", str(exc.path), exc.why,
+            f"It holds temporary token states, computed again by `flare resume` of the run that needs them; "
+            f"`flare doctor --repair` removes the folder {exc.path.parent}.", "damaged", recomputable=True,
+        )
+        for exc in damaged_stores(root)
+    ]  # fmt: skip
+
+
+def remove_scratch(findings: list[doctor.Finding]) -> list[str]:
+    """Remove the token store folders of :func:`check_scratch`'s findings; returns what was done."""
+    done = []
+    for finding in findings:
+        folder = Path(finding.file).parent
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the tokens-* folder of a collapse stage, now empty
+            folder.parent.rmdir()
+        done.append(f"removed the damaged token store {folder}")
+    return done

@@ -45,6 +45,8 @@ class Finding:
 
     @property
     def message(self) -> str:
+        if not self.run_id:
+            return f"{self.file} {self.problem}. {self.action}"
         if not self.file:
             return f"folder {self.run_id} {self.problem}. {self.action}"
         return f"{self.file} of run {self.run_id} {self.problem}. {self.action}"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flare_core.data.columns import detect_columns
-from flare_core.data.corpus import Corpus, corpus_summary, load_corpus
+from flare_core.data.corpus import MAX_TEXT_CHARS, Corpus, corpus_summary, load_corpus
 from flare_core.data.reading import read_table
 from flare_core.errors import CorpusError
 from tests.support import write
@@ -466,6 +466,55 @@ def test_corpus_frame_and_summary() -> None:
     assert summary["max_words"] == 3 and summary["median_words"] == 1.5
     assert summary["max_chars"] == len("one two three")
     assert summary["mean_chars"] == pytest.approx((13 + 9 + 3 + 3) / 4)
+
+
+def test_a_10_mb_text_is_cut_to_the_limit_and_counted(tmp_path: Path) -> None:
+    """One 10 MB cell: the corpus keeps its first MAX_TEXT_CHARS characters, says so, and equals (hash
+    included) the corpus of a file whose cell was cut by hand; the other texts are untouched."""
+    huge = ("word " * (2 * 1024**2))[: 10 * 1024**2]
+    pd.DataFrame({"text": [huge, *TEXTS[1:]], "label": LABELS}).to_csv(tmp_path / "long.csv", index=False)
+    corpus = load_corpus(tmp_path / "long.csv")
+    assert [len(t) for t in corpus.texts] == [MAX_TEXT_CHARS, *map(len, TEXTS[1:])]
+    assert corpus.texts[0] == huge[:MAX_TEXT_CHARS] and corpus.texts[1:] == TEXTS[1:]
+    assert corpus.stats["n_truncated"] == 1 and corpus.stats["max_text_chars"] == MAX_TEXT_CHARS
+    assert corpus.stats["truncation_note"].startswith(
+        f"1 of 4 texts longer than {MAX_TEXT_CHARS:,} characters was cut"
+    )
+    assert corpus_summary(corpus)["n_truncated"] == 1
+    by_hand = pd.DataFrame({"text": [huge[:MAX_TEXT_CHARS], *TEXTS[1:]], "label": LABELS})
+    by_hand.to_csv(tmp_path / "cut.csv", index=False)
+    reference = load_corpus(tmp_path / "cut.csv")
+    assert reference.stats["n_truncated"] == 0 and reference.stats["truncation_note"] is None
+    assert corpus.content_hash == reference.content_hash and corpus.texts == reference.texts
+
+
+@pytest.mark.parametrize(("limit", "cut"), [(None, 0), (14, 0), (13, 1), (5, 3)])
+def test_texts_are_cut_only_beyond_the_limit(limit: int | None, cut: int) -> None:
+    content = b"text,label\none two three,a\nfour five,b\nsix,a\n" + b"x" * 14 + b",b\n"
+    corpus = load_corpus(content, max_text_chars=limit)
+    original = ["one two three", "four five", "six", "x" * 14]
+    assert corpus.texts == [t if limit is None else t[:limit] for t in original]
+    assert corpus.stats["n_truncated"] == cut
+    assert (corpus.stats["truncation_note"] is None) == (cut == 0)
+
+
+def test_pair_texts_are_cut_and_counted_apart() -> None:
+    content = b"text,sentence1,sentence2,score\nabcdefgh,abcdefgh,ab,1.5\nab,abc,abcdefgh,2.0\n"
+    corpus = load_corpus(content, label_column=None, max_text_chars=4)
+    assert corpus.texts == ["abcd", "ab"]
+    assert corpus.pairs["text_a"].tolist() == ["abcd", "abc"] and corpus.pairs["text_b"].tolist() == [
+        "ab",
+        "abcd",
+    ]
+    assert (corpus.stats["n_truncated"], corpus.stats["n_pair_texts_truncated"]) == (1, 2)
+    assert corpus.stats["truncation_note"].startswith(
+        "1 of 2 texts and 2 pair texts longer than 4 characters were"
+    )
+
+
+def test_max_text_chars_is_checked() -> None:
+    with pytest.raises(CorpusError, match="max_text_chars"):
+        load_corpus(b"text\na\nb\n", max_text_chars=0)
 
 
 # ------------------------------------------------------------------------------------------- fuzzing

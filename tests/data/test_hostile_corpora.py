@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flare_core.data.corpus import AUTO, Corpus, load_corpus
+from flare_core.data.corpus import AUTO, MAX_TEXT_CHARS, Corpus, load_corpus
 from flare_core.errors import CorpusError
 from tests.support import write
 
@@ -47,7 +47,9 @@ def test_hundred_thousand_character_texts_load_and_embed_with_glove(tmp_path):
     from flare_core import encoders
 
     words = ["market", "economy", "football", "election", "film"]
-    texts = [(" ".join([w] * 30_000))[:100_000].strip() + "." for w in words]
+    texts = [
+        (" ".join([w] * 30_000))[: MAX_TEXT_CHARS - 1].strip() + "." for w in words
+    ]  # at the limit: whole
     path = tmp_path / "long.csv"
     pd.DataFrame({"text": texts}).to_csv(path, index=False)
     corpus = load_corpus(path)

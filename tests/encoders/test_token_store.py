@@ -9,7 +9,7 @@ import pytest
 
 from flare_core.analyses.collapse import pair_distances
 from flare_core.encoders import TokenStates, texts_hash, write_token_states
-from flare_core.encoders.token_store import META_FILE, OFFSETS_FILE, TOKENS_FILE
+from flare_core.encoders.token_store import META_FILE, OFFSETS_FILE, TOKENS_FILE, DamagedTokenStore
 from flare_core.store import atomic
 
 from ._helpers import TEXTS, tiny_bert
@@ -238,30 +238,43 @@ def _rewrite_meta(folder, **changes) -> None:
 
 
 @pytest.mark.parametrize(
-    ("damage", "message"),
+    ("damage", "file", "message"),
     [
-        (lambda f: (f / OFFSETS_FILE).unlink(), "offsets.npy is missing"),
-        (lambda f: (f / META_FILE).write_text("{"), "not readable JSON"),
-        (lambda f: _rewrite_meta(f, format="other"), "does not describe"),
-        (lambda f: _rewrite_meta(f, version=2), "format version 2"),
-        (lambda f: _rewrite_meta(f, n_texts=-1), "'n_texts' is -1"),
-        (lambda f: _rewrite_meta(f, dtype="int8"), "meta dtype 'int8'"),
-        (lambda f: _rewrite_meta(f, n_layers=0), "n_layers is 0"),
-        (lambda f: _rewrite_meta(f, n_texts=26), r"expected int64 \(27,\)"),
-        (lambda f: _rewrite_meta(f, dim=31), "expected float32"),
-        (lambda f: _rewrite_meta(f, dtype="float16"), "expected float16"),
-        (lambda f: _rewrite_meta(f, total_tokens=5), "offsets run from 0 to"),
-        (lambda f: np.save(f / OFFSETS_FILE, np.arange(28, dtype=np.int32)), "offsets are int32"),
-        (lambda f: np.save(f / OFFSETS_FILE, _swap(np.load(f / OFFSETS_FILE))), "offsets decrease"),
-        (lambda f: np.save(f / TOKENS_FILE, np.zeros((3, 32), np.float32)), "tokens.npy is float32 "),
-        (lambda f: _truncate(f / TOKENS_FILE), "cannot read its arrays"),
-        (lambda f: np.save(f / TOKENS_FILE, np.asfortranarray(np.load(f / TOKENS_FILE))), "not C-ordered"),
+        (lambda f: (f / OFFSETS_FILE).unlink(), OFFSETS_FILE, "is missing"),
+        (lambda f: (f / META_FILE).write_text("{"), META_FILE, "is not readable JSON"),
+        (lambda f: _rewrite_meta(f, format="other"), META_FILE, "does not describe"),
+        (lambda f: _rewrite_meta(f, version=2), META_FILE, "format version 2"),
+        (lambda f: _rewrite_meta(f, n_texts=-1), META_FILE, "'n_texts' -1"),
+        (lambda f: _rewrite_meta(f, dtype="int8"), META_FILE, "dtype 'int8'"),
+        (lambda f: _rewrite_meta(f, n_layers=0), META_FILE, "n_layers 0"),
+        (lambda f: _rewrite_meta(f, n_texts=26), OFFSETS_FILE, r"expected int64 \(27,\)"),
+        (lambda f: _rewrite_meta(f, dim=31), TOKENS_FILE, "expected float32"),
+        (lambda f: _rewrite_meta(f, dtype="float16"), TOKENS_FILE, "expected float16"),
+        (lambda f: _rewrite_meta(f, total_tokens=5), OFFSETS_FILE, "runs from 0 to"),
+        (lambda f: np.save(f / OFFSETS_FILE, np.arange(28, dtype=np.int32)), OFFSETS_FILE, "holds int32"),
+        (lambda f: np.save(f / OFFSETS_FILE, _swap(np.load(f / OFFSETS_FILE))), OFFSETS_FILE, "decrease"),
+        (lambda f: np.save(f / TOKENS_FILE, np.zeros((3, 32), np.float32)), TOKENS_FILE, "is float32 "),
+        (lambda f: _truncate(f / TOKENS_FILE), TOKENS_FILE, "cannot be read"),
+        (lambda f: _truncate(f / OFFSETS_FILE), OFFSETS_FILE, "cannot be read"),
+        (lambda f: _garbage(f / TOKENS_FILE), TOKENS_FILE, "cannot be read"),
+        (lambda f: _garbage(f / OFFSETS_FILE), OFFSETS_FILE, "cannot be read"),
+        (
+            lambda f: np.save(f / TOKENS_FILE, np.asfortranarray(np.load(f / TOKENS_FILE))),
+            TOKENS_FILE,
+            "C-ordered",
+        ),
     ],
 )
-def test_corrupt_store_is_refused(store, damage, message):
+def test_corrupt_store_is_refused_naming_the_file(store, damage, file, message):
     damage(store.directory)
-    with pytest.raises(ValueError, match=f"corrupt token store .*{message}"):
+    with pytest.raises(DamagedTokenStore, match=f"corrupt token store .*: {file} .*{message}") as caught:
         TokenStates.open(store.directory)
+    assert caught.value.path == store.directory / file and isinstance(caught.value, ValueError)
+    assert f"delete the folder {store.directory}" in str(caught.value)
+
+
+def _garbage(path) -> None:
+    path.write_bytes(np.random.default_rng(0).integers(0, 256, path.stat().st_size, dtype=np.uint8).tobytes())
 
 
 def _swap(offsets: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The short form of ``bench/faults.py``: a few real trials of every fault (kill -9 and resume, damaged
-files, a full disk (a real tmpfs, when run as root), the job queue and a restart, concurrent resume/delete/export/import, big inputs). Every trial must
-survive with nothing lost; the bench prints the timings, this test asserts only outcomes."""
+files, a full disk (a real tmpfs, when run as root), the job queue and a restart, concurrent
+resume/delete/export/import, big inputs, a 10 MB text). Every trial must survive with nothing lost; the
+bench prints the timings, this test asserts only outcomes."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def test_every_injected_fault_is_survived_with_nothing_lost(tmp_path, capsys):
         "4 runs, FLARE_MAX_JOBS=2 (+ restart)",
         "concurrent resume / delete / export / import",
         "big inputs",
+        "a 10 MB text in the corpus",
     ]
     for row in rows:
         if row.fault.startswith("disk full") and os.geteuid() != 0:

@@ -209,3 +209,24 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
         assert run_results(run)["sufficiency"]["gmm"]["scores"] == alone
         check_run_files(run.path)
     assert jobs.active_runs(store) == [] and jobs.waiting_runs(store) == []
+
+
+@pytest.mark.parametrize(("value", "step"), [(None, 10), ("7", 7), ("0", 0)])
+def test_a_worker_lowers_its_cpu_priority_by_flare_worker_nice(value, step):
+    env = {k: v for k, v in os.environ.items() if k != "FLARE_WORKER_NICE"}
+    if value is not None:
+        env["FLARE_WORKER_NICE"] = value
+    code = (
+        "import os; from flare_core.run import jobs; base = os.nice(0); print(jobs.lower_priority() - base)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert int(proc.stdout) == min(step, 19 - os.nice(0))
+
+
+@pytest.mark.parametrize("value", ["20", "-1", "high"])
+def test_a_bad_flare_worker_nice_is_refused_in_words(monkeypatch, value):
+    monkeypatch.setenv("FLARE_WORKER_NICE", value)
+    with pytest.raises(
+        ValueError, match=f"FLARE_WORKER_NICE must be a whole number from 0 to 19, got '{value}'"
+    ):
+        jobs.worker_niceness()
