@@ -43,6 +43,8 @@ cols[2].metric("Dropped (empty)", f"{stats.get('n_empty_dropped', 0):,}")
 cols[3].metric("Duplicates", f"{stats.get('n_duplicates', 0):,}")
 if stats.get("encoding_warning"):
     st.warning(stats["encoding_warning"])
+if stats.get("truncation_note"):
+    st.warning(stats["truncation_note"])
 if has_labels:
     st.plotly_chart(figures.label_counts_bar(corpus["label"]), key="label-counts")
 

@@ -203,3 +203,15 @@ def test_viewer_only_mode_hides_run_controls(fixture_store, monkeypatch, labelle
     with pytest.raises(Exception):  # noqa: B017, PT011 - the page is not registered at all
         at.switch_page("dashboard/new_run.py").run()
     assert os.environ["FLARE_VIEWER_ONLY"] == "1"
+
+
+def test_corpus_page_says_when_long_texts_were_cut(open_page, labelled_run):
+    corpus = labelled_run.manifest["corpus"]
+    note = "1 of 50 texts longer than 100,000 characters was cut to the first 100,000 characters"
+    labelled_run.update(corpus={**corpus, "stats": {**corpus.get("stats", {}), "truncation_note": note}})
+    try:
+        at = open_page("dashboard/corpus.py", labelled_run)
+        assert note in [w.value for w in at.warning]
+    finally:
+        labelled_run.update(corpus=corpus)
+    assert note not in [w.value for w in open_page("dashboard/corpus.py", labelled_run).warning]
