@@ -131,6 +131,16 @@ def load_corpus(
     )
 
 
+def _cap_pair_texts(pair_frame: pd.DataFrame, max_chars: int | None) -> int:
+    """Cut the ``text_a`` and ``text_b`` columns of ``pair_frame`` in place (see :func:`_cap_texts`);
+    returns how many texts were cut."""
+    n_cut = 0
+    for column in ("text_a", "text_b"):
+        pair_frame[column], cut = _cap_texts(pair_frame[column].tolist(), max_chars)
+        n_cut += cut
+    return n_cut
+
+
 def corpus_from_table(
     frame: pd.DataFrame,
     info: dict[str, Any],
@@ -182,12 +192,7 @@ def corpus_from_table(
     texts, n_truncated = _cap_texts([raw_texts[i] for i in keep], max_text_chars)  # type: ignore[misc]
     labels = [labels_all[i] for i in keep] if labels_all is not None else None
     pair_frame, n_pairs_dropped = _pairs_frame(frame, pairs, keep, src) if pairs is not None else (None, 0)
-    n_pair_texts_truncated = 0
-    if pair_frame is not None:
-        for column in ("text_a", "text_b"):
-            capped, n_cut = _cap_texts(pair_frame[column].tolist(), max_text_chars)
-            pair_frame[column] = capped
-            n_pair_texts_truncated += n_cut
+    n_pair_texts_truncated = _cap_pair_texts(pair_frame, max_text_chars) if pair_frame is not None else 0
     stats = {
         "n_rows_read": len(frame),
         "n_empty_dropped": n_empty,
