@@ -405,8 +405,12 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from flare_core.run import benchmark
 
     store = _store(args)
+
+    def progress(message: str) -> None:
+        print(message, file=sys.stderr)
+
     if args.rejudge:
-        result = benchmark.rejudge_benchmark(store, progress=lambda message: print(message, file=sys.stderr))
+        result = benchmark.rejudge_benchmark(store, progress=progress)
     elif args.table_only:
         result = benchmark.load_benchmark(store)
         if result is None:
@@ -420,7 +424,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             models=_names(args.models) or None,
             max_texts=args.max_texts,
             flow_preset=args.flow_preset,
-            progress=lambda message: print(message, file=sys.stderr),
+            progress=progress,
         )
     if args.readme is not None:
         benchmark.update_readme(args.readme, result)

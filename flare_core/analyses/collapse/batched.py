@@ -70,6 +70,7 @@ from flare_core.analyses.collapse.distances import (
 )
 from flare_core.analyses.collapse.pairs import check_pairs, sample_pairs
 from flare_core.checks import check_int, check_number
+from flare_core.compute.executor import torch_threads
 from flare_core.device import pick_device
 from flare_core.encoders.token_store import TokenStates
 
@@ -241,17 +242,13 @@ def _batched_nuclear(
         _progressing(map(job, tasks), total, progress)
         return job.out
     # One intra-op thread per worker: OpenMP is per thread, so each pool thread sets it itself.
-    previous = torch.get_num_threads()
-    workers = max(1, min(previous, len(tasks)))
-    torch.set_num_threads(1)
-    try:
+    workers = max(1, min(torch.get_num_threads(), len(tasks)))
+    with torch_threads(1):
         if workers == 1:
             _progressing(map(job, tasks), total, progress)
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 _progressing(pool.map(job.single_threaded, tasks), total, progress)
-    finally:
-        torch.set_num_threads(previous)
     return job.out
 
 
