@@ -11,7 +11,7 @@ from typing import Any
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
-from flare_core.run.eta import embedding_weight
+from flare_core.run.eta import embedding_cost, text_units
 from flare_core.run.manifest import record_worker, set_model
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
@@ -54,7 +54,10 @@ def embedding_stage(
     finally:
         if executor is None:
             ex.close()
-    report("embeddings", len(models), len(models), "embeddings done")
+    report(
+        "embeddings", len(models), len(models), "embeddings done",
+        work_done=round(handler.work_finished), work_total=handler.work_total,
+    )  # fmt: skip
 
 
 class _EmbeddingHandler:
@@ -72,12 +75,18 @@ class _EmbeddingHandler:
     ) -> None:
         self.run, self.params, self.report = run, params, report
         self.total, self.done = len(run.manifest["models"]), done
-        # progress in weighted texts (a text read by all-mpnet-base-v2 costs ~4 by all-MiniLM-L6-v2's 1)
+        # progress in units of the time plan (``run.eta``): loading a model, then 100 characters read, each
+        # weighted by the model's cost (all-mpnet-base-v2 reads a text in ~7 times all-MiniLM-L6-v2's time)
         self.n_texts = len(texts)
-        self.weights = {m["id"]: model_weight(m) for m in run.manifest["models"]}
-        self.work_total = round(sum(self.weights.values()) * self.n_texts)
+        corpus_units = text_units(texts, params.max_length)
+        self.costs = {m["id"]: model_cost(m) for m in run.manifest["models"]}
+        self.load_units = {model: load for model, (_, load) in self.costs.items()}
+        self.read_units = {model: weight * corpus_units for model, (weight, _) in self.costs.items()}
+        self.work_total = round(sum(self.load_units.values()) + sum(self.read_units.values()))
         self.work_finished = sum(
-            self.weights[m["id"]] * self.n_texts for m in run.manifest["models"] if m.get("status") == "done"
+            self.load_units[m["id"]] + self.read_units[m["id"]]
+            for m in run.manifest["models"]
+            if m.get("status") == "done"
         )
         self.in_process = not executor.remote
         self.texts = executor.put(texts)
@@ -105,7 +114,9 @@ class _EmbeddingHandler:
 
     def _batch_done(self, model_id: str, done: int, total: int) -> None:
         message = f"{model_id}: {done}/{total} texts"
-        work = round(self.work_finished + self.weights[model_id] * done)
+        work = round(
+            self.work_finished + self.load_units[model_id] + self.read_units[model_id] * done / total
+        )
         self.report(
             "embeddings", self.done, self.total, message, model=model_id,
             work_done=work, work_total=self.work_total,
@@ -129,7 +140,7 @@ class _EmbeddingHandler:
         if error is not None:
             set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
         self.done += 1
-        self.work_finished += self.weights[model_id] * self.n_texts
+        self.work_finished += self.load_units[model_id] + self.read_units[model_id]
         self.report(
             "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}",
             work_done=round(self.work_finished), work_total=self.work_total,
@@ -184,13 +195,13 @@ def _encoder_kind(encoder: Any) -> str:
     return "transformer" if isinstance(encoder, TransformerEncoder) else encoder.spec.kind
 
 
-def model_weight(model: dict[str, Any]) -> float:
-    """The model's embedding cost per text relative to all-MiniLM-L6-v2 (see ``run.eta``)."""
+def model_cost(model: dict[str, Any]) -> tuple[float, float]:
+    """The model's :func:`~flare_core.run.eta.embedding_cost`: ``(weight, load_units)``."""
     from flare_core.encoders import get_spec
 
     if model.get("kind") == "precomputed":
-        return 0.0
+        return 0.0, 0.0
     try:
-        return embedding_weight(get_spec(model["id"]))
-    except ValueError:  # hub ids and local folders
-        return 1.0
+        return embedding_cost(get_spec(model["id"]))
+    except ValueError:  # hub ids and local folders: priced like all-MiniLM-L6-v2
+        return embedding_cost(None)

@@ -1,13 +1,16 @@
 """Time left for a running run, from the measured rate of the work done so far.
 
-A run's work is planned as stages of units (an embedding model, a marginal or conditional density, a
-model's map ...), each stage with a prior cost per unit for a 2-core laptop CPU. The estimate:
+A run's work is planned as stages of units (100 characters read by an embedding model, a marginal or
+conditional density, a model's map ...), each stage with a fixed start-up cost and a prior cost per unit
+for a 2-core laptop CPU. The estimate:
 
 - a finished stage costs what it took;
-- a running stage's units left cost its measured time per unit so far;
 - a stage not started yet costs its prior, scaled by how much faster or slower this machine has been
-  than the priors on the work measured so far (the ratio of measured to prior seconds, kept within
-  [0.2, 5]).
+  than the priors on the work measured so far (the run's rate: measured over prior seconds, kept
+  within [0.2, 5]); a stage started with no unit finished yet costs that, less the time it has run;
+- a running stage's units left cost its own rate so far (time spent over the prior of its start-up and
+  of the units done), drawn towards the run's rate by ``_SHRINK_SECONDS`` of prior, so that its first
+  unit or two (two finishing at once on two workers, a model still loading) do not swing it.
 
 ``remaining_seconds`` is None until one unit has finished (nothing measured yet).
 """
@@ -21,19 +24,29 @@ from typing import Any
 from flare_core.checks import check_int, check_number
 
 _MIN_FACTOR, _MAX_FACTOR = 0.2, 5.0
+#: Prior seconds added to both sides of the speed ratio (a run's first seconds say little about the rest).
+_SHRINK_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
 class StagePlan:
-    """``units`` of work in stage ``name``, each expected to take ``prior_seconds`` on a 2-core CPU."""
+    """``units`` of work in stage ``name``, each expected to take ``prior_seconds`` on a 2-core CPU, after
+    a start-up of ``fixed_seconds`` (loading libraries, compiling)."""
 
     name: str
     units: int
     prior_seconds: float
+    fixed_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         check_int(self.units, "units", min_value=0)
         check_number(self.prior_seconds, "prior_seconds", min_value=0)
+        check_number(self.fixed_seconds, "fixed_seconds", min_value=0)
+
+    @property
+    def total_prior(self) -> float:
+        """Prior seconds of the whole stage."""
+        return self.fixed_seconds + self.units * self.prior_seconds
 
 
 @dataclass(frozen=True)
@@ -50,29 +63,42 @@ def remaining_seconds(
 ) -> float | None:
     """Estimated seconds until every stage of ``plan`` is done (see the module docstring)."""
     measured = prior_of_measured = 0.0
-    left_running = 0.0
+    running: list[tuple[StagePlan, float, float]] = []  # (stage, seconds spent, prior of the work done)
+    waiting: list[tuple[float, float]] = []  # (prior, seconds spent) of started stages with no unit done
     future_prior = 0.0
     for stage in plan:
         state = states.get(stage.name, StageState())
         if state.started is None:
-            future_prior += stage.units * stage.prior_seconds
+            future_prior += stage.total_prior
             continue
-        end = state.finished if state.finished is not None else now
-        spent = max(0.0, end - state.started)
+        spent = max(0.0, (state.finished if state.finished is not None else now) - state.started)
         if state.finished is not None or state.done >= stage.units:
             measured += spent
-            prior_of_measured += stage.units * stage.prior_seconds
+            prior_of_measured += stage.total_prior
         elif state.done > 0:
-            per_unit = spent / state.done
+            prior_done = stage.fixed_seconds + state.done * stage.prior_seconds
             measured += spent
-            prior_of_measured += state.done * stage.prior_seconds
-            left_running += per_unit * (stage.units - state.done)
-        else:  # started, nothing finished yet: its prior, like a stage to come
-            future_prior += stage.units * stage.prior_seconds
+            prior_of_measured += prior_done
+            running.append((stage, spent, prior_done))
+        else:
+            waiting.append((stage.total_prior, spent))
     if measured <= 0 or prior_of_measured <= 0:
         return None
-    factor = min(_MAX_FACTOR, max(_MIN_FACTOR, measured / prior_of_measured))
-    return left_running + future_prior * factor
+    factor = _speed(measured, prior_of_measured, 1.0, shrink=0.0)
+    # a running stage's own rate, drawn toward the run's until its first units have taken a while
+    left = sum(
+        _speed(spent, prior_done, factor) * (stage.units - states[stage.name].done) * stage.prior_seconds
+        for stage, spent, prior_done in running
+    )
+    left += sum(max(0.0, prior * factor - spent) for prior, spent in waiting)
+    return left + future_prior * factor
+
+
+def _speed(measured: float, prior: float, towards: float, shrink: float = _SHRINK_SECONDS) -> float:
+    """Measured over prior seconds, drawn towards ``towards`` by ``shrink`` seconds of prior, within
+    [0.2, 5]."""
+    ratio = (measured + shrink * towards) / (prior + shrink)
+    return min(_MAX_FACTOR, max(_MIN_FACTOR, ratio))
 
 
 def describe_remaining(seconds: float | None) -> str:
@@ -88,40 +114,71 @@ def describe_remaining(seconds: float | None) -> str:
 
 
 def plan_from_dicts(rows: Sequence[Mapping[str, Any]]) -> list[StagePlan]:
-    """The plan stored in a run's manifest (a list of ``{"name", "units", "prior_seconds"}``)."""
-    return [StagePlan(str(r["name"]), int(r["units"]), float(r["prior_seconds"])) for r in rows]
+    """The plan stored in a run's manifest (a list of ``{"name", "units", "prior_seconds"}``, with
+    ``"fixed_seconds"`` since it was planned)."""
+    return [
+        StagePlan(
+            str(r["name"]), int(r["units"]), float(r["prior_seconds"]), float(r.get("fixed_seconds", 0.0))
+        )
+        for r in rows
+    ]
 
 
 # -- a run's plan and its time left, from its manifest ----------------------------------------------------
 
-#: Prior cost of embedding one text with a model as heavy as all-MiniLM-L6-v2 (6 layers × 384), 2 cores.
-_EMBED_SECONDS = 0.01
-#: Relative embedding cost by kind of model, MiniLM = 1 (measured on 2,000 texts, 2 cores: the ONNX
-#: 3-layer model took 0.3–1.5 and the compiled e5-small 3–13 times MiniLM's time, depending on the load).
-_KIND_WEIGHT = {"onnx": 0.6, "compiled": 4.0, "static": 0.02, "corpus": 0.1, "precomputed": 0.0}
+#: Prior seconds for all-MiniLM-L6-v2 to read 100 characters on 2 cores. Measured per model on 2,000
+#: rotten-tomatoes reviews (110 characters on average) and the demo's 250 paragraphs (240): 0.0044 s for
+#: MiniLM and 0.0042 s × 8 for all-mpnet-base-v2 after loading its weights (2.6–2.9 s), 0.0052 s for the
+#: random-weights MiniLM.
+_EMBED_UNIT_SECONDS = 0.0045
+#: Loading the transformer libraries, once per run.
+_EMBED_FIXED_SECONDS = 1.0
+#: Cost per character relative to all-MiniLM-L6-v2, by kind of model (the ONNX 3-layer MiniLM measured
+#: 0.5; the compiled e5-small 3–13 times MiniLM's time, depending on the load).
+_KIND_WEIGHT = {"onnx": 0.5, "compiled": 4.0, "static": 0.0, "corpus": 0.05, "precomputed": 0.0}
+#: Seconds to load (or fit) a model before its first text: word vectors and TF-IDF 0.4–0.8 s in all,
+#: a transformer's weights 2.6–2.9 s.
+_KIND_LOAD_SECONDS = {
+    "static": 0.5,
+    "corpus": 0.5,
+    "onnx": 0.2,
+    "transformer": 2.7,
+    "compiled": 2.7,
+    "hub": 2.7,
+}
 
 
-def embedding_weight(spec: Any) -> float:
-    """How costly embedding one text with the model of ``spec`` is, relative to all-MiniLM-L6-v2.
+def embedding_cost(spec: Any) -> tuple[float, float]:
+    """``(weight, load_units)`` of embedding with the model of ``spec``: its cost per character relative
+    to all-MiniLM-L6-v2, and the units (of ``_EMBED_UNIT_SECONDS``) that loading it costs.
 
-    A transformer costs a fixed half (tokenising, pooling, moving batches) plus a half that grows with
-    layers × width² (its matrix products): all-mpnet-base-v2 (12 × 768) weighs 4.5, and took 7–10 times
-    MiniLM's time on 2,000 texts here; the 3-layer MiniLM weighs 0.75 (measured 0.9–1.6).
+    A transformer's cost grows with layers × width² (its matrix products): all-mpnet-base-v2 (12 × 768)
+    weighs 8 and took 7 times MiniLM's time per character on 2,000 and on 250 texts; the 3-layer MiniLMs
+    weigh 0.5 (measured 0.46–0.5).
     """
     kind = getattr(spec, "kind", "hub")
+    load = _KIND_LOAD_SECONDS.get(kind, 0.0) / _EMBED_UNIT_SECONDS
     if kind == "transformer" and spec.layers and spec.dim:
-        return 0.5 + 0.5 * spec.layers * spec.dim**2 / (6 * 384**2)
-    return _KIND_WEIGHT.get(kind, 1.0)
+        return spec.layers * spec.dim**2 / (6 * 384**2), load
+    return _KIND_WEIGHT.get(kind, 1.0), load
+
+
+def text_units(texts: Sequence[str], max_length: int | None) -> float:
+    """Units of work (100 characters) in reading ``texts`` once: each text counts its characters, at
+    least 20 (a batch's fixed cost) and at most 4 per token a model reads (``max_length``, 512 if None)."""
+    cap = 4 * (max_length or 512)
+    return sum(min(max(len(text), 20), cap) for text in texts) / 100
 
 
 def run_plan(
     *,
     n_texts: int,
     n_fit: int,
-    weights: Mapping[str, float],
+    costs: Mapping[str, tuple[float, float]],
+    corpus_units: float,
     estimators: Sequence[str],
     is_units: int,
-    n_transformers: int,
+    transformers: Sequence[str],
     collapse_texts: int,
     geometry: bool,
     downstream: bool,
@@ -130,29 +187,36 @@ def run_plan(
     collapse: bool,
     concentration: bool,
 ) -> list[StagePlan]:
-    """The stages of a run with their prior unit costs on a 2-core CPU (see the module docstring).
+    """The stages of a run with their prior costs on a 2-core CPU (see the module docstring).
 
-    ``weights``: each model's :func:`embedding_weight`; the embedding stage counts weighted texts.
+    ``costs``: each model's :func:`embedding_cost`; ``corpus_units``: :func:`text_units` of the corpus;
+    ``transformers``: the models whose token states the collapse and layer stages read.
     ``n_fit``: texts the IS estimators train on; ``is_units``: marginals + conditionals per estimator.
+
+    Priors measured on two runs with every stage (9 models × 2,000 rotten-tomatoes reviews, and the
+    demo's 8 models × 250 paragraphs), each unit cost a fixed part plus a part that grows with the texts.
     """
-    models = len(weights)
+    models = len(costs)
     scale = n_texts / 2000
     fit = n_fit / 1800
-    plan = [StagePlan("embeddings", max(1, round(sum(weights.values()) * n_texts)), _EMBED_SECONDS)]
-    per_unit = {"flow": 1.2 * fit, "gmm": 0.3 * fit}
-    plan += [StagePlan(f"sufficiency_{e}", is_units, per_unit.get(e, 1.0 * fit)) for e in estimators]
+    embed_units = sum(load + weight * corpus_units for weight, load in costs.values())
+    fixed = _EMBED_FIXED_SECONDS if any(weight > 0 for weight, _ in costs.values()) else 0.0
+    plan = [StagePlan("embeddings", max(1, round(embed_units)), _EMBED_UNIT_SECONDS, fixed)]
+    per_unit = {"flow": 0.09 + 0.68 * fit, "gmm": 0.05 + 0.07 * fit}
+    plan += [StagePlan(f"sufficiency_{e}", is_units, per_unit.get(e, 0.1 + 0.7 * fit)) for e in estimators]
     if geometry:
-        plan.append(StagePlan("geometry", models, 0.5 * scale))
+        plan.append(StagePlan("geometry", models, 0.15 + 0.7 * scale))
     if downstream:
-        plan.append(StagePlan("downstream", models, 2.0 * scale))
+        plan.append(StagePlan("downstream", models, 0.03 + 0.63 * scale))
     if validation:
-        plan.append(StagePlan("validation", len(estimators) + 1, 2.0))
+        plan.append(StagePlan("validation", len(estimators) + 1, 0.55))
     if maps:
-        plan.append(StagePlan("maps", models, 5.0 * min(scale, 1.5)))
-    if collapse and n_transformers:
-        plan.append(StagePlan("collapse", n_transformers, 10.0 * (collapse_texts / 200) ** 2))
-    if concentration and n_transformers:
-        plan.append(StagePlan("concentration", n_transformers, 3.0))
+        # the first map compiles UMAP's numba code: 10–11 s before it starts
+        plan.append(StagePlan("maps", models, 5.0 * min(scale, 1.5), 10.0))
+    if collapse and transformers:
+        plan.append(StagePlan("collapse", len(transformers), 1.7 + 3.8 * (collapse_texts / 200) ** 2))
+    if concentration and transformers:
+        plan.append(StagePlan("concentration", len(transformers), 1.2))
     return plan
 
 

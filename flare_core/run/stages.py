@@ -18,8 +18,8 @@ import time
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
-from flare_core.run.embedding_stage import embedding_stage, model_weight
-from flare_core.run.eta import StagePlan, run_plan
+from flare_core.run.embedding_stage import embedding_stage, model_cost
+from flare_core.run.eta import StagePlan, run_plan, text_units
 from flare_core.run.evidence import write_verdict
 from flare_core.run.manifest import transformer_models
 from flare_core.run.params import RunParams
@@ -60,7 +60,7 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     texts = corpus["text"].tolist()
     labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
 
-    plan = _plan(run, params, len(texts))
+    plan = _plan(run, params, texts)
     run.update(plan=[dataclasses.asdict(stage) for stage in plan])
     # Asked-for workers (or Ray) run both stages on one executor. Automatic: the embeddings run in this
     # process with every core (one heavy model, all-mpnet-base-v2, dominates the stage and is fastest
@@ -110,20 +110,22 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
         summarise(run)
 
 
-def _plan(run: Run, params: RunParams, n_texts: int) -> list[StagePlan]:
+def _plan(run: Run, params: RunParams, texts: list[str]) -> list[StagePlan]:
     """The run's stages with their prior costs, for the time-left estimate."""
-    weights = {model["id"]: model_weight(model) for model in run.manifest["models"]}
+    n_texts = len(texts)
+    costs = {model["id"]: model_cost(model) for model in run.manifest["models"]}
     role_of = {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
-    sources = [m for m in weights if role_of[m] != "reference"]
-    targets = [m for m in weights if role_of[m] != "control"]
+    sources = [m for m in costs if role_of[m] != "reference"]
+    targets = [m for m in costs if role_of[m] != "control"]
     pairs = sum(1 for s in sources for t in targets if s != t)
-    transformers = sum(
-        1 for m in weights if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
-    )
+    transformers = [
+        m for m in costs if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
+    ]
     n_fit = _sufficiency_texts(params, n_texts) * 0.9  # the estimators' training split
     return run_plan(
-        n_texts=n_texts, n_fit=n_fit, weights=weights, estimators=params.estimators,
-        is_units=len(targets) + pairs, n_transformers=transformers, collapse_texts=params.collapse_texts,
+        n_texts=n_texts, n_fit=n_fit, costs=costs, corpus_units=text_units(texts, params.max_length),
+        estimators=params.estimators,
+        is_units=len(targets) + pairs, transformers=transformers, collapse_texts=params.collapse_texts,
         geometry=params.geometry, downstream=params.downstream and run.manifest["corpus"].get("has_labels", False),
         validation=bool(params.validation), maps=params.maps, collapse=params.collapse,
         concentration=params.concentration,

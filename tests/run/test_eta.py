@@ -110,3 +110,59 @@ def test_progress_sentence_of_a_running_manifest():
         "learning how well each model predicts the others: 4 of 10 · running for 2 min · about 3 min left"
     )
     assert progress_sentence({}, now=start) == "estimating time left"
+
+
+def test_text_units_count_characters_within_their_bounds():
+    from flare_core.run.eta import text_units
+
+    # 10 characters count as 20 (a batch's fixed cost), 5,000 as 4 per token of max_length 256 = 1,024
+    assert text_units(["a" * 10, "b" * 500, "c" * 5000], 256) == pytest.approx((20 + 500 + 1024) / 100)
+    assert text_units(["c" * 5000], None) == pytest.approx(2048 / 100)
+
+
+def test_embedding_cost_grows_with_layers_times_width_squared():
+    from flare_core.encoders import get_spec
+    from flare_core.run.eta import _EMBED_UNIT_SECONDS, embedding_cost
+
+    minilm, mpnet, glove = (
+        embedding_cost(get_spec(m)) for m in ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "glove-6b-50d")
+    )
+    assert minilm[0] == pytest.approx(1.0)
+    assert mpnet[0] == pytest.approx(12 * 768**2 / (6 * 384**2))  # 8
+    assert glove[0] == 0.0 and glove[1] * _EMBED_UNIT_SECONDS == pytest.approx(0.5)
+
+
+def test_a_stage_start_up_counts_as_work_done():
+    # 10 s of start-up and 1 of 4 one-second units took 11 s: this machine runs at the priors' speed
+    plan = [StagePlan("maps", 4, 1.0, fixed_seconds=10.0)]
+    assert remaining_seconds(plan, {"maps": StageState(1, 0.0)}, now=11.0) == pytest.approx(3.0)
+    # twice as slow as its priors: twice the time left
+    assert remaining_seconds(plan, {"maps": StageState(1, 0.0)}, now=22.0) == pytest.approx(6.0, rel=0.35)
+
+
+def test_a_started_stage_with_no_unit_done_counts_down_its_prior():
+    plan = [StagePlan("embeddings", 1, 10.0), StagePlan("maps", 4, 1.0, fixed_seconds=10.0)]
+    states = {"embeddings": StageState(1, 0.0, 10.0), "maps": StageState(0, 10.0)}
+    assert remaining_seconds(plan, states, now=10.0) == pytest.approx(14.0)
+    assert remaining_seconds(plan, states, now=16.0) == pytest.approx(8.0)
+    assert remaining_seconds(plan, states, now=40.0) == 0.0
+
+
+def test_the_embedding_stage_reports_work_in_the_units_of_its_plan(tmp_path):
+    from flare_core.data.corpus import load_corpus
+    from flare_core.data.demo import bbc_news_frame
+    from flare_core.run import jobs
+    from flare_core.run.create import create_run
+    from flare_core.run.params import RunParams
+    from flare_core.store.runs import RunStore
+
+    bbc_news_frame(n_per_topic=4, seed=0)[["text"]].to_csv(tmp_path / "c.csv", index=False)
+    params = RunParams(
+        models=["glove-6b-50d", "tfidf-svd-256"], estimators=[], controls=[], geometry=False, maps=False,
+        downstream=False, validation=[], collapse=False, concentration=False,
+    )  # fmt: skip
+    run = create_run(RunStore(tmp_path / "runs"), load_corpus(tmp_path / "c.csv", text_column="text"), params)
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
+    planned = {row["name"]: row["units"] for row in run.manifest["plan"]}
+    stage = run.manifest["stages"]["embeddings"]
+    assert stage["work_done"] == stage["work_total"] == planned["embeddings"] > 0
