@@ -122,11 +122,14 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
     else:
         raise BundleError(f"cannot write the bundle of run {run.id!r} inside the run folder ({out})")
 
-    manifest = run.manifest
+    try:
+        manifest = run.manifest
+        corpus_texts: set[str] = set()
+        if not include_texts and run.has("corpus.parquet"):
+            corpus_texts = {t for t in run.corpus_frame()["text"].astype(str) if t}
+    except OSError as exc:  # a delete renamed the folder after the check above
+        raise _export_failed(run, out, exc) from exc
     manifest["texts_stripped"] = bool(manifest.get("texts_stripped")) or not include_texts
-    corpus_texts: set[str] = set()
-    if not include_texts and run.has("corpus.parquet"):
-        corpus_texts = {t for t in run.corpus_frame()["text"].astype(str) if t}
 
     def _write(tmp: str) -> None:
         written = set()
@@ -152,8 +155,11 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
     try:
         return atomic.atomic_write(out, _write)
     except OSError as exc:
-        if not (run.path / MANIFEST).is_file():
-            raise BundleError(
-                f"run {run.id!r} was deleted while it was being exported; no bundle was written"
-            ) from exc
-        raise BundleError(f"cannot write the bundle to {out}: {exc}") from exc
+        raise _export_failed(run, out, exc) from exc
+
+
+def _export_failed(run: Run, out: Path, exc: OSError) -> BundleError:
+    """The error of an export that met ``exc``: the run deleted meanwhile, or the bundle not writable."""
+    if not (run.path / MANIFEST).is_file():
+        return BundleError(f"run {run.id!r} was deleted while it was being exported; no bundle was written")
+    return BundleError(f"cannot write the bundle to {out}: {exc}")

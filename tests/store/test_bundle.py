@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import stat
 import struct
 import zipfile
@@ -189,6 +190,27 @@ def test_export_validates(source_run, tmp_path):
         export_run("run-a", tmp_path / "x.zip")
     with pytest.raises(BundleError, match="inside the run folder"):
         export_run(source_run, source_run.path / "x.zip")
+
+
+@pytest.mark.parametrize("include_texts", [True, False])
+def test_a_run_deleted_just_as_its_export_starts_is_said_in_words(
+    source_run, tmp_path, monkeypatch, include_texts
+):
+    # the order a concurrent `flare delete` can produce: the manifest is checked, then the folder is
+    # renamed away before the export reads it
+    from flare_core.store import bundle
+
+    read = bundle.Run.manifest.fget
+
+    def deleted_first(run):
+        shutil.rmtree(run.path)
+        return read(run)
+
+    monkeypatch.setattr(bundle.Run, "manifest", property(deleted_first))
+    out = tmp_path / "out.zip"
+    with pytest.raises(BundleError, match="was deleted while it was being exported; no bundle was written"):
+        export_run(source_run, out, include_texts=include_texts)
+    assert not out.exists()
 
 
 # -- refused bundles: each with its reason, nothing written ---------------------------------------------------
