@@ -82,6 +82,7 @@ class Row:
     lost: int = 0
     recover: list[float] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    wall_s: float = 0.0  # the whole row's trials
 
     def add(self, survived: bool, lost: bool, seconds: float | None = None, note: str = "") -> None:
         self.trials += 1
@@ -103,11 +104,12 @@ class Row:
             f"{self.survived}/{self.trials}",
             "nothing lost" if self.lost == 0 else f"{self.lost} trials",
             time_cell,
+            f"{self.wall_s:.0f} s",
         ]
 
 
 def print_table(rows: list[Row]) -> None:
-    header = ["fault", "trials", "survived", "data lost", "time to recover (median)"]
+    header = ["fault", "trials", "survived", "data lost", "time to recover (median)", "row took"]
     table = [header, *[r.cells() for r in rows]]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for k, line in enumerate(table):
@@ -366,6 +368,7 @@ def corruption_trials(ref: Reference, work: Path, short: bool) -> Row:
             f"{proc.stderr[-200:]!r}, differ {differ[:3]}",
         )
     token_store_trials(row, ref, work, short)
+    collapse_token_trial(row, ref, work)
     return row
 
 
@@ -432,6 +435,53 @@ def token_store_trials(row: Row, ref: Reference, work: Path, short: bool) -> Non
             f"{damage.__name__[1:]} token store {name}: open named {opened}, doctor said {named} "
             f"(rc {check.returncode}), repair rc {repair.returncode} {repair.stdout[-200:]!r}, neighbour same {same}",
         )
+
+
+def collapse_token_trial(row: Row, ref: Reference, work: Path) -> None:
+    """A token store damaged on disk while a real collapse stage runs (all-MiniLM-L6-v2 on 12 texts): the
+    run must fail naming the damaged file and ``flare resume``; ``flare resume`` must then finish it with the
+    collapse results of an uninterrupted run and without embedding again."""
+    from unittest import mock
+
+    from flare_core import encoders
+    from flare_core.encoders import token_store
+
+    params = RunParams(
+        models=["all-MiniLM-L6-v2"], estimators=[], controls=[], geometry=False, maps=False, downstream=False,
+        validation=[], collapse=True, collapse_texts=12, concentration=False,
+    )  # fmt: skip
+    store = RunStore(work / "token-collapse")
+    reference = create_run(store, ref.corpus, params)
+    assert jobs.run_in_process(reference) == "done", reference.manifest.get("traceback")
+    victim = create_run(store, ref.corpus, params)
+    write = encoders.write_token_states
+    damaged: list[Path] = []
+
+    def write_then_damage(*args, **kwargs):
+        states = write(*args, **kwargs)
+        damaged.append(states.directory / token_store.TOKENS_FILE)
+        _truncate(damaged[-1])
+        return token_store.TokenStates.open(states.directory)  # what the stage does when it reads them back
+
+    with mock.patch.object(encoders, "write_token_states", write_then_damage):
+        status = jobs.run_in_process(victim)
+    error = victim.manifest.get("error") or ""
+    said = bool(damaged) and damaged[0].name in error and f"flare resume {victim.id}" in error
+    embedded = mtimes(victim)
+    proc, seconds = cli("resume", victim.id, "--json", runs_dir=store.root, inprocess=True)
+    resumed = proc.returncode == 0 and json.loads(proc.stdout)["status"] == "done"
+    files, expected = result_files(victim), result_files(reference)
+    differ = sorted(
+        f for f in set(files) | set(expected) if f.startswith("collapse/") and files.get(f) != expected.get(f)
+    )
+    again = [f for f in embedded if f.startswith("embeddings/") and mtimes(victim).get(f) != embedded[f]]
+    row.add(
+        status == "failed" and said and resumed and not differ and not again,
+        bool(differ),
+        seconds,
+        f"token store damaged during collapse: status {status}, error {error[:200]!r}, resume rc {proc.returncode}, "
+        f"collapse files differ {differ[:3]}, embedded again {again}",
+    )
 
 
 # -- queue --------------------------------------------------------------------------------------------------
@@ -866,23 +916,23 @@ def run_faults(
     n_per_topic = 6 if short else 10
     bbc_news_frame(n_per_topic=n_per_topic, seed=0)[["text", "label"]].to_csv(corpus_path, index=False)
     ref = Reference(work, corpus_path, params_for(short))
+    trials = {
+        "kill": lambda: kill_trials(ref, work, kills, seed),
+        "corrupt": lambda: corruption_trials(ref, work, short),
+        "disk": lambda: disk_trials(ref, work, short),
+        "queue": lambda: queue_trials(ref, work, short),
+        "load": lambda: load_trials(ref, work),
+        "concurrent": lambda: concurrent_trials(ref, work, short),
+        "big": lambda: big_input_trials(ref, work, short),
+        "long": lambda: long_text_trials(ref, work, short),
+    }
     rows = []
-    if "kill" in only:
-        rows.append(kill_trials(ref, work, kills, seed))
-    if "corrupt" in only:
-        rows.append(corruption_trials(ref, work, short))
-    if "disk" in only:
-        rows.append(disk_trials(ref, work, short))
-    if "queue" in only:
-        rows.append(queue_trials(ref, work, short))
-    if "load" in only and (not short or only != FAULTS):  # a browser and the app: full form, or asked for
-        rows.append(load_trials(ref, work))
-    if "concurrent" in only:
-        rows.append(concurrent_trials(ref, work, short))
-    if "big" in only:
-        rows.append(big_input_trials(ref, work, short))
-    if "long" in only:
-        rows.append(long_text_trials(ref, work, short))
+    for fault in FAULTS:
+        if fault not in only or (fault == "load" and short and only == FAULTS):
+            continue  # load: a browser and the app, in the full form or when asked for
+        started = time.perf_counter()
+        rows.append(trials[fault]())
+        rows[-1].wall_s = time.perf_counter() - started
     return rows, ref
 
 
