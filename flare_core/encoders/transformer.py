@@ -179,7 +179,11 @@ class TransformerEncoder:
                 raise ValueError("layers is an empty list")
         limit = self._limit(max_length)
         result: list[np.ndarray] = [np.zeros(0, dtype=np.float32)] * len(items)
-        for rows in self._batches(len(items), batch_size):
+        # batches of similar lengths, as for embeddings: in input order, 200 debate turns of 20 to 2,700
+        # characters took all-mpnet-base-v2 72 s instead of 24 s (mostly padding)
+        order = self._length_order(items)
+        for batch_rows in self._batches(len(items), batch_size):
+            rows = order[batch_rows.start : batch_rows.stop]
             chunk = [items[i] for i in rows]
             batch = self._tokenize(chunk, limit, special_mask=True)
             outputs = self._forward(batch, output_hidden_states=picks is not None)

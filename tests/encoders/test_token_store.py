@@ -24,8 +24,12 @@ def enc():
 
 @pytest.fixture(scope="module")
 def reference(enc):
-    """encoder.token_states of CORPUS in one call, batches of 4."""
-    return enc.token_states(CORPUS, batch_size=4)
+    """encoder.token_states of CORPUS 8 texts at a time (the store's chunks), batches of 4."""
+    return [
+        states
+        for k in range(0, len(CORPUS), 8)
+        for states in enc.token_states(CORPUS[k : k + 8], batch_size=4)
+    ]
 
 
 @pytest.fixture
@@ -38,7 +42,7 @@ def _entries(folder) -> list[str]:
 
 
 def test_store_matches_token_states(store, reference, tmp_path):
-    # chunks of 8 texts in batches of 4 make the same batches as one call: identical arrays
+    # the same chunks of 8 texts in the same length-sorted batches of 4: identical arrays
     assert len(store) == len(CORPUS) and store.dim == 32 and store.n_layers is None
     for i, expected in enumerate(reference):
         got = store[i]
@@ -101,7 +105,11 @@ def test_several_layers_and_no_special_tokens(enc, tmp_path):
     picked = write_token_states(
         enc, CORPUS, tmp_path / "k", layers=[0, -1], include_special=False, batch_size=4, chunk_size=4
     )
-    expected = enc.token_states(CORPUS, layers=[0, -1], include_special=False, batch_size=4)
+    expected = [  # the store's chunks of 4 texts, one batch each
+        states
+        for k in range(0, len(CORPUS), 4)
+        for states in enc.token_states(CORPUS[k : k + 4], layers=[0, -1], include_special=False, batch_size=4)
+    ]
     assert picked.n_layers == 2 and picked.rows.shape == (picked.total_tokens, 2, 32)
     assert picked.meta["layers"] == [0, -1] and picked.meta["include_special"] is False
     for got, want in zip(picked, expected, strict=True):
