@@ -170,6 +170,10 @@ def text_units(texts: Sequence[str], max_length: int | None) -> float:
     return sum(min(max(len(text), 20), cap) for text in texts) / 100
 
 
+#: The collapse stage reports its work in steps of each model's pairs (a 20th of them each).
+COLLAPSE_STEPS_PER_MODEL = 20
+
+
 def run_plan(
     *,
     n_texts: int,
@@ -214,7 +218,9 @@ def run_plan(
         # the first map compiles UMAP's numba code: 10–11 s before it starts
         plan.append(StagePlan("maps", models, 5.0 * min(scale, 1.5), 10.0))
     if collapse and transformers:
-        plan.append(StagePlan("collapse", len(transformers), 1.7 + 3.8 * (collapse_texts / 200) ** 2))
+        per_model = 1.7 + 3.8 * (collapse_texts / 200) ** 2
+        steps = COLLAPSE_STEPS_PER_MODEL
+        plan.append(StagePlan("collapse", len(transformers) * steps, per_model / steps))
     if concentration and transformers:
         plan.append(StagePlan("concentration", len(transformers), 1.2))
     return plan

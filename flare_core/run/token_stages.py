@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.errors import DamagedFile
+from flare_core.run.eta import COLLAPSE_STEPS_PER_MODEL
 from flare_core.run.manifest import transformer_models
 from flare_core.run.params import RunParams
 from flare_core.run.progress import no_report
@@ -45,8 +47,25 @@ def collapse_stage(
     corpus = run.corpus_frame()
     labels = corpus["label"].to_numpy() if run.manifest["corpus"].get("has_labels") else None
     summaries = []
+    steps = COLLAPSE_STEPS_PER_MODEL  # work in steps of a model's pairs, for the time left
+
+    def pairs_done(index: int, model_id: str) -> Callable[[int, int], None]:
+        """Reports a model's pairs done, once per step (not after every batch of pairs)."""
+        reported = [-1]
+
+        def progress(done: int, total: int) -> None:
+            step = steps * done // max(total, 1)
+            if step > reported[0]:
+                reported[0] = step
+                report(
+                    "collapse", index, len(models), f"SOCM of {model_id}: {done:,} of {total:,} pairs",
+                    work_done=index * steps + step, work_total=len(models) * steps,
+                )  # fmt: skip
+
+        return progress
+
     for index, model_id in enumerate(models):
-        report("collapse", index, len(models), f"SOCM of {model_id} on {len(pairs)} pairs")
+        pairs_done(index, model_id)(0, len(pairs))
         parts = ("collapse", f"{safe_name(model_id)}.parquet")
         if run.has(*parts) and not recompute:
             frame = run.load_frame(*parts)
@@ -69,7 +88,9 @@ def collapse_stage(
                         path=exc.path,
                         recomputable=True,
                     ) from exc
-                frame = collapse.pair_distances(tokens, pairs, device=params.device)
+                frame = collapse.pair_distances(
+                    tokens, pairs, device=params.device, progress=pairs_done(index, model_id)
+                )
             frame["row_i"] = sample[frame["i"].to_numpy()]
             frame["row_j"] = sample[frame["j"].to_numpy()]
             if labels is not None:
@@ -85,7 +106,10 @@ def collapse_stage(
             row["socm_different_label_mean"] = float(frame.loc[~frame["same_label"], "socm"].mean())
         summaries.append(row)
     run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
-    report("collapse", len(models), len(models), "collapse done")
+    report(
+        "collapse", len(models), len(models), "collapse done",
+        work_done=len(models) * steps, work_total=len(models) * steps,
+    )  # fmt: skip
 
 
 def concentration_stage(
