@@ -10,7 +10,9 @@ Usage::
 every stage); ``standard`` is a default run (both estimators, collapse, maps, validation) of seven
 candidates on the 2,000 rotten-tomatoes snippets of the validity benchmark, embeddings cached or not as
 the cache has them. Prints each stage's seconds, the ratio to the reference figures (below 1: faster),
-the wall time, and the peak resident memory of this process and of its worker processes. Timings on a
+the wall time, the peak resident memory of this process and of its worker processes, and how good the
+time-left estimate was: the share of the estimates (read from the manifest every second, as the pages do)
+within ±30% of the time that was in fact left, between 20% and 90% of the wall time. Timings on a
 shared machine are noisy: compare ratios from runs on the same machine.
 """
 
@@ -22,6 +24,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -45,15 +48,65 @@ def _peak_mib() -> dict[str, float]:
     return {"peak_rss_mib": round(own, 1), "peak_rss_workers_mib": round(children, 1)}
 
 
+class EtaSampler:
+    """Reads the time left of the run in ``runs_dir`` every second while it runs (a context manager);
+    :meth:`figures` judges the estimates against the time that was in fact left."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir, self.samples = runs_dir, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> EtaSampler:
+        self.start = time.time()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end = time.time()
+        self.stop.set()
+        self.thread.join()
+
+    def _poll(self) -> None:
+        from flare_core.run.eta import manifest_remaining_seconds
+
+        while not self.stop.wait(1.0):
+            for path in self.runs_dir.glob("*/manifest.json"):
+                try:
+                    manifest = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                if manifest.get("status") == "running":
+                    now = time.time()
+                    self.samples.append((now, manifest_remaining_seconds(manifest, now)))
+
+    def figures(self, low: float = 0.2, high: float = 0.9) -> dict:
+        wall = self.end - self.start
+        errors = [
+            abs(estimate - (self.end - t)) / (self.end - t)
+            for t, estimate in self.samples
+            if estimate is not None and low <= (t - self.start) / wall <= high
+        ]
+        within = sum(e <= 0.3 for e in errors)
+        return {
+            "eta_samples": len(errors),
+            "eta_within_30pct": round(within / len(errors), 3) if errors else None,
+            "eta_worst_error": round(max(errors), 3) if errors else None,
+        }
+
+
 def time_demo(runs_dir: Path) -> dict:
     from flare_core.run.demo import ensure_demo_run
     from flare_core.store.runs import RunStore
 
     start = time.perf_counter()
-    run_id = ensure_demo_run(RunStore(runs_dir), background=False)
+    with EtaSampler(runs_dir) as eta:
+        run_id = ensure_demo_run(RunStore(runs_dir), background=False)
     wall = time.perf_counter() - start
     run = RunStore(runs_dir).get(run_id)
-    return {"wall_s": round(wall, 1), "status": run.status, "stages": run.manifest.get("timings", {})}
+    return {"wall_s": round(wall, 1), "status": run.status, "stages": run.manifest.get("timings", {})} | (
+        eta.figures()
+    )
 
 
 def time_standard(runs_dir: Path) -> dict:
@@ -66,9 +119,12 @@ def time_standard(runs_dir: Path) -> dict:
     bench = load_benchmark_corpus("rotten-tomatoes")
     run = make_run(RunStore(runs_dir), bench, build_params(models=STANDARD_MODELS))
     start = time.perf_counter()
-    status = jobs.run_in_process(run)
+    with EtaSampler(runs_dir) as eta:
+        status = jobs.run_in_process(run)
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})}
+    return {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})} | (
+        eta.figures()
+    )
 
 
 def _print(case: str, figures: dict, reference: dict | None) -> None:
@@ -89,6 +145,11 @@ def _print(case: str, figures: dict, reference: dict | None) -> None:
     print(
         f"  peak memory: {figures['peak_rss_mib']:.0f} MiB here, {figures['peak_rss_workers_mib']:.0f} MiB in a worker"
     )
+    if figures.get("eta_samples"):
+        print(
+            f"  time left within ±30% in {figures['eta_within_30pct']:.0%} of {figures['eta_samples']} readings "
+            f"from 20% to 90% of the run (worst {figures['eta_worst_error']:.0%} off)"
+        )
 
 
 def main() -> None:

@@ -166,3 +166,13 @@ def test_the_embedding_stage_reports_work_in_the_units_of_its_plan(tmp_path):
     planned = {row["name"]: row["units"] for row in run.manifest["plan"]}
     stage = run.manifest["stages"]["embeddings"]
     assert stage["work_done"] == stage["work_total"] == planned["embeddings"] > 0
+
+
+def test_the_standard_bench_judges_estimates_against_the_time_that_was_left(tmp_path):
+    from bench.standard_run import EtaSampler
+
+    sampler = EtaSampler(tmp_path)
+    sampler.start, sampler.end = 0.0, 100.0
+    sampler.samples = [(10.0, 90.0), (20.0, 80.0), (30.0, None), (50.0, 70.0), (80.0, 20.0), (95.0, 1.0)]
+    # between 20% and 90% of the run: t=20 exact, t=50 off by 20/50 = 40%, t=80 exact
+    assert sampler.figures() == {"eta_samples": 3, "eta_within_30pct": 0.667, "eta_worst_error": 0.4}
