@@ -115,7 +115,18 @@ def load_corpus(
     max_text_chars: int | None = MAX_TEXT_CHARS,
 ) -> Corpus:
     """Read ``source`` with :func:`read_table` and validate it into a :class:`Corpus`
-    (:func:`corpus_from_table` describes the columns, sampling and checks)."""
+    (:func:`corpus_from_table` describes the columns, sampling and checks). With ``max_rows``, a large
+    CSV/TSV file is sampled in bounded memory instead (:mod:`flare_core.data.sampling`)."""
+    if max_rows is not None:
+        from flare_core.data.sampling import sample_large_file
+
+        sampled = sample_large_file(
+            source, max_rows=max_rows, max_bytes=max_bytes, text_column=text_column, label_column=label_column,
+            pair_columns=pair_columns, drop_duplicates=drop_duplicates, seed=seed, name=name,
+            min_texts=min_texts, max_text_chars=max_text_chars,
+        )  # fmt: skip
+        if sampled is not None:
+            return sampled
     frame, info = read_table(source, name=name, max_bytes=max_bytes)
     return corpus_from_table(
         frame,

@@ -27,6 +27,18 @@ from flare_core.errors import CorpusError
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 _DELIMITERS = (",", "\t", ";", "|")
 _SNIFF_BYTES = 64 * 1024
+#: How every delimited file is parsed: cells as strings, only empty cells missing, nothing evaluated.
+CSV_OPTIONS: dict[str, Any] = {
+    "dtype": str,
+    "keep_default_na": False,
+    "na_values": [""],
+    "index_col": False,
+    "engine": "c",
+    "quotechar": '"',
+    "skip_blank_lines": True,
+}
+#: Characters that split nothing, used as the delimiter of a one-column file (the first absent one).
+ONE_COLUMN_SEPARATORS = ("\x1f", "\x1e", "\x1d", "\x1c")
 _SNIFF_RECORDS = 200
 _FORMATS_BY_SUFFIX = {
     ".csv": "csv",
@@ -329,7 +341,7 @@ def _read_delimited(text: str, label: str, *, prefer_tab: bool) -> tuple[pd.Data
     delimiter = _sniff_delimiter(text, prefer_tab=prefer_tab)
     sep = delimiter
     if sep is None:
-        sep = next((c for c in ("\x1f", "\x1e", "\x1d", "\x1c") if c not in text), None)
+        sep = next((c for c in ONE_COLUMN_SEPARATORS if c not in text), None)
         if sep is None:
             raise CorpusError(f"{label}: could not find a column delimiter (tried , ; tab |)")
     header = _first_record(text, sep)
@@ -338,16 +350,7 @@ def _read_delimited(text: str, label: str, *, prefer_tab: bool) -> tuple[pd.Data
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = pd.read_csv(  # from UTF-8 bytes: a StringIO would hold 4 bytes per character
-                io.BytesIO(text.encode("utf-8")),
-                encoding="utf-8",
-                sep=sep,
-                dtype=str,
-                keep_default_na=False,
-                na_values=[""],
-                index_col=False,
-                engine="c",
-                quotechar='"',
-                skip_blank_lines=True,
+                io.BytesIO(text.encode("utf-8")), encoding="utf-8", sep=sep, **CSV_OPTIONS
             )
     except pd.errors.EmptyDataError:
         raise CorpusError(f"{label} is empty: no header row found") from None
