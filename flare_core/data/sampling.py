@@ -83,7 +83,7 @@ def _whole_number(value: Any, minimum: int) -> bool:
 
 
 def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, Any]) -> Corpus:
-    from flare_core.data.corpus import AUTO, _choose_columns, corpus_from_table
+    from flare_core.data.corpus import AUTO, MAX_TEXT_CHARS, _choose_columns, corpus_from_table
 
     with open(path, "rb") as fh:
         head_bytes = fh.read(4 * _SNIFF_BYTES)  # at least the in-memory path's sniffing sample, in characters
@@ -132,7 +132,7 @@ def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, 
         corpus = corpus_from_table(
             frame.reset_index(drop=True), info, text_column=text_col, label_column=label_col,
             pair_columns=pairs, max_rows=None, seed=options.get("seed", 0),
-            min_texts=options.get("min_texts", 2), **{k: options[k] for k in ("max_text_chars",) if k in options},
+            min_texts=options.get("min_texts", 2), max_text_chars=options.get("max_text_chars", MAX_TEXT_CHARS),
         )  # fmt: skip
     except CorpusError:
         raise _NotStreamable from None  # its message names rows of the file: the in-memory path words it

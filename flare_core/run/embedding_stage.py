@@ -79,9 +79,9 @@ class _EmbeddingHandler:
         # weighted by the model's cost (all-mpnet-base-v2 reads a text in ~7 times all-MiniLM-L6-v2's time)
         self.n_texts = len(texts)
         corpus_units = text_units(texts, params.max_length)
-        self.costs = {m["id"]: model_cost(m) for m in run.manifest["models"]}
-        self.load_units = {model: load for model, (_, load) in self.costs.items()}
-        self.read_units = {model: weight * corpus_units for model, (weight, _) in self.costs.items()}
+        costs = {m["id"]: model_cost(m) for m in run.manifest["models"]}
+        self.load_units = {model: load for model, (_, load) in costs.items()}
+        self.read_units = {model: weight * corpus_units for model, (weight, _) in costs.items()}
         self.work_total = round(sum(self.load_units.values()) + sum(self.read_units.values()))
         self.work_finished = sum(
             self.load_units[m["id"]] + self.read_units[m["id"]]
