@@ -14,8 +14,8 @@ Cells are only ever read as strings: nothing is evaluated, unpickled or written 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import math
 import os
 import statistics
 from collections import Counter
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_int
-from flare_core.data.columns import detect_columns, is_number
-from flare_core.data.reading import DEFAULT_MAX_BYTES, list_columns, read_table
+from flare_core.data.cells import AUTO, _Auto, choose_columns, label_values, rows_desc, text_values
+from flare_core.data.reading import DEFAULT_MAX_BYTES, read_table
 from flare_core.errors import CorpusError
 
 __all__ = ["AUTO", "MAX_TEXT_CHARS", "Corpus", "corpus_from_table", "corpus_summary", "load_corpus"]
@@ -41,25 +41,6 @@ _HASH_PREFIX = b"flare-corpus/v1\x00"
 #: built on whole texts (TF-IDF, doc2vec); it keeps one pasted book or log file from filling memory in
 #: every later stage.
 MAX_TEXT_CHARS = 100_000
-
-
-class _Auto:
-    """Type of :data:`AUTO`, the default of :func:`load_corpus`'s column arguments."""
-
-    _instance: _Auto | None = None
-
-    def __new__(cls) -> _Auto:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "AUTO"
-
-
-#: Default of the optional column arguments of :func:`load_corpus`: detect the column.
-#: ``None`` there means "no such column" instead.
-AUTO = _Auto()
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,15 +99,13 @@ def load_corpus(
     (:func:`corpus_from_table` describes the columns, sampling and checks). With ``max_rows``, a large
     CSV/TSV file is sampled in bounded memory instead (:mod:`flare_core.data.sampling`)."""
     if max_rows is not None:
-        from flare_core.data.sampling import sample_large_file
-
-        sampled = sample_large_file(
+        corpus = _load_sampled(
             source, max_rows=max_rows, max_bytes=max_bytes, text_column=text_column, label_column=label_column,
             pair_columns=pair_columns, drop_duplicates=drop_duplicates, seed=seed, name=name,
             min_texts=min_texts, max_text_chars=max_text_chars,
         )  # fmt: skip
-        if sampled is not None:
-            return sampled
+        if corpus is not None:
+            return corpus
     frame, info = read_table(source, name=name, max_bytes=max_bytes)
     return corpus_from_table(
         frame,
@@ -139,6 +118,33 @@ def load_corpus(
         seed=seed,
         min_texts=min_texts,
         max_text_chars=max_text_chars,
+    )
+
+
+def _load_sampled(
+    source: Any, *, min_texts: int, max_text_chars: int | None, **options: Any
+) -> Corpus | None:
+    """The corpus of a large file sampled in bounded memory (:mod:`flare_core.data.sampling`), with the
+    file's row ids and counts; None when the file is to be read whole."""
+    from flare_core.data.sampling import sample_large_file
+
+    sampled = sample_large_file(source, **options)
+    if sampled is None:
+        return None
+    text_column, label_column, pair_columns = sampled.columns
+    try:
+        corpus = corpus_from_table(
+            sampled.frame, sampled.info, text_column=text_column, label_column=label_column,
+            pair_columns=pair_columns, min_texts=min_texts, max_text_chars=max_text_chars,
+        )  # fmt: skip
+    except CorpusError:
+        return None  # its message would number rows of the sample: reading the file whole words it right
+    rows = sampled.rows
+    pairs = corpus.pairs
+    if pairs is not None:
+        pairs = pairs.set_axis(pd.Index([int(rows[i]) for i in pairs.index], name=pairs.index.name), axis=0)
+    return dataclasses.replace(
+        corpus, ids=[int(rows[i]) for i in corpus.ids], pairs=pairs, stats=corpus.stats | sampled.counts
     )
 
 
@@ -184,8 +190,8 @@ def corpus_from_table(
     check_int(seed, "seed", min_value=0, error=CorpusError)
 
     src = f"'{info['source_name']}'"
-    text_column, label_column, pairs = _choose_columns(frame, src, text_column, label_column, pair_columns)
-    raw_texts = _text_values(frame[text_column], text_column, src)
+    text_column, label_column, pairs = choose_columns(frame, src, text_column, label_column, pair_columns)
+    raw_texts = text_values(frame[text_column], text_column, src)
     keep, n_empty, n_duplicates = _rows_with_text(raw_texts, drop_duplicates)
     labels_all = _labels_of_rows(frame, label_column, keep, src)
     n_before_sampling = len(keep)
@@ -228,56 +234,6 @@ def corpus_from_table(
         source_name=info["source_name"],
         stats=stats,
     )
-
-
-def _choose_columns(
-    frame: pd.DataFrame,
-    src: str,
-    text_column: str | None,
-    label_column: str | None | _Auto,
-    pair_columns: tuple[str, ...] | None | _Auto,
-) -> tuple[str, str | None, tuple[str, str, str | None] | None]:
-    """The text, label and pair columns of ``frame``: detected where asked (``None`` text, ``AUTO``),
-    checked to exist; pairs as ``(a, b, score)`` with ``score`` None for retrieval pairs."""
-    needs_detection = text_column is None or label_column is AUTO or pair_columns is AUTO
-    detected = detect_columns(frame) if needs_detection else {}
-    if text_column is None:
-        text_column = detected.get("text")
-        if text_column is None:
-            raise CorpusError(
-                f"{src}: no text column found among {list_columns(frame.columns)} "
-                "(no column holds non-numeric strings); choose one with text_column="
-            )
-    _require_column(frame, text_column, "text", src)
-
-    if pair_columns is AUTO:
-        pair_columns = detected.get("pairs")
-    elif pair_columns is None or (isinstance(pair_columns, tuple | list) and len(pair_columns) == 0):
-        pair_columns = None
-    elif not isinstance(pair_columns, tuple | list) or len(pair_columns) not in (2, 3):
-        raise CorpusError(
-            "pair_columns must name 3 columns (text_a, text_b, score) for STS or 2 (query, document) for "
-            f"retrieval, got {pair_columns!r}"
-        )
-    if pair_columns is not None:
-        pair_columns = (*pair_columns, None)[:3] if len(pair_columns) == 2 else tuple(pair_columns)  # type: ignore[arg-type]
-        for col in pair_columns:
-            if col is not None:
-                _require_column(frame, col, "pair", src)
-
-    if label_column is AUTO:
-        label_column = detected.get("label")
-        if label_column is not None and pair_columns is not None and label_column in pair_columns:
-            label_column = None
-    elif label_column == "":
-        label_column = None
-    if label_column is not None:
-        _require_column(frame, label_column, "label", src)
-        if label_column == text_column:
-            raise CorpusError(
-                f"{src}: the label column '{label_column}' is also the text column; choose another"
-            )
-    return text_column, label_column, pair_columns  # type: ignore[return-value]
 
 
 def _cap_texts(texts: list[str], max_chars: int | None) -> tuple[list[str], int]:
@@ -330,84 +286,15 @@ def _labels_of_rows(
     """Every row's label (None without a label column); refuses kept rows whose label is empty."""
     if label_column is None:
         return None
-    labels_all = _label_values(frame[label_column])
+    labels_all = label_values(frame[label_column])
     missing = [i for i in keep if labels_all[i] is None]
     if missing:
         raise CorpusError(
             f"{src}: label column '{label_column}' is empty on {len(missing)} of {len(keep)} kept rows "
-            f"({_rows_desc(missing)}); fill those labels, drop the rows, or load without labels "
+            f"({rows_desc(missing)}); fill those labels, drop the rows, or load without labels "
             "(label_column=None)"
         )
     return labels_all
-
-
-def _require_column(frame: pd.DataFrame, column: Any, role: str, src: str) -> None:
-    if not isinstance(column, str) or column not in frame.columns:
-        raise CorpusError(
-            f"{src}: {role} column {column!r} not found; available columns: {list_columns(frame.columns)}"
-        )
-
-
-def _rows_desc(ids: list[int], limit: int = 5) -> str:
-    shown = ", ".join(str(i + 1) for i in ids[:limit])
-    word = "row" if len(ids) == 1 else "rows"
-    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
-    return f"{word} {shown}{more}"
-
-
-def _text_values(series: pd.Series, column: str, src: str, ids: list[int] | None = None) -> list[str | None]:
-    """Texts as str with newlines normalised to ``\\n``; None for missing/blank cells.
-
-    ``ids`` are the data-row ids of ``series`` used in messages (default: positions).
-    """
-    if not (pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series)):
-        raise CorpusError(
-            f"{src}: column '{column}' holds {series.dtype} values, not text; choose a text column"
-        )
-    out: list[str | None] = []
-    non_text: list[int] = []
-    nul: list[int] = []
-    for i, value in enumerate(series.tolist()):
-        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-            out.append(None)
-            continue
-        if isinstance(value, str):
-            text = value
-        elif isinstance(value, bool | int | float | np.integer | np.floating):
-            text = str(value)
-        else:
-            non_text.append(i)
-            out.append(None)
-            continue
-        if "\x00" in text:
-            nul.append(i)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        out.append(text if text.strip() else None)
-    if ids is not None:
-        non_text, nul = [ids[i] for i in non_text], [ids[i] for i in nul]
-    if non_text:
-        raise CorpusError(
-            f"{src}: column '{column}' holds lists or objects, not text, on {_rows_desc(non_text)}"
-        )
-    if nul:
-        raise CorpusError(f"{src}: column '{column}' contains a NUL character on {_rows_desc(nul)}")
-    present = [t for t in out if t is not None]
-    if present and all(is_number(t) for t in present):
-        raise CorpusError(
-            f"{src}: column '{column}' holds only numbers, not text; choose another text column"
-        )
-    return out
-
-
-def _label_values(series: pd.Series) -> list[str | None]:
-    out: list[str | None] = []
-    for value in series.tolist():
-        if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-            out.append(None)
-            continue
-        text = str(value).strip()
-        out.append(text if text else None)
-    return out
 
 
 def _pairs_frame(
@@ -416,8 +303,8 @@ def _pairs_frame(
     a_col, b_col, s_col = columns
     sub = frame.iloc[keep]
     if s_col is None:  # retrieval pairs (query, document): no score
-        a = _text_values(sub[a_col], a_col, src, keep)
-        b = _text_values(sub[b_col], b_col, src, keep)
+        a = text_values(sub[a_col], a_col, src, keep)
+        b = text_values(sub[b_col], b_col, src, keep)
         rows = [
             (i, ta, tb, np.nan)
             for i, ta, tb in zip(keep, a, b, strict=True)
@@ -433,9 +320,9 @@ def _pairs_frame(
         if pd.notna(v) and not np.isfinite(s)
     ]
     if bad:
-        raise CorpusError(f"{src}: score column '{s_col}' is not a number on {_rows_desc(bad)}")
-    a = _text_values(sub[a_col], a_col, src, keep)
-    b = _text_values(sub[b_col], b_col, src, keep)
+        raise CorpusError(f"{src}: score column '{s_col}' is not a number on {rows_desc(bad)}")
+    a = text_values(sub[a_col], a_col, src, keep)
+    b = text_values(sub[b_col], b_col, src, keep)
     rows = [
         (i, ta, tb, float(s))
         for i, ta, tb, s in zip(keep, a, b, scores.tolist(), strict=True)

@@ -15,16 +15,18 @@ None, and the caller reads the file whole, so the person sees the usual result o
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import hashlib
 import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from flare_core.data.cells import AUTO, choose_columns, label_values, text_values
 from flare_core.data.reading import (
     _SNIFF_BYTES,
     CSV_OPTIONS,
@@ -37,9 +39,6 @@ from flare_core.data.reading import (
 )
 from flare_core.errors import CorpusError
 
-if TYPE_CHECKING:
-    from flare_core.data.corpus import Corpus
-
 #: Files smaller than this are read whole (the in-memory path is faster and holds little).
 STREAM_MIN_BYTES = 16 * 2**20
 #: Rows parsed at a time: about this many bytes of the file (from the rows of its first bytes), at most
@@ -49,13 +48,31 @@ CHUNK_ROWS = 50_000
 _BLOCK_BYTES = 8 * 2**20
 
 
+@dataclasses.dataclass(frozen=True)
+class SampledRows:
+    """The sampled rows of a large file and what the whole file held.
+
+    ``frame``: the sampled rows, every column, positions 0..k-1; ``rows[i]``: the file's data row of
+    ``frame``'s row ``i``; ``info``: as :func:`~flare_core.data.reading.read_table` gives it; ``columns``:
+    the text, label and pair columns chosen; ``counts``: the whole file's ``n_rows_read``,
+    ``n_empty_dropped``, ``n_duplicates``, ``n_sampled_out`` and ``duplicates_dropped``.
+    """
+
+    frame: pd.DataFrame
+    rows: np.ndarray
+    info: dict[str, Any]
+    columns: tuple[str, str | None, tuple[str, str, str | None] | None]
+    counts: dict[str, Any]
+
+
 class _NotStreamable(Exception):
     """This file is read whole instead (see the module docstring)."""
 
 
-def sample_large_file(source: Any, *, max_rows: int, max_bytes: int, **options: Any) -> Corpus | None:
-    """The corpus of ``load_corpus(source, max_rows=max_rows, **options)`` read in bounded memory, or None
-    when ``source`` is not a large delimited file on disk or the file must be read whole."""
+def sample_large_file(source: Any, *, max_rows: int, max_bytes: int, **options: Any) -> SampledRows | None:
+    """The rows ``load_corpus(source, max_rows=max_rows, **options)`` keeps, read in bounded memory, or None
+    when ``source`` is not a large delimited file on disk or the file must be read whole. ``options``:
+    ``text_column``, ``label_column``, ``pair_columns``, ``drop_duplicates``, ``seed``, ``name``."""
     seed = options.get("seed", 0)
     if (
         not isinstance(source, str | os.PathLike)
@@ -82,9 +99,7 @@ def _whole_number(value: Any, minimum: int) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= minimum
 
 
-def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, Any]) -> Corpus:
-    from flare_core.data.corpus import AUTO, MAX_TEXT_CHARS, _choose_columns, corpus_from_table
-
+def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, Any]) -> SampledRows:
     with open(path, "rb") as fh:
         head_bytes = fh.read(4 * _SNIFF_BYTES)  # at least the in-memory path's sniffing sample, in characters
     fmt = _detect_format(head_bytes, name)
@@ -107,7 +122,7 @@ def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, 
     chunks = _chunks(path, read)
     first = next(chunks)
     chunks.close()
-    text_col, label_col, pairs = _choose_columns(
+    text_col, label_col, pairs = choose_columns(
         first,
         src,
         options.get("text_column"),
@@ -115,7 +130,6 @@ def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, 
         options.get("pair_columns", AUTO),
     )
     usable, digests, n_rows = _usable_rows(path, read, text_col, label_col, src)
-    n_empty = n_rows - len(usable)
     _, first_of_each = np.unique(digests, return_index=True)
     unique = usable[np.sort(first_of_each)]
     keep = unique if options.get("drop_duplicates") else usable
@@ -128,16 +142,14 @@ def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, 
     frame = _rows_of(path, read, rows)
     info = {"format": "tsv" if sep == "\t" else "csv", "encoding": encoding, "encoding_warning": None,
             "delimiter": delimiter, "n_bytes": size, "source_name": name}  # fmt: skip
-    try:
-        corpus = corpus_from_table(
-            frame.reset_index(drop=True), info, text_column=text_col, label_column=label_col,
-            pair_columns=pairs, max_rows=None, seed=options.get("seed", 0),
-            min_texts=options.get("min_texts", 2), max_text_chars=options.get("max_text_chars", MAX_TEXT_CHARS),
-        )  # fmt: skip
-    except CorpusError:
-        raise _NotStreamable from None  # its message names rows of the file: the in-memory path words it
-    counts = (n_rows, n_empty, len(usable) - len(unique), len(keep))
-    return _renumbered(corpus, rows, *counts, bool(options.get("drop_duplicates")))
+    counts = {
+        "n_rows_read": n_rows,
+        "n_empty_dropped": n_rows - len(usable),
+        "n_duplicates": len(usable) - len(unique),
+        "n_sampled_out": len(keep) - max_rows,
+        "duplicates_dropped": bool(options.get("drop_duplicates")),
+    }
+    return SampledRows(frame.reset_index(drop=True), rows, info, (text_col, label_col, pairs), counts)
 
 
 def _scan(path: Path) -> tuple[str, set[str]]:
@@ -187,7 +199,6 @@ def _usable_rows(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """``(positions of the rows with a text, a 16-byte digest of each such text, rows read)``; a row with
     a text and no label makes the file be read whole (its message counts every such row)."""
-    from flare_core.data.corpus import _label_values, _text_values
 
     positions, digests, n_rows = [], [], 0
     whole = {key: value for key, value in read.items() if key != "chunksize"}
@@ -195,12 +206,12 @@ def _usable_rows(
     wanted = [text_col] + ([label_col] if label_col is not None else [])
     for chunk in _chunks(path, read, usecols=[header.index(c) for c in wanted]):
         try:
-            texts = _text_values(chunk[text_col], text_col, src)
+            texts = text_values(chunk[text_col], text_col, src)
         except CorpusError:
             raise _NotStreamable from None
         has_text = np.array([t is not None for t in texts], dtype=bool)
         if label_col is not None and any(
-            lab is None for lab in np.asarray(_label_values(chunk[label_col]), dtype=object)[has_text]
+            lab is None for lab in np.asarray(label_values(chunk[label_col]), dtype=object)[has_text]
         ):
             raise _NotStreamable
         positions.append(n_rows + np.flatnonzero(has_text))
@@ -229,30 +240,3 @@ def _rows_of(path: Path, read: dict[str, Any], rows: np.ndarray) -> pd.DataFrame
             parts.append(part)
         start = stop
     return pd.concat(parts)
-
-
-def _renumbered(
-    corpus: Corpus,
-    rows: np.ndarray,
-    n_rows: int,
-    n_empty: int,
-    n_dup: int,
-    n_keep: int,
-    drop_duplicates: bool,
-) -> Corpus:
-    """``corpus`` of the sampled rows with the ids and counts of the whole file."""
-    import dataclasses
-
-    ids = [int(rows[i]) for i in corpus.ids]
-    pairs = corpus.pairs
-    if pairs is not None:
-        pairs = pairs.set_axis([int(rows[i]) for i in pairs.index], axis=0)
-        pairs.index.name = corpus.pairs.index.name
-    stats = corpus.stats | {
-        "n_rows_read": n_rows,
-        "n_empty_dropped": n_empty,
-        "n_duplicates": n_dup,
-        "n_sampled_out": n_keep - len(ids),
-        "duplicates_dropped": drop_duplicates,
-    }
-    return dataclasses.replace(corpus, ids=ids, pairs=pairs, stats=stats)

@@ -47,25 +47,9 @@ def collapse_stage(
     corpus = run.corpus_frame()
     labels = corpus["label"].to_numpy() if run.manifest["corpus"].get("has_labels") else None
     summaries = []
-    steps = COLLAPSE_STEPS_PER_MODEL  # work in steps of a model's pairs, for the time left
-
-    def pairs_done(index: int, model_id: str) -> Callable[[int, int], None]:
-        """Reports a model's pairs done, once per step (not after every batch of pairs)."""
-        reported = [-1]
-
-        def progress(done: int, total: int) -> None:
-            step = steps * done // max(total, 1)
-            if step > reported[0]:
-                reported[0] = step
-                report(
-                    "collapse", index, len(models), f"SOCM of {model_id}: {done:,} of {total:,} pairs",
-                    work_done=index * steps + step, work_total=len(models) * steps,
-                )  # fmt: skip
-
-        return progress
-
     for index, model_id in enumerate(models):
-        pairs_done(index, model_id)(0, len(pairs))
+        pairs_done = _PairsProgress(report, index, model_id, len(models))
+        pairs_done(0, len(pairs))
         parts = ("collapse", f"{safe_name(model_id)}.parquet")
         if run.has(*parts) and not recompute:
             frame = run.load_frame(*parts)
@@ -88,9 +72,7 @@ def collapse_stage(
                         path=exc.path,
                         recomputable=True,
                     ) from exc
-                frame = collapse.pair_distances(
-                    tokens, pairs, device=params.device, progress=pairs_done(index, model_id)
-                )
+                frame = collapse.pair_distances(tokens, pairs, device=params.device, progress=pairs_done)
             frame["row_i"] = sample[frame["i"].to_numpy()]
             frame["row_j"] = sample[frame["j"].to_numpy()]
             if labels is not None:
@@ -106,10 +88,27 @@ def collapse_stage(
             row["socm_different_label_mean"] = float(frame.loc[~frame["same_label"], "socm"].mean())
         summaries.append(row)
     run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
-    report(
-        "collapse", len(models), len(models), "collapse done",
-        work_done=len(models) * steps, work_total=len(models) * steps,
-    )  # fmt: skip
+    total = len(models) * COLLAPSE_STEPS_PER_MODEL
+    report("collapse", len(models), len(models), "collapse done", work_done=total, work_total=total)
+
+
+class _PairsProgress:
+    """``progress(done, total)`` of one model's SOCM pairs, reported as the collapse stage's work in
+    twentieths of each model (``COLLAPSE_STEPS_PER_MODEL``), once per step rather than per batch."""
+
+    def __init__(self, report: Callable[..., None], index: int, model_id: str, n_models: int) -> None:
+        self.report, self.index, self.model_id, self.n_models = report, index, model_id, n_models
+        self.reported = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        steps = COLLAPSE_STEPS_PER_MODEL
+        step = steps * done // max(total, 1)
+        if step > self.reported:
+            self.reported = step
+            self.report(
+                "collapse", self.index, self.n_models, f"SOCM of {self.model_id}: {done:,} of {total:,} pairs",
+                work_done=self.index * steps + step, work_total=self.n_models * steps,
+            )  # fmt: skip
 
 
 def concentration_stage(

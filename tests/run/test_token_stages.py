@@ -49,3 +49,15 @@ def test_a_store_being_written_is_left_alone(sound, tmp_path):
     shutil.copytree(sound.directory, partial)
     (partial / TOKENS_FILE).write_bytes(b"\x93NUMPY")
     assert check_scratch(scratch) == []
+
+
+def test_collapse_reports_each_models_pairs_in_twentieths():
+    from flare_core.run.token_stages import _PairsProgress
+
+    calls = []
+    progress = _PairsProgress(
+        lambda *args, **kw: calls.append((args[1], kw["work_done"], kw["work_total"])), 1, "m", 3
+    )
+    for done in (0, 3, 5, 10, 11, 100):  # 3 and 11 pairs finish no new twentieth of 100: not reported again
+        progress(done, 100)
+    assert calls == [(1, 20, 60), (1, 21, 60), (1, 22, 60), (1, 40, 60)]
