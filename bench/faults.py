@@ -565,13 +565,16 @@ def load_trials(ref: Reference, work: Path, seconds_between: float = 2.0) -> Row
         port = sock.getsockname()[1]
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "FLARE_RUNS_DIR": str(store.root), "FLARE_MAX_JOBS": "2"}
-    app = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+    from flare_core.cli.commands import app_command
+
+    app = subprocess.Popen(  # served as `flare app` serves it (no file watcher outside development)
+        [*app_command(root / "app.py", port=port, headless=True),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     times: list[float] = []
+    pages: list[str] = []
     old = os.environ.get("FLARE_MAX_JOBS")
     os.environ["FLARE_MAX_JOBS"] = "2"
     try:
@@ -601,6 +604,7 @@ def load_trials(ref: Reference, work: Path, seconds_between: float = 2.0) -> Row
                 page.locator("h1").first.wait_for(timeout=60_000)
                 page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=60_000)
                 times.append(time.perf_counter() - started)
+                pages.append(path or "overview")
                 if page.locator("[data-testid='stException']").count():
                     row.notes.append(f"exception on /{path}")
                 if all(jobs.effective_status(r) in ("done", "failed", "cancelled") for r in runs):
@@ -618,7 +622,10 @@ def load_trials(ref: Reference, work: Path, seconds_between: float = 2.0) -> Row
         )
         row.notes.append(
             f"{len(times)} page loads while 4 runs computed: median {statistics.median(times):.2f} s, "
-            f"p95 {p95:.2f} s, max {max(times):.2f} s"
+            f"p95 {p95:.2f} s, max {max(times):.2f} s; slowest: "
+            + ", ".join(
+                f"/{pages[k]} {times[k]:.2f} s" for k in sorted(range(len(times)), key=times.__getitem__)[-4:]
+            )
         )
     finally:
         if old is None:
