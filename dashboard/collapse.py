@@ -5,14 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.common import (
-    current_run,
     download_csv,
     escape,
     explain_missing,
     load_corpus_frame,
     load_frame,
+    open_analysis_page,
     run_version,
-    status_banner,
 )
 from dashboard.findings import show_page_verdict
 from flare_core.store.runs import safe_name
@@ -21,11 +20,7 @@ from flare_core.view.glossary import explain
 from flare_core.view.page_verdicts import collapse_verdict
 from flare_core.view.results import most_collapsed_pairs, pair_token_view
 
-st.title("Mean-pooling collapse")
-run = current_run()
-if run is None:
-    st.stop()
-status_banner(run)
+run = open_analysis_page("Mean-pooling collapse")
 version = run_version(run)
 summary = load_frame(run.id, version, "collapse", "summary.parquet")
 if summary is None:

@@ -123,6 +123,17 @@ def load_corpus_frame(run_id: str) -> pd.DataFrame:
     return store().get(run_id).corpus_frame()
 
 
+def open_analysis_page(title: str) -> Run:
+    """An analysis page's opening: its title, the run chosen in the sidebar (the page stops, with a
+    message, when there is none) and the run's status banner."""
+    st.title(title)
+    run = current_run()
+    if run is None:
+        st.stop()
+    status_banner(run)
+    return run
+
+
 def status_banner(run: Run) -> str:
     """Show the run's status; return it."""
     status = effective_status(run)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.common import (
-    current_run,
     download_csv,
     escape,
     explain_missing,
     load_corpus_frame,
     load_frame,
+    open_analysis_page,
     run_version,
-    status_banner,
 )
 from dashboard.findings import show_page_verdict
 from flare_core.store.runs import safe_name
@@ -20,11 +19,7 @@ from flare_core.view import figures
 from flare_core.view.page_verdicts import corpus_verdict
 from flare_core.view.results import embedding_table
 
-st.title("Corpus & embeddings")
-run = current_run()
-if run is None:
-    st.stop()
-status_banner(run)
+run = open_analysis_page("Corpus & embeddings")
 manifest = run.manifest
 version = run_version(run)
 corpus = load_corpus_frame(run.id)

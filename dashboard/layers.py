@@ -5,12 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.common import (
-    current_run,
     download_csv,
     explain_missing,
     load_frame,
+    open_analysis_page,
     run_version,
-    status_banner,
 )
 from dashboard.findings import show_page_verdict
 from flare_core.view import figures
@@ -18,11 +17,7 @@ from flare_core.view.glossary import explain
 from flare_core.view.page_verdicts import layers_verdict
 from flare_core.view.results import layer_metrics
 
-st.title("Layer-wise concentration")
-run = current_run()
-if run is None:
-    st.stop()
-status_banner(run)
+run = open_analysis_page("Layer-wise concentration")
 frame = load_frame(run.id, run_version(run), "concentration.parquet")
 if frame is None:
     explain_missing(

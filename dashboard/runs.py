@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
 from dashboard.common import STATUS_ICONS, escape, store, viewer_only
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
+from flare_core.store.runs import Run
 from flare_core.view.results import runs_table
 
 st.title("Runs")
@@ -115,40 +119,44 @@ def share_panel() -> None:
     st.code(f"{base}/?run={run.id}", language=None)
     strip = st.checkbox("Leave the corpus texts out of the report and bundle", value=False)
     left, right = st.columns(2)
-    if left.button("Build HTML report", help="One self-contained file that opens offline in any browser."):
-        from flare_core.view.report import build_report
+    _build_and_offer(
+        left, "report", "Build HTML report", "One self-contained file that opens offline in any browser.",
+        lambda: _report_bytes(run, strip), run.id, strip, f"{run.id}-report.html", "text/html",
+    )  # fmt: skip
+    _build_and_offer(
+        right, "bundle", "Build run bundle (zip)", "Open the run on another machine with `flare import`.",
+        lambda: _bundle_bytes(run, strip), run.id, strip, f"{run.id}.zip", "application/zip",
+    )  # fmt: skip
 
-        with st.spinner("Building the report…"):
-            st.session_state["report"] = (
-                run.id,
-                strip,
-                build_report(run, include_texts=not strip).encode("utf-8"),
-            )
-    report = st.session_state.get("report")
-    if report and report[0] == run.id and report[1] == strip:
-        left.download_button(
-            f"Download report ({len(report[2]) / 2**20:.1f} MB)",
-            report[2],
-            f"{run.id}-report.html",
-            "text/html",
-        )
-    if right.button("Build run bundle (zip)", help="Open the run on another machine with `flare import`."):
-        import tempfile
-        from pathlib import Path
 
-        from flare_core.store.bundle import export_run
+def _build_and_offer(
+    column: Any, kind: str, label: str, help: str, build: Callable[[], bytes],
+    run_id: str, strip: bool, file_name: str, mime: str,
+) -> None:  # fmt: skip
+    """A button that builds a file of the run (kept in the session for this run and choice of texts) and,
+    once built, its download button with the file's size."""
+    if column.button(label, help=help):
+        with st.spinner(f"Building the {kind}…"):
+            st.session_state[kind] = (run_id, strip, build())
+    built = st.session_state.get(kind)
+    if built and built[0] == run_id and built[1] == strip:
+        column.download_button(f"Download {kind} ({len(built[2]) / 2**20:.1f} MB)", built[2], file_name, mime)
 
-        with tempfile.TemporaryDirectory() as tmp:
-            path = export_run(run, Path(tmp) / f"{run.id}.zip", include_texts=not strip)
-            st.session_state["bundle"] = (run.id, strip, path.read_bytes())
-    bundle = st.session_state.get("bundle")
-    if bundle and bundle[0] == run.id and bundle[1] == strip:
-        right.download_button(
-            f"Download bundle ({len(bundle[2]) / 2**20:.1f} MB)",
-            bundle[2],
-            f"{run.id}.zip",
-            "application/zip",
-        )
+
+def _report_bytes(run: Run, strip: bool) -> bytes:
+    from flare_core.view.report import build_report
+
+    return build_report(run, include_texts=not strip).encode("utf-8")
+
+
+def _bundle_bytes(run: Run, strip: bool) -> bytes:
+    import tempfile
+    from pathlib import Path
+
+    from flare_core.store.bundle import export_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return export_run(run, Path(tmp) / f"{run.id}.zip", include_texts=not strip).read_bytes()
 
 
 share_panel()

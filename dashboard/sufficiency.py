@@ -6,12 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.common import (
-    current_run,
     download_csv,
     explain_missing,
     load_sufficiency,
+    open_analysis_page,
     run_version,
-    status_banner,
 )
 from dashboard.findings import show_page_verdict, verdict_box
 from flare_core.view import figures
@@ -19,11 +18,7 @@ from flare_core.view.glossary import explain
 from flare_core.view.page_verdicts import generalisation_sentence, sufficiency_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 
-st.title("Information sufficiency")
-run = current_run()
-if run is None:
-    st.stop()
-status_banner(run)
+run = open_analysis_page("Information sufficiency")
 version = run_version(run)
 available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
 if not available:

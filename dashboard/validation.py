@@ -5,13 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.common import (
-    current_run,
     download_csv,
     explain_missing,
     load_frame,
+    open_analysis_page,
     run_version,
     show_verdict,
-    status_banner,
 )
 from dashboard.findings import show_page_verdict
 from flare_core.run.benchmark import results_frame, shipped_results
@@ -20,11 +19,7 @@ from flare_core.view.glossary import explain, label
 from flare_core.view.page_verdicts import validation_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
 
-st.title("Validation")
-run = current_run()
-if run is None:
-    st.stop()
-status_banner(run)
+run = open_analysis_page("Validation")
 version = run_version(run)
 correlations = load_frame(run.id, version, "correlations.parquet")
 studied = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
