@@ -129,7 +129,7 @@ def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, 
         options.get("label_column", AUTO),
         options.get("pair_columns", AUTO),
     )
-    usable, digests, n_rows = _usable_rows(path, read, text_col, label_col, src)
+    usable, digests, n_rows = _usable_rows(path, read, list(first.columns), text_col, label_col, src)
     _, first_of_each = np.unique(digests, return_index=True)
     unique = usable[np.sort(first_of_each)]
     keep = unique if options.get("drop_duplicates") else usable
@@ -195,14 +195,12 @@ def _chunks(path: Path, read: dict[str, Any], **extra: Any) -> Iterator[pd.DataF
 
 
 def _usable_rows(
-    path: Path, read: dict[str, Any], text_col: str, label_col: str | None, src: str
+    path: Path, read: dict[str, Any], header: list[str], text_col: str, label_col: str | None, src: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """``(positions of the rows with a text, a 16-byte digest of each such text, rows read)``; a row with
-    a text and no label makes the file be read whole (its message counts every such row)."""
-
+    a text and no label makes the file be read whole (its message counts every such row). ``header``: the
+    file's column names, stripped (as in every chunk)."""
     positions, digests, n_rows = [], [], 0
-    whole = {key: value for key, value in read.items() if key != "chunksize"}
-    header = [str(c).strip() for c in pd.read_csv(path, **whole, **CSV_OPTIONS, nrows=0).columns]
     wanted = [text_col] + ([label_col] if label_col is not None else [])
     for chunk in _chunks(path, read, usecols=[header.index(c) for c in wanted]):
         try:

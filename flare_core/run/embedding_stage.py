@@ -11,7 +11,7 @@ from typing import Any
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
-from flare_core.run.eta import embedding_cost, text_units
+from flare_core.run.eta import embedding_cost, model_embedding_units, text_units
 from flare_core.run.manifest import record_worker, set_model
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
@@ -79,9 +79,9 @@ class _EmbeddingHandler:
         # weighted by the model's cost (all-mpnet-base-v2 reads a text in ~7 times all-MiniLM-L6-v2's time)
         self.n_texts = len(texts)
         corpus_units = text_units(texts, params.max_length)
-        costs = {m["id"]: model_cost(m) for m in run.manifest["models"]}
-        self.load_units = {model: load for model, (_, load) in costs.items()}
-        self.read_units = {model: weight * corpus_units for model, (weight, _) in costs.items()}
+        units = model_embedding_units({m["id"]: model_cost(m) for m in run.manifest["models"]}, corpus_units)
+        self.load_units = {model: load for model, (load, _) in units.items()}
+        self.read_units = {model: read for model, (_, read) in units.items()}
         self.work_total = round(sum(self.load_units.values()) + sum(self.read_units.values()))
         self.work_finished = sum(
             self.load_units[m["id"]] + self.read_units[m["id"]]

@@ -163,6 +163,14 @@ def embedding_cost(spec: Any) -> tuple[float, float]:
     return _KIND_WEIGHT.get(kind, 1.0), load
 
 
+def model_embedding_units(
+    costs: Mapping[str, tuple[float, float]], corpus_units: float
+) -> dict[str, tuple[float, float]]:
+    """Each model's ``(load units, reading units)`` of the embedding stage, from its :func:`embedding_cost`
+    and the corpus's :func:`text_units`; the plan and the stage's progress both count in these."""
+    return {model: (load, weight * corpus_units) for model, (weight, load) in costs.items()}
+
+
 def text_units(texts: Sequence[str], max_length: int | None) -> float:
     """Units of work (100 characters) in reading ``texts`` once: each text counts its characters, at
     least 20 (a batch's fixed cost) and at most 4 per token a model reads (``max_length``, 512 if None)."""
@@ -182,7 +190,7 @@ def run_plan(
     corpus_units: float,
     estimators: Sequence[str],
     is_units: int,
-    transformers: Sequence[str],
+    n_transformers: int,
     collapse_texts: int,
     geometry: bool,
     downstream: bool,
@@ -194,7 +202,7 @@ def run_plan(
     """The stages of a run with their prior costs on a 2-core CPU (see the module docstring).
 
     ``costs``: each model's :func:`embedding_cost`; ``corpus_units``: :func:`text_units` of the corpus;
-    ``transformers``: the models whose token states the collapse and layer stages read.
+    ``n_transformers``: the models whose token states the collapse and layer stages read.
     ``n_fit``: texts the IS estimators train on; ``is_units``: marginals + conditionals per estimator.
 
     Priors measured on two runs with every stage (9 models × 2,000 rotten-tomatoes reviews, and the
@@ -203,7 +211,7 @@ def run_plan(
     models = len(costs)
     scale = n_texts / 2000
     fit = n_fit / 1800
-    embed_units = sum(load + weight * corpus_units for weight, load in costs.values())
+    embed_units = sum(map(sum, model_embedding_units(costs, corpus_units).values()))
     fixed = _EMBED_FIXED_SECONDS if any(weight > 0 for weight, _ in costs.values()) else 0.0
     plan = [StagePlan("embeddings", max(1, round(embed_units)), _EMBED_UNIT_SECONDS, fixed)]
     per_unit = {"flow": 0.09 + 0.68 * fit, "gmm": 0.05 + 0.07 * fit}
@@ -217,12 +225,12 @@ def run_plan(
     if maps:
         # the first map compiles UMAP's numba code: 10–11 s before it starts
         plan.append(StagePlan("maps", models, 5.0 * min(scale, 1.5), 10.0))
-    if collapse and transformers:
+    if collapse and n_transformers:
         per_model = 1.7 + 3.8 * (collapse_texts / 200) ** 2
         steps = COLLAPSE_STEPS_PER_MODEL
-        plan.append(StagePlan("collapse", len(transformers) * steps, per_model / steps))
-    if concentration and transformers:
-        plan.append(StagePlan("concentration", len(transformers), 1.2))
+        plan.append(StagePlan("collapse", n_transformers * steps, per_model / steps))
+    if concentration and n_transformers:
+        plan.append(StagePlan("concentration", n_transformers, 1.2))
     return plan
 
 

@@ -118,14 +118,14 @@ def _plan(run: Run, params: RunParams, texts: list[str]) -> list[StagePlan]:
     sources = [m for m in costs if role_of[m] != "reference"]
     targets = [m for m in costs if role_of[m] != "control"]
     pairs = sum(1 for s in sources for t in targets if s != t)
-    transformers = [
-        m for m in costs if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
-    ]
+    n_transformers = sum(
+        1 for m in costs if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
+    )
     n_fit = _sufficiency_texts(params, n_texts) * 0.9  # the estimators' training split
     return run_plan(
         n_texts=n_texts, n_fit=n_fit, costs=costs, corpus_units=text_units(texts, params.max_length),
         estimators=params.estimators,
-        is_units=len(targets) + pairs, transformers=transformers, collapse_texts=params.collapse_texts,
+        is_units=len(targets) + pairs, n_transformers=n_transformers, collapse_texts=params.collapse_texts,
         geometry=params.geometry, downstream=params.downstream and run.manifest["corpus"].get("has_labels", False),
         validation=bool(params.validation), maps=params.maps, collapse=params.collapse,
         concentration=params.concentration,
