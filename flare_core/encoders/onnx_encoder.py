@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.base import (
+    ModelSpec,
+    ProgressFn,
+    check_batch_size,
+    check_max_length,
+    check_texts,
+    length_batches,
+)
 from flare_core.encoders.builtin import minilm_dir, paraphrase_onnx_file
 
 _POOLED_OUTPUT = "461"
@@ -59,12 +66,12 @@ class OnnxParaphraseEncoder:
         batch_size = check_batch_size(batch_size)
         limit = min(check_max_length(max_length) or self.default_max_length, self.default_max_length)
         out = np.zeros((len(items), self.spec.dim or 384), dtype=np.float32)
-        order = np.argsort([len(t) for t in items], kind="stable")
-        for start in range(0, len(items), batch_size):
-            rows = order[start : start + batch_size]
+        done = 0
+        for rows in length_batches(items, batch_size):
             ids, mask = self._tokenize([items[i] for i in rows], limit)
             pooled = self.session.run([_POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask})[0]
             out[rows] = pooled
             if progress is not None:
-                progress(min(start + batch_size, len(items)), len(items))
+                done += len(rows)
+                progress(done, len(items))
         return out

@@ -267,13 +267,14 @@ def write_token_states(
     Args:
         encoder: anything with ``spec`` and ``token_states(texts, *, layers, include_special, batch_size,
             max_length)`` returning one float array per text, (n_i, d) or (K, n_i, d)
-            (:class:`~flare_core.encoders.TransformerEncoder`).
+            (:class:`~flare_core.encoders.TransformerEncoder`); with ``progress`` it also gets
+            ``progress=``, called as ``progress(done, len(texts))`` after each batch.
         texts: N >= 1 texts.
         directory: the store folder to create (it must not exist or be empty unless ``overwrite``).
         layers, include_special, batch_size, max_length: passed to ``encoder.token_states``.
         chunk_size: texts per ``token_states`` call; memory holds one chunk's states at a time.
         dtype: ``"float32"`` or ``"float16"`` storage (half the disk; see the module docstring).
-        progress: ``progress(done_texts, N)`` after each chunk.
+        progress: ``progress(done_texts, N)`` after each batch and each chunk.
         overwrite: replace an existing store at ``directory``.
 
     Returns:
@@ -292,11 +293,9 @@ def write_token_states(
     check_bool(include_special, "include_special")
     check_callable(progress, "progress")
 
-    def compute(chunk: list[str]) -> list[np.ndarray]:
-        return encoder.token_states(
-            chunk, layers=picks, include_special=include_special, batch_size=batch_size, max_length=max_length
-        )
-
+    if progress is not None:  # batches and chunks both report: each count once
+        progress = _once_each(progress)
+    compute = _chunk_states(encoder, picks, include_special, batch_size, max_length, progress, len(items))
     meta = {
         "format": FORMAT,
         "version": VERSION,
@@ -327,8 +326,44 @@ def write_token_states(
     return TokenStates.open(directory)
 
 
+def _chunk_states(
+    encoder: Any,
+    picks: str | list[int],
+    include_special: bool,
+    batch_size: int,
+    max_length: int | None,
+    progress: ProgressFn | None,
+    n_texts: int,
+) -> Callable[[list[str], int], list[np.ndarray]]:
+    """``compute(chunk, start)``: the token states of the texts ``start:start + len(chunk)``, reporting
+    each batch to ``progress`` as a count over all ``n_texts``."""
+
+    def compute(chunk: list[str], start: int) -> list[np.ndarray]:
+        options: dict[str, Any] = {}
+        if progress is not None:
+            options["progress"] = lambda done, _total: progress(start + done, n_texts)
+        return encoder.token_states(
+            chunk, layers=picks, include_special=include_special, batch_size=batch_size, max_length=max_length,
+            **options,
+        )  # fmt: skip
+
+    return compute
+
+
+def _once_each(progress: ProgressFn) -> ProgressFn:
+    """``progress``, called only when the count of texts done has grown."""
+    last = [-1]
+
+    def forward(done: int, total: int) -> None:
+        if done > last[0]:
+            last[0] = done
+            progress(done, total)
+
+    return forward
+
+
 def _stream_states(
-    compute: Callable[[list[str]], list[np.ndarray]],
+    compute: Callable[[list[str], int], list[np.ndarray]],
     items: list[str],
     chunk_size: int,
     dtype: np.dtype,
@@ -347,7 +382,7 @@ def _stream_states(
         writer: atomic.NpyWriter | None = None
         for start in range(0, n, chunk_size):
             chunk = items[start : start + chunk_size]
-            states = compute(chunk)
+            states = compute(chunk, start)
             if not isinstance(states, Sequence) or len(states) != len(chunk):
                 got = len(states) if isinstance(states, Sequence) else type(states).__name__
                 raise RuntimeError(

@@ -20,6 +20,7 @@ from flare_core.encoders.base import (
     check_max_length,
     check_texts,
     empty_matrix,
+    length_batches,
 )
 from flare_core.errors import ModelUnavailable
 
@@ -98,10 +99,6 @@ class TransformerEncoder:
         for start in range(0, n, batch_size):
             yield range(start, min(start + batch_size, n))
 
-    def _length_order(self, texts: list[str]) -> np.ndarray:
-        """Indices sorting texts longest first (less padding per batch), as sentence-transformers does."""
-        return np.argsort([-len(t) for t in texts], kind="stable")
-
     @property
     def hidden_size(self) -> int:
         return int(self.model.config.hidden_size)
@@ -127,10 +124,8 @@ class TransformerEncoder:
         out = np.zeros((len(items), self.hidden_size), dtype=np.float32)
         if not items:
             return out
-        order = self._length_order(items)
         done = 0
-        for rows in self._batches(len(items), batch_size):
-            idx = order[rows.start : rows.stop]
+        for idx in length_batches(items, batch_size):
             batch = self._tokenize([items[i] for i in idx], limit)
             hidden = self._forward(batch).last_hidden_state.float()  # (B, T, d)
             mask = batch["attention_mask"].to(hidden.device, torch.float32).unsqueeze(-1)  # (B, T, 1)
@@ -151,8 +146,9 @@ class TransformerEncoder:
         include_special: bool = True,
         batch_size: int = 16,
         max_length: int | None = None,
+        progress: ProgressFn | None = None,
     ) -> list[np.ndarray]:
-        """Per-token hidden states, padding removed, float32.
+        """Per-token hidden states, padding removed, float32; ``progress(done, N)`` after each batch.
 
         ``layers="last"``: one array (n_i, d) per text. ``"all"``: (L+1, n_i, d) per text, index 0 being
         the embedding layer output. A list of layer indices (0 … L, negatives allowed): (len(list), n_i, d).
@@ -181,9 +177,8 @@ class TransformerEncoder:
         result: list[np.ndarray] = [np.zeros(0, dtype=np.float32)] * len(items)
         # batches of similar lengths, as for embeddings: in input order, 200 debate turns of 20 to 2,700
         # characters took all-mpnet-base-v2 72 s instead of 24 s (mostly padding)
-        order = self._length_order(items)
-        for batch_rows in self._batches(len(items), batch_size):
-            rows = order[batch_rows.start : batch_rows.stop]
+        done = 0
+        for rows in length_batches(items, batch_size):
             chunk = [items[i] for i in rows]
             batch = self._tokenize(chunk, limit, special_mask=True)
             outputs = self._forward(batch, output_hidden_states=picks is not None)
@@ -198,6 +193,9 @@ class TransformerEncoder:
             for j, i in enumerate(rows):
                 states = np.ascontiguousarray(stacked[:, j, keep[j]], dtype=np.float32)  # (K, n_i, d)
                 result[i] = states[0] if picks is None else states
+            done += len(rows)
+            if progress is not None:
+                progress(done, len(items))
         return result
 
     @contextlib.contextmanager

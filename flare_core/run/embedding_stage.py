@@ -169,6 +169,8 @@ def _embed_task(
 
     started = time.perf_counter()
     encoder = encoders.load_encoder(model_id, device=device, corpus_texts=texts)
+    if progress is not None:  # loaded: its load counts as done before its first batch
+        progress(0, len(texts))
     array = encoders.embed(
         encoder,
         texts,
@@ -205,3 +207,18 @@ def model_cost(model: dict[str, Any]) -> tuple[float, float]:
         return embedding_cost(get_spec(model["id"]))
     except ValueError:  # hub ids and local folders: priced like all-MiniLM-L6-v2
         return embedding_cost(None)
+
+
+def token_model(run: Run, model_id: str) -> tuple[float, int]:
+    """``(weight, width)`` of a model whose token states a run reads: its :func:`model_cost` weight and
+    its embedding width (384 when unknown before it is embedded)."""
+    from flare_core.encoders import get_spec
+
+    model = next((m for m in run.manifest["models"] if m["id"] == model_id), {"id": model_id})
+    width = model.get("dim")
+    if not width:
+        try:
+            width = get_spec(model_id).dim
+        except ValueError:
+            width = None
+    return model_cost(model)[0], int(width or 384)

@@ -178,8 +178,54 @@ def text_units(texts: Sequence[str], max_length: int | None) -> float:
     return sum(min(max(len(text), 20), cap) for text in texts) / 100
 
 
-#: The collapse stage reports its work in steps of each model's pairs (a 20th of them each).
-COLLAPSE_STEPS_PER_MODEL = 20
+#: The collapse stage counts its work in tenths of a prior second (:func:`collapse_costs`).
+COLLAPSE_UNIT_SECONDS = 0.1
+
+
+def token_counts(texts: Sequence[str], max_length: int | None) -> list[float]:
+    """Tokens a transformer reads of each of ``texts``, estimated from its characters: about 4 a token in
+    English, plus the two special tokens, at most ``max_length`` (512 if None)."""
+    cap = max_length or 512
+    return [min(len(text) / 4 + 2, cap) for text in texts]
+
+
+def collapse_costs(
+    weight: float, width: int, texts: Sequence[str], max_length: int | None
+) -> tuple[float, float]:
+    """Prior seconds ``(reading, pairs)`` of one model's collapse: a model of :func:`embedding_cost`
+    ``weight`` and ``width`` reads the sampled ``texts`` once for their token states, then computes one
+    nuclear norm per pair of texts.
+
+    A pair's product costs its first text's tokens × the longest text of its batch × width, so the pairs
+    cost pairs × mean tokens × longest text × width / 384 × ``_PAIR_TOKEN_SECONDS`` (fitted on the
+    collapse stages of four recorded runs: 40 and 200 texts, 30 to 87 tokens on average, the longest
+    66 to 256: 3.7–66 s measured, each within 25%).
+    """
+    tokens = token_counts(texts, max_length)
+    reading = weight * text_units(texts, max_length) * _EMBED_UNIT_SECONDS
+    if len(tokens) < 2:
+        return reading, 0.0
+    pairs = len(tokens) * (len(tokens) - 1) / 2
+    pair_work = pairs * (sum(tokens) / len(tokens)) * max(tokens)
+    return reading, _PAIR_TOKEN_SECONDS * pair_work * width / 384
+
+
+#: Seconds per (pair × mean tokens × longest tokens) of a 384-wide model's collapse, on 2 cores.
+_PAIR_TOKEN_SECONDS = 2.2e-8
+
+#: Prior seconds of one IS unit, per 1,800 training texts (``fit``), by estimator and executor: in this
+#: process (one thread) or on a pool of worker processes, which also start once (importing torch).
+#: Measured on recorded runs: flows 0.17–0.21 s a unit at 225 texts and 0.60–0.65 s at 629 in this
+#: process, 0.77–1.06 s at 1,800 on two workers; mixtures 0.06–0.07, 0.15–0.17 and 0.13–0.17 s.
+_IS_UNIT_SECONDS = {
+    ("flow", False): (0.0, 1.75),
+    ("flow", True): (0.0, 0.8),
+    ("gmm", False): (0.02, 0.41),
+    ("gmm", True): (0.02, 0.13),
+}
+_POOL_START_SECONDS = 4.0
+#: Uniformity reads at most this many pairs of texts (the geometry stage's own limit).
+_GEOMETRY_PAIRS = 200_000
 
 
 def run_plan(
@@ -190,8 +236,10 @@ def run_plan(
     corpus_units: float,
     estimators: Sequence[str],
     is_units: int,
-    n_transformers: int,
-    collapse_texts: int,
+    is_pool: bool,
+    collapse_models: Sequence[tuple[float, int]],
+    collapse_texts: Sequence[str],
+    max_length: int | None,
     geometry: bool,
     downstream: bool,
     validation: bool,
@@ -201,12 +249,14 @@ def run_plan(
 ) -> list[StagePlan]:
     """The stages of a run with their prior costs on a 2-core CPU (see the module docstring).
 
-    ``costs``: each model's :func:`embedding_cost`; ``corpus_units``: :func:`text_units` of the corpus;
-    ``n_transformers``: the models whose token states the collapse and layer stages read.
-    ``n_fit``: texts the IS estimators train on; ``is_units``: marginals + conditionals per estimator.
+    ``costs``: each model's :func:`embedding_cost`; ``corpus_units``: :func:`text_units` of the corpus.
+    ``n_fit``: texts the IS estimators train on; ``is_units``: marginals + conditionals per estimator;
+    ``is_pool``: whether they run on a pool of worker processes. ``collapse_models``: ``(weight, width)``
+    of each model whose token states the collapse and layer stages read; ``collapse_texts``: the texts
+    sampled for the collapse.
 
-    Priors measured on two runs with every stage (9 models × 2,000 rotten-tomatoes reviews, and the
-    demo's 8 models × 250 paragraphs), each unit cost a fixed part plus a part that grows with the texts.
+    Priors measured on recorded runs with every stage (9 models × 2,000 rotten-tomatoes reviews and
+    2,000 BBC articles, 9 × 699 debate statements, the demo's 8 models × 250 paragraphs).
     """
     models = len(costs)
     scale = n_texts / 2000
@@ -214,10 +264,14 @@ def run_plan(
     embed_units = sum(map(sum, model_embedding_units(costs, corpus_units).values()))
     fixed = _EMBED_FIXED_SECONDS if any(weight > 0 for weight, _ in costs.values()) else 0.0
     plan = [StagePlan("embeddings", max(1, round(embed_units)), _EMBED_UNIT_SECONDS, fixed)]
-    per_unit = {"flow": 0.09 + 0.68 * fit, "gmm": 0.05 + 0.07 * fit}
-    plan += [StagePlan(f"sufficiency_{e}", is_units, per_unit.get(e, 0.1 + 0.7 * fit)) for e in estimators]
+    for index, estimator in enumerate(estimators):
+        base, per_fit = _IS_UNIT_SECONDS.get((estimator, is_pool), (0.1, 0.7))
+        start = _POOL_START_SECONDS if is_pool and index == 0 else 0.0
+        plan.append(StagePlan(f"sufficiency_{estimator}", is_units, base + per_fit * fit, start))
     if geometry:
-        plan.append(StagePlan("geometry", models, 0.15 + 0.7 * scale))
+        # uniformity's pairs stop growing at _GEOMETRY_PAIRS (about 630 texts)
+        pairs = min(1.0, n_texts * (n_texts - 1) / 2 / _GEOMETRY_PAIRS)
+        plan.append(StagePlan("geometry", models, 0.15 + 0.75 * pairs))
     if downstream:
         plan.append(StagePlan("downstream", models, 0.03 + 0.63 * scale))
     if validation:
@@ -225,10 +279,11 @@ def run_plan(
     if maps:
         # the first map compiles UMAP's numba code: 10–11 s before it starts
         plan.append(StagePlan("maps", models, 5.0 * min(scale, 1.5), 10.0))
+    n_transformers = len(collapse_models)
     if collapse and n_transformers:
-        per_model = 1.7 + 3.8 * (collapse_texts / 200) ** 2
-        steps = COLLAPSE_STEPS_PER_MODEL
-        plan.append(StagePlan("collapse", n_transformers * steps, per_model / steps))
+        seconds = sum(sum(collapse_costs(w, d, collapse_texts, max_length)) for w, d in collapse_models)
+        units = max(1, round(seconds / COLLAPSE_UNIT_SECONDS))
+        plan.append(StagePlan("collapse", units, COLLAPSE_UNIT_SECONDS))
     if concentration and n_transformers:
         plan.append(StagePlan("concentration", n_transformers, 1.2))
     return plan

@@ -18,7 +18,7 @@ import time
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
-from flare_core.run.embedding_stage import embedding_stage, model_cost
+from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
 from flare_core.run.eta import StagePlan, run_plan, text_units
 from flare_core.run.evidence import write_verdict
 from flare_core.run.manifest import transformer_models
@@ -27,7 +27,7 @@ from flare_core.run.progress import ProgressReporter
 from flare_core.run.studies import run_studies
 from flare_core.run.sufficiency_stage import sufficiency_stage
 from flare_core.run.summary import summarise
-from flare_core.run.token_stages import collapse_stage, concentration_stage
+from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
 from flare_core.store.cache import sweep_stale_scratch
 from flare_core.store.runs import Run
 
@@ -117,15 +117,19 @@ def _plan(run: Run, params: RunParams, texts: list[str]) -> list[StagePlan]:
     role_of = {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
     sources = [m for m in costs if role_of[m] != "reference"]
     targets = [m for m in costs if role_of[m] != "control"]
-    pairs = sum(1 for s in sources for t in targets if s != t)
-    n_transformers = sum(
-        1 for m in costs if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
-    )
-    n_fit = _sufficiency_texts(params, n_texts) * 0.9  # the estimators' training split
+    is_units = len(targets) + sum(1 for s in sources for t in targets if s != t)
+    fit_texts = _sufficiency_texts(params, n_texts)
+    token_models = [
+        token_model(run, m)
+        for m in costs
+        if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
+    ]
     return run_plan(
-        n_texts=n_texts, n_fit=n_fit, costs=costs, corpus_units=text_units(texts, params.max_length),
-        estimators=params.estimators,
-        is_units=len(targets) + pairs, n_transformers=n_transformers, collapse_texts=params.collapse_texts,
+        n_texts=n_texts, n_fit=fit_texts * 0.9,  # the estimators' training split
+        costs=costs, corpus_units=text_units(texts, params.max_length), estimators=params.estimators,
+        is_units=is_units, is_pool=pool_workers(params, is_units=is_units, n_texts=fit_texts) > 1,
+        collapse_models=token_models, collapse_texts=[texts[i] for i in collapse_rows(n_texts, params)],
+        max_length=params.max_length,
         geometry=params.geometry, downstream=params.downstream and run.manifest["corpus"].get("has_labels", False),
         validation=bool(params.validation), maps=params.maps, collapse=params.collapse,
         concentration=params.concentration,
@@ -150,8 +154,8 @@ def _is_transformer(model_id: str) -> bool:
 _POOL_MIN_UNITS, _POOL_MIN_TEXTS = 24, 1000
 
 
-def make_executor(params: RunParams, *, is_units: int = 0, n_texts: int = 0):
-    """The executor of the embedding and sufficiency units: None runs them in this process.
+def pool_workers(params: RunParams, *, is_units: int = 0, n_texts: int = 0) -> int:
+    """Worker processes for the embedding and sufficiency units: 1 runs them in this process.
 
     With ``workers`` None (automatic), a matrix of at least 24 units on at least 1,000 texts runs on
     min(2, cores) worker processes, one torch thread each: a 32-d flow is too small for two threads to
@@ -160,13 +164,18 @@ def make_executor(params: RunParams, *, is_units: int = 0, n_texts: int = 0):
     included); smaller matrices stay in this process, where starting a pool (torch imported in each
     worker) would cost more than it saves.
     """
+    if params.workers is not None:
+        return params.workers
+    big = is_units >= _POOL_MIN_UNITS and n_texts >= _POOL_MIN_TEXTS
+    return min(2, os.cpu_count() or 1) if big else 1
+
+
+def make_executor(params: RunParams, *, is_units: int = 0, n_texts: int = 0):
+    """The executor of the embedding and sufficiency units (see :func:`pool_workers`): None runs them in
+    this process."""
     from flare_core.compute import get_executor
 
     if params.executor == "ray":
         return get_executor("ray", address=params.ray_address)
-    workers = params.workers
-    if workers is None:
-        cores = os.cpu_count() or 1
-        big = is_units >= _POOL_MIN_UNITS and n_texts >= _POOL_MIN_TEXTS
-        workers = min(2, cores) if big else 1
+    workers = pool_workers(params, is_units=is_units, n_texts=n_texts)
     return get_executor("local", workers=workers) if workers > 1 else None

@@ -4,6 +4,7 @@ concentration."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -14,13 +15,21 @@ import numpy as np
 import pandas as pd
 
 from flare_core.errors import DamagedFile
-from flare_core.run.eta import COLLAPSE_STEPS_PER_MODEL
+from flare_core.run.embedding_stage import token_model
+from flare_core.run.eta import COLLAPSE_UNIT_SECONDS, collapse_costs
 from flare_core.run.manifest import transformer_models
 from flare_core.run.params import RunParams
 from flare_core.run.progress import no_report
 from flare_core.store import doctor
 from flare_core.store.cache import scratch_dir
 from flare_core.store.runs import Run, safe_name
+
+
+def collapse_rows(n_texts: int, params: RunParams) -> np.ndarray:
+    """The sorted rows of the ``params.collapse_texts`` texts (of ``n_texts``) whose pairs the collapse
+    stage compares: a seeded sample."""
+    n = min(params.collapse_texts, n_texts)
+    return np.sort(np.random.default_rng(params.seed).choice(n_texts, size=n, replace=False))
 
 
 def collapse_stage(
@@ -36,8 +45,8 @@ def collapse_stage(
     from flare_core.analyses import collapse
     from flare_core.encoders.token_store import DamagedTokenStore
 
-    n = min(params.collapse_texts, len(texts))
-    sample = np.sort(np.random.default_rng(params.seed).choice(len(texts), size=n, replace=False))
+    sample = collapse_rows(len(texts), params)
+    n = len(sample)
     if run.has("collapse", "sample_rows.npy") and not np.array_equal(
         run.load_array("collapse", "sample_rows.npy"), sample
     ):
@@ -47,9 +56,13 @@ def collapse_stage(
     corpus = run.corpus_frame()
     labels = corpus["label"].to_numpy() if run.manifest["corpus"].get("has_labels") else None
     summaries = []
+    sample_texts = [texts[i] for i in sample]
+    work = _CollapseWork(
+        report, [collapse_costs(*token_model(run, m), sample_texts, params.max_length) for m in models]
+    )
     for index, model_id in enumerate(models):
-        pairs_done = _PairsProgress(report, index, model_id, len(models))
-        pairs_done(0, len(pairs))
+        work.reading(index, model_id, 0, len(sample_texts))
+        pairs_done = functools.partial(work.pairs, index, model_id)
         parts = ("collapse", f"{safe_name(model_id)}.parquet")
         if run.has(*parts) and not recompute:
             frame = run.load_frame(*parts)
@@ -60,9 +73,10 @@ def collapse_stage(
                 try:
                     tokens = encoders.write_token_states(
                         encoder,
-                        [texts[i] for i in sample],
+                        sample_texts,
                         Path(scratch) / "store",
                         max_length=params.max_length,
+                        progress=functools.partial(work.reading, index, model_id),
                     )
                 except DamagedTokenStore as exc:
                     raise DamagedFile(
@@ -88,27 +102,38 @@ def collapse_stage(
             row["socm_different_label_mean"] = float(frame.loc[~frame["same_label"], "socm"].mean())
         summaries.append(row)
     run.save_frame(pd.DataFrame(summaries), "collapse", "summary.parquet")
-    total = len(models) * COLLAPSE_STEPS_PER_MODEL
-    report("collapse", len(models), len(models), "collapse done", work_done=total, work_total=total)
+    report("collapse", len(models), len(models), "collapse done", work_done=work.total, work_total=work.total)
 
 
-class _PairsProgress:
-    """``progress(done, total)`` of one model's SOCM pairs, reported as the collapse stage's work in
-    twentieths of each model (``COLLAPSE_STEPS_PER_MODEL``), once per step rather than per batch."""
+class _CollapseWork:
+    """The collapse stage's progress in units of its time plan (``COLLAPSE_UNIT_SECONDS`` of prior):
+    each model reads the texts for their token states, then compares their pairs; both are counted as
+    they are done, at most once per 20th. ``costs``: each model's ``(reading, pairs)`` prior seconds."""
 
-    def __init__(self, report: Callable[..., None], index: int, model_id: str, n_models: int) -> None:
-        self.report, self.index, self.model_id, self.n_models = report, index, model_id, n_models
-        self.reported = -1
+    def __init__(self, report: Callable[..., None], costs: list[tuple[float, float]]) -> None:
+        self.report, self.costs = report, costs
+        self.total = max(1, round(sum(map(sum, costs)) / COLLAPSE_UNIT_SECONDS))
+        self.reported: tuple[int, int, int] = (-1, -1, -1)
 
-    def __call__(self, done: int, total: int) -> None:
-        steps = COLLAPSE_STEPS_PER_MODEL
-        step = steps * done // max(total, 1)
-        if step > self.reported:
-            self.reported = step
-            self.report(
-                "collapse", self.index, self.n_models, f"SOCM of {self.model_id}: {done:,} of {total:,} pairs",
-                work_done=self.index * steps + step, work_total=self.n_models * steps,
-            )  # fmt: skip
+    def reading(self, index: int, model_id: str, done: int, total: int) -> None:
+        self._report(index, 0, done, total, f"{model_id} reads the texts: {done:,} of {total:,}")
+
+    def pairs(self, index: int, model_id: str, done: int, total: int) -> None:
+        self._report(index, 1, done, total, f"SOCM of {model_id}: {done:,} of {total:,} pairs")
+
+    def _report(self, index: int, part: int, done: int, total: int, message: str) -> None:
+        step = (index, part, 20 * done // max(total, 1))
+        if step <= self.reported:
+            return
+        self.reported = step
+        reading, pairs = self.costs[index]
+        seconds = sum(map(sum, self.costs[:index])) + reading * (done / max(total, 1) if part == 0 else 1.0)
+        if part == 1:
+            seconds += pairs * done / max(total, 1)
+        self.report(
+            "collapse", index, len(self.costs), message,
+            work_done=min(self.total, round(seconds / COLLAPSE_UNIT_SECONDS)), work_total=self.total,
+        )  # fmt: skip
 
 
 def concentration_stage(

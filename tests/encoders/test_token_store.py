@@ -154,6 +154,12 @@ def test_progress(enc, tmp_path):
     calls: list[tuple[int, int]] = []
     write_token_states(enc, CORPUS, tmp_path / "p", chunk_size=10, progress=lambda d, t: calls.append((d, t)))
     assert calls == [(10, 27), (20, 27), (27, 27)]
+    # batches smaller than a chunk report too, each count once, over the whole corpus
+    calls.clear()
+    write_token_states(
+        enc, CORPUS, tmp_path / "q", chunk_size=10, batch_size=4, progress=lambda d, t: calls.append((d, t))
+    )
+    assert calls == [(4, 27), (8, 27), (10, 27), (14, 27), (18, 27), (20, 27), (24, 27), (27, 27)]
 
 
 class _Broken:

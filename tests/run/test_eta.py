@@ -176,3 +176,29 @@ def test_the_standard_bench_judges_estimates_against_the_time_that_was_left(tmp_
     sampler.samples = [(10.0, 90.0), (20.0, 80.0), (30.0, None), (50.0, 70.0), (80.0, 20.0), (95.0, 1.0)]
     # between 20% and 90% of the run: t=20 exact, t=50 off by 20/50 = 40%, t=80 exact
     assert sampler.figures() == {"eta_samples": 3, "eta_within_30pct": 0.667, "eta_worst_error": 0.4}
+
+
+def _plan(**changes):
+    from flare_core.run.eta import run_plan
+
+    args = dict(
+        n_texts=2000, n_fit=1800, costs={"a": (1.0, 600.0), "b": (8.0, 600.0)}, corpus_units=2000.0,
+        estimators=["flow", "gmm"], is_units=4, is_pool=False, collapse_models=[(1.0, 384), (8.0, 768)],
+        collapse_texts=["word " * 20] * 200, max_length=256, geometry=True, downstream=False,
+        validation=False, maps=False, collapse=True, concentration=False,
+    )  # fmt: skip
+    return {stage.name: stage for stage in run_plan(**(args | changes))}
+
+
+def test_the_plan_prices_the_executor_the_texts_pairs_and_their_longest_text():
+    one, pool = _plan(), _plan(is_pool=True)
+    # two workers at least halve a flow unit, and the pool starts once, before the first estimator
+    assert pool["sufficiency_flow"].prior_seconds <= one["sufficiency_flow"].prior_seconds / 2
+    assert (pool["sufficiency_flow"].fixed_seconds, pool["sufficiency_gmm"].fixed_seconds) == (4.0, 0.0)
+    # uniformity's pairs stop growing at 200,000 (about 630 texts): geometry costs the same above that
+    assert _plan(n_texts=700)["geometry"].prior_seconds == one["geometry"].prior_seconds
+    assert _plan(n_texts=250)["geometry"].prior_seconds < one["geometry"].prior_seconds
+    # one long text among 200 short ones makes every pair's batch longer: the collapse costs more
+    longer = _plan(collapse_texts=["word " * 20] * 199 + ["word " * 400])["collapse"]
+    assert longer.total_prior > 1.5 * one["collapse"].total_prior  # 17.9 s against 9.1
+    assert one["collapse"].prior_seconds == pytest.approx(0.1)

@@ -51,13 +51,27 @@ def test_a_store_being_written_is_left_alone(sound, tmp_path):
     assert check_scratch(scratch) == []
 
 
-def test_collapse_reports_each_models_pairs_in_twentieths():
-    from flare_core.run.token_stages import _PairsProgress
+def test_collapse_reports_its_work_in_prior_seconds_of_each_model():
+    from flare_core.run.token_stages import _CollapseWork
 
     calls = []
-    progress = _PairsProgress(
-        lambda *args, **kw: calls.append((args[1], kw["work_done"], kw["work_total"])), 1, "m", 3
+    # three models' (reading, pairs) prior seconds: the second costs 3 s to read and 4 s of pairs
+    work = _CollapseWork(
+        lambda *args, **kw: calls.append((args[1], kw["work_done"], kw["work_total"])),
+        [(1, 1), (3, 4), (0, 10)],
     )
-    for done in (0, 3, 5, 10, 11, 100):  # 3 and 11 pairs finish no new twentieth of 100: not reported again
-        progress(done, 100)
-    assert calls == [(1, 20, 60), (1, 21, 60), (1, 22, 60), (1, 40, 60)]
+    assert work.total == 190  # 19 s in tenths of a second
+    for done in (0, 100, 101, 200):  # 101 texts finish no new 20th of 200: not reported again
+        work.reading(1, "m", done, 200)
+    for done in (8, 10, 30, 31, 200):
+        work.pairs(1, "m", done, 200)
+    # the first model's 2 s, then the second's reading (half of 3 s, all 3 s), then its pairs (4 s)
+    assert calls == [
+        (1, 20, 190),
+        (1, 35, 190),
+        (1, 50, 190),
+        (1, 52, 190),
+        (1, 52, 190),
+        (1, 56, 190),
+        (1, 90, 190),
+    ]
