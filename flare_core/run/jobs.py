@@ -63,8 +63,20 @@ def worker_niceness() -> int:
 
 
 def lower_priority() -> int:
-    """Lower this process's CPU priority by :func:`worker_niceness`; returns the new niceness."""
-    return os.nice(worker_niceness())
+    """Lower this process's CPU priority by :func:`worker_niceness`; returns the new niceness.
+
+    A worker starts its own session, and where Linux groups each session's processes for the scheduler
+    (``sched_autogroup``, on by default on desktops), a process's nice value only weighs against the
+    processes of its own session: the worker's group would still take an equal share of the CPU beside
+    the dashboard's. So the worker's session group is made as nice as the worker itself.
+    """
+    niceness = worker_niceness()
+    try:
+        with open("/proc/self/autogroup", "w") as group:  # noqa: PTH123 - a kernel file, not a path
+            group.write(str(niceness))
+    except OSError:  # no autogroups (other systems, kernels without them): the nice value is enough
+        pass
+    return os.nice(niceness)
 
 
 def active_runs(store: RunStore) -> list[str]:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -221,6 +222,24 @@ def test_a_worker_lowers_its_cpu_priority_by_flare_worker_nice(value, step):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert int(proc.stdout) == min(step, 19 - os.nice(0))
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no scheduler autogroups here")
+def test_a_worker_in_its_own_session_makes_its_session_group_nice_too():
+    # with autogroups, nice only weighs within a session: the worker's session must yield to the dashboard
+    code = (
+        "from flare_core.run import jobs; jobs.lower_priority(); print(open('/proc/self/autogroup').read())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "FLARE_WORKER_NICE"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        start_new_session=True,
+    )
+    assert proc.stdout.split()[-1] == "10", proc.stdout
 
 
 @pytest.mark.parametrize("value", ["20", "-1", "high"])
