@@ -5,7 +5,8 @@ labels go in so the run's downstream page can show them, but nothing label-free 
 computes, from the run's stored embeddings and independently of the run's analyses:
 
 - the oracle: 5-fold logistic-regression accuracy per model (classification corpora) or the Spearman
-  correlation of pair cosines with human similarity scores (the Lee corpus);
+  correlation of pair cosines with human similarity scores (the Lee corpus); classification corpora are
+  judged a second time by 10-nearest-neighbour accuracy on the same folds;
 - the label-free baselines (:func:`flare_core.analyses.validity.baseline_scores`), without labels;
 - how well each label-free score (flow IS, mixture IS, each baseline) orders the candidates like the
   oracle, and the points lost by following the verdict instead of the oracle's best candidate.
@@ -133,6 +134,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
     controls = [m for m in done if role_of.get(m) == "control"]
     verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
     agree = agreement(table, oracle, candidates, seed=seed)
+    second = _knn_judgement(oracle_frame, table, candidates, verdict, seed)
     regret = {
         "recommended": regret_points(oracle, verdict.get("recommended"), candidates),
         "leading": regret_points(oracle, verdict.get("leading"), candidates),
@@ -146,6 +148,8 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
             flow = table["flow"]
             outrank[control] = int((flow.loc[candidates] < flow.loc[control]).sum())
     rows = table.assign(oracle=oracle, role=[role_of.get(m, "candidate") for m in table.index])
+    if "knn_accuracy" in oracle_frame:
+        rows = rows.assign(oracle_knn=oracle_frame["knn_accuracy"])
     return {
         "corpus": bench.name,
         "task": bench.task,
@@ -166,6 +170,25 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         },
         "regret": regret,
         "controls_outrank": outrank,
+        "knn": second,
+    }
+
+
+def _knn_judgement(
+    oracle_frame: pd.DataFrame, table: pd.DataFrame, candidates: list[str], verdict: dict[str, Any], seed: int
+) -> dict[str, Any] | None:
+    """The same judgement with 10-nearest-neighbour accuracy as the oracle (classification corpora; None
+    for similarity data): a second probe of the labels that, unlike logistic regression, does not get more
+    parameters from a wider embedding. Keys: ``best``, ``agreement`` (as in the record), ``leading``
+    (points lost by the verdict's leader)."""
+    if "knn_accuracy" not in oracle_frame:
+        return None
+    knn = oracle_frame["knn_accuracy"]
+    scores = table[[s for s in TABLE_SCORES if s in table]]
+    return {
+        "best": str(knn.loc[candidates].idxmax()),
+        "agreement": _records(agreement(scores, knn, candidates, seed=seed)),
+        "leading": regret_points(knn, verdict.get("leading"), candidates),
     }
 
 
@@ -350,8 +373,14 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         values = _finite([_spearman(r, score) for r in records])
         means[score] = float(np.mean(values)) if values else None
     regrets = _finite([r["regret"]["leading"] for r in records])
+    judged = [r["knn"] for r in records if r.get("knn")]
+    knn_means = {}
+    for score in TABLE_SCORES:
+        values = _finite([_spearman(k, score) for k in judged])
+        knn_means[score] = float(np.mean(values)) if values else None
     return {
         "mean_spearman": means,
+        "mean_spearman_knn": knn_means,
         "scores": _records(score_summary(records)),
         "mean_regret_leading": float(np.mean(regrets)) if regrets else None,
         "recommended_on": sum(r["verdict"]["recommended"] is not None for r in records),
@@ -398,6 +427,7 @@ def markdown_table(result: dict[str, Any]) -> str:
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
+    lines += _knn_lines(result)
     scores = score_summary(result["corpora"])
     if not scores.empty:
         lines += [
@@ -413,6 +443,35 @@ def markdown_table(result: dict[str, Any]) -> str:
                 f"{row['top_is_best_on']} of {n} |"
             )
     return "\n".join(lines)
+
+
+def _knn_lines(result: dict[str, Any]) -> list[str]:
+    """The per-corpus table judged by kNN accuracy instead (classification corpora), with its means."""
+    judged = [r for r in result["corpora"] if r.get("knn")]
+    if not judged:
+        return []
+    lines = [
+        "",
+        "| corpus (kNN oracle) | best model (kNN) | points lost | "
+        + " | ".join(f"ρ {s}" for s in TABLE_SCORES)
+        + " |",
+        "|" + "---|" * (3 + len(TABLE_SCORES)),
+    ]
+    for r in judged:
+        knn = r["knn"]
+        lines.append(
+            f"| {r['corpus']} | {knn['best']} | {_fmt(knn['leading'], '{:.1f}')} | "
+            + " | ".join(_fmt(_spearman(knn, s)) for s in TABLE_SCORES)
+            + " |"
+        )
+    lost = _finite([r["knn"]["leading"] for r in judged])
+    means = result["summary"].get("mean_spearman_knn", {})
+    lines.append(
+        f"| **mean** | | {_fmt(float(np.mean(lost)) if lost else None, '{:.1f}')} | "
+        + " | ".join(_fmt(means.get(s)) for s in TABLE_SCORES)
+        + " |"
+    )
+    return lines
 
 
 def update_readme(path: str | Path, result: dict[str, Any]) -> None:

@@ -57,6 +57,34 @@ def test_record_reads_the_run_and_judges_it_by_the_labels(result):
 
 
 @pytest.mark.slow
+def test_classification_is_judged_again_by_nearest_neighbours(result):
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.neighbors import KNeighborsClassifier
+
+    store, out = result
+    (record,) = out["corpora"]
+    table = {row["model"]: row for row in record["table"]}
+    run = store.get(record["run_id"])
+    labels = run.corpus_frame()["label"].to_numpy()
+    # the kNN oracle, computed here with scikit-learn directly: 10 neighbours, cosine, 5 seeded folds
+    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+    for model in MODELS:
+        x = np.asarray(run.load_embeddings(model), dtype=np.float64)
+        knn = KNeighborsClassifier(n_neighbors=10, metric="cosine")
+        assert table[model]["oracle_knn"] == pytest.approx(cross_val_score(knn, x, labels, cv=folds).mean())
+    knn = record["knn"]
+    accuracy = np.array([table[m]["oracle_knn"] for m in MODELS])
+    rows = {row["score"]: row for row in knn["agreement"]}
+    assert set(rows) == set(benchmark.TABLE_SCORES)
+    expected = spearmanr([table[m]["dim"] for m in MODELS], accuracy).statistic
+    assert rows["dim"]["spearman"] == pytest.approx(expected, nan_ok=True)
+    assert knn["best"] == MODELS[int(accuracy.argmax())]
+    leader = record["verdict"]["leading"]
+    assert knn["leading"] == pytest.approx(100 * (accuracy.max() - table[leader]["oracle_knn"]))
+    assert "| corpus (kNN oracle) |" in benchmark.markdown_table(out)
+
+
+@pytest.mark.slow
 def test_benchmark_json_round_trips_and_fills_the_readme(result, tmp_path):
     store, out = result
     stored = benchmark.load_benchmark(store)
