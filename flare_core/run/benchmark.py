@@ -354,10 +354,10 @@ def score_summary(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "score": score,
-                "mean_spearman": float(np.mean(spearman)) if spearman else None,
+                "mean_spearman": _mean(spearman),
                 "lowest_spearman": min(spearman) if spearman else None,
                 "mean_kendall": float(np.mean(_finite([a["kendall"] for a in agree]) or [np.nan])),
-                "mean_points_lost_by_top": float(np.mean(lost)) if lost else None,
+                "mean_points_lost_by_top": _mean(lost),
                 "top_is_best_on": sum(v == 0.0 for v in lost),
             }
         )
@@ -367,26 +367,27 @@ def score_summary(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Means over corpora: each score's Spearman with the oracle (``scores``: every score and variant,
-    see :func:`score_summary`), and the regret of the verdict."""
-    means = {}
-    for score in TABLE_SCORES:
-        values = _finite([_spearman(r, score) for r in records])
-        means[score] = float(np.mean(values)) if values else None
-    regrets = _finite([r["regret"]["leading"] for r in records])
-    judged = [r["knn"] for r in records if r.get("knn")]
-    knn_means = {}
-    for score in TABLE_SCORES:
-        values = _finite([_spearman(k, score) for k in judged])
-        knn_means[score] = float(np.mean(values)) if values else None
+    see :func:`score_summary`; ``mean_spearman_knn``: with the kNN oracle), and the regret of the verdict."""
     return {
-        "mean_spearman": means,
-        "mean_spearman_knn": knn_means,
+        "mean_spearman": _mean_spearman(records),
+        "mean_spearman_knn": _mean_spearman([r["knn"] for r in records if r.get("knn")]),
         "scores": _records(score_summary(records)),
-        "mean_regret_leading": float(np.mean(regrets)) if regrets else None,
+        "mean_regret_leading": _mean([r["regret"]["leading"] for r in records]),
         "recommended_on": sum(r["verdict"]["recommended"] is not None for r in records),
         "corpora": len(records),
         "control_recommended": sum(r["verdict"]["recommended"] in r["controls"] for r in records),
     }
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the finite ``values``, or None when there is none."""
+    finite = _finite(values)
+    return float(np.mean(finite)) if finite else None
+
+
+def _mean_spearman(judged: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Each of :data:`TABLE_SCORES` → its mean Spearman over ``judged`` (records, or their kNN parts)."""
+    return {score: _mean([_spearman(r, score) for r in judged]) for score in TABLE_SCORES}
 
 
 def _fmt(value: float | None, spec: str = "{:.2f}") -> str:
@@ -464,10 +465,9 @@ def _knn_lines(result: dict[str, Any]) -> list[str]:
             + " | ".join(_fmt(_spearman(knn, s)) for s in TABLE_SCORES)
             + " |"
         )
-    lost = _finite([r["knn"]["leading"] for r in judged])
     means = result["summary"].get("mean_spearman_knn", {})
     lines.append(
-        f"| **mean** | | {_fmt(float(np.mean(lost)) if lost else None, '{:.1f}')} | "
+        f"| **mean** | | {_fmt(_mean([r['knn']['leading'] for r in judged]), '{:.1f}')} | "
         + " | ".join(_fmt(means.get(s)) for s in TABLE_SCORES)
         + " |"
     )
