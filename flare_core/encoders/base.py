@@ -66,17 +66,15 @@ class Encoder(Protocol):
 
 
 def length_batches(texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
-    """Indices of ``texts`` in batches of similar lengths (less padding): the longest batch first, so that
-    a batch too large for memory fails at once, then the others in a seeded shuffled order.
+    """Indices of ``texts`` in batches of similar lengths (less padding), the batches in a seeded order.
 
-    Shuffling keeps texts done proportional to the work done on average, so a progress bar and the time
+    Shuffling the batches keeps texts done proportional to the work done, so a progress bar and the time
     left read true: read longest first, all-mpnet-base-v2 took 11 s for the first 32 of 699 debate
-    statements and 1 s for the last 64, and the time left read 2.4 times too long.
+    statements and 1 s for the last 64, and the time left read up to 2.4 times too long.
     """
     order = np.argsort([-len(t) for t in texts], kind="stable")
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-    rest = np.random.default_rng(0).permutation(len(batches) - 1) + 1 if batches else []
-    return batches[:1] + [batches[k] for k in rest]
+    return [batches[k] for k in np.random.default_rng(0).permutation(len(batches))]
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
