@@ -1,8 +1,8 @@
 """Time left for a running run, from the measured rate of the work done so far.
 
 A run's work is planned as stages of units (100 characters read by an embedding model, a marginal or
-conditional density, a model's map ...), each stage with a fixed start-up cost and a prior cost per unit
-for a 2-core laptop CPU. The estimate:
+conditional density, a model's map, a tenth of a second of a collapse's prior ...), each stage with a
+fixed start-up cost and a prior cost per unit for a 2-core laptop CPU. The estimate:
 
 - a finished stage costs what it took;
 - a stage not started yet costs its prior, scaled by how much faster or slower this machine has been
