@@ -189,6 +189,10 @@ def token_counts(texts: Sequence[str], max_length: int | None) -> list[float]:
     return [min(len(text) / 4 + 2, cap) for text in texts]
 
 
+#: Seconds per (pair × mean tokens × longest tokens) of a 384-wide model's collapse, on 2 cores.
+_PAIR_TOKEN_SECONDS = 2.2e-8
+
+
 def collapse_costs(
     weight: float, width: int, texts: Sequence[str], max_length: int | None
 ) -> tuple[float, float]:
@@ -209,9 +213,6 @@ def collapse_costs(
     pair_work = pairs * (sum(tokens) / len(tokens)) * max(tokens)
     return reading, _PAIR_TOKEN_SECONDS * pair_work * width / 384
 
-
-#: Seconds per (pair × mean tokens × longest tokens) of a 384-wide model's collapse, on 2 cores.
-_PAIR_TOKEN_SECONDS = 2.2e-8
 
 #: Prior seconds of one IS unit, per 1,800 training texts (``fit``), by estimator and executor: in this
 #: process (one thread) or on a pool of worker processes, which also start once (importing torch).

@@ -127,9 +127,10 @@ class _CollapseWork:
             return
         self.reported = step
         reading, pairs = self.costs[index]
-        seconds = sum(map(sum, self.costs[:index])) + reading * (done / max(total, 1) if part == 0 else 1.0)
-        if part == 1:
-            seconds += pairs * done / max(total, 1)
+        fraction = done / max(total, 1)
+        seconds = sum(map(sum, self.costs[:index])) + (
+            reading * fraction if part == 0 else reading + pairs * fraction
+        )
         self.report(
             "collapse", index, len(self.costs), message,
             work_done=min(self.total, round(seconds / COLLAPSE_UNIT_SECONDS)), work_total=self.total,
