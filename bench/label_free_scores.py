@@ -36,7 +36,6 @@ later runs read the cache and take about 4 minutes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -48,15 +47,16 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flare_core.analyses.geometry import effective_rank  # noqa: E402
 from flare_core.analyses.sufficiency._whiten import fit_whitening, whiten  # noqa: E402
-from flare_core.analyses.validity import baseline_scores, oracle_scores  # noqa: E402
+from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.data.benchmark_corpora import (  # noqa: E402
     BENCHMARK_CORPORA,
     _clean,
     _package_dir,
     load_benchmark_corpus,
 )
-from flare_core.encoders import embed, get_spec, load_encoder  # noqa: E402
+from flare_core.encoders import embed, get_spec, load_encoder, texts_hash  # noqa: E402
 from flare_core.run.benchmark import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
 from flare_core.run.evidence import control_kind  # noqa: E402
 from flare_core.run.params import DEFAULT_CONTROLS  # noqa: E402
@@ -143,7 +143,7 @@ def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
 def corpus_embeddings(name: str, models: list[str], cache_dir: Path, max_length: int) -> tuple:
     bench = load_benchmark_corpus(name)
     texts = bench.frame["text"].tolist()
-    corpus_hash = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    corpus_hash = texts_hash(texts)
     embeddings = {}
     for model in models:
         encoder = load_encoder(model, corpus_texts=texts)
@@ -205,9 +205,11 @@ def label_free_scores(
         m: float(np.mean([linear_cka(embeddings[m], embeddings[t]) for t in ranked if t != m]))
         for m in models
     }
-    frame = pd.DataFrame(columns)
-    geometry = baseline_scores(embeddings)[["dim", "effective_rank"]]
-    return pd.concat([geometry, frame], axis=1)
+    geometry = {
+        "dim": {m: float(embeddings[m].shape[1]) for m in models},
+        "effective_rank": {m: effective_rank(embeddings[m]) for m in models},
+    }
+    return pd.DataFrame({**geometry, **columns})
 
 
 def judge(
@@ -215,7 +217,6 @@ def judge(
 ):
     """Per score: Spearman over the candidates, points lost by its top model, candidates below a control."""
     rows = {}
-    best = oracle.loc[candidates].max()
     for column in scores.columns:
         s = scores[column]
         top = s.loc[candidates + partial].idxmax()
@@ -224,7 +225,7 @@ def judge(
         )
         rows[column] = {
             "spearman": float(spearmanr(s.loc[candidates], oracle.loc[candidates]).statistic),
-            "points_lost": float(100 * (best - oracle.loc[top])),
+            "points_lost": regret_points(oracle, top, candidates),
             "top": top,
             "candidates_below_a_control": beaten,
         }
