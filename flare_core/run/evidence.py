@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
-from flare_core.run.manifest import roles
+from flare_core.run.manifest import RANKED_ROLES, roles
 from flare_core.run.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
-from flare_core.run.verdict import verdict
+from flare_core.run.verdict import MIN_RANKED, unranked_verdict, verdict
 from flare_core.store.runs import Run
 
 _CONTROL_KINDS = {"control: random weights": RANDOM_WEIGHTS, "control: rows shuffled": ROWS_SHUFFLED}
@@ -54,6 +54,7 @@ def gather_evidence(run: Run, estimator: str, available: list[str]) -> tuple[Evi
     role_of = roles(run)
     scores = run.load_frame("sufficiency", estimator, "scores.parquet")
     trained = scores[scores["model"].map(role_of).fillna("candidate") == "candidate"]
+    trained = trained[np.isfinite(trained["score"].astype(float))]
     controls = (
         run.load_frame("sufficiency", estimator, "controls.parquet")
         if run.has("sufficiency", estimator, "controls.parquet")
@@ -78,16 +79,28 @@ def gather_evidence(run: Run, estimator: str, available: list[str]) -> tuple[Evi
 
 
 def write_verdict(run: Run, *, provisional: bool) -> None:
-    """Write ``verdict.json`` from the first estimator that has scores (nothing when none has)."""
-    available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
-    if not available:
-        return
-    estimator = available[0]
-    evidence, controls = gather_evidence(run, estimator, available)
+    """Write ``verdict.json``: from the first estimator that scored at least two candidates, else the
+    verdict of a run with nothing to rank (what its one model's analyses say)."""
     role_of = roles(run)
-    scores = run.load_frame("sufficiency", estimator, "scores.parquet")
-    partial = [m for m in scores["model"] if role_of.get(m) == "partial"]
     failed = [m["id"] for m in run.manifest["models"] if m.get("status") == "failed"]
+    available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
+    scored = {e: _scored(run, e) for e in available}
+    ranked_by = [e for e in available if len(scored[e]) >= MIN_RANKED]
+    if not ranked_by:
+        ranked = [
+            m["id"]
+            for m in run.manifest["models"]
+            if m.get("status") == "done" and role_of.get(m["id"]) in RANKED_ROLES
+        ]
+        facts = single_model_facts(run, ranked[0]) if len(ranked) == 1 else []
+        run.save_json(
+            unranked_verdict(ranked, facts=facts, failed=failed, provisional=provisional), "verdict.json"
+        )
+        return
+    estimator = ranked_by[0]
+    evidence, controls = gather_evidence(run, estimator, ranked_by)
+    scores = scored[estimator]
+    partial = [m for m in scores["model"] if role_of.get(m) == "partial"]
     run.save_json(
         verdict(
             scores, estimator=estimator, trust=assess(evidence), controls=controls, partial=partial,
@@ -95,3 +108,44 @@ def write_verdict(run: Run, *, provisional: bool) -> None:
         ),
         "verdict.json",
     )  # fmt: skip
+
+
+def _scored(run: Run, estimator: str) -> pd.DataFrame:
+    """The ranked models of ``estimator`` that have a score (a model whose every pair failed has none)."""
+    scores = run.load_frame("sufficiency", estimator, "scores.parquet")
+    return scores[np.isfinite(scores["score"].astype(float))].reset_index(drop=True)
+
+
+def single_model_facts(run: Run, model: str) -> list[str]:
+    """Sentences on one model from the run's stored analyses: its accuracy on the labels, its collapse
+    under mean pooling, and how many of its dimensions its texts spread over (each when computed)."""
+    facts = []
+    if run.has("downstream.parquet"):
+        row = run.load_frame("downstream.parquet").set_index("model")
+        if model in row.index and "accuracy" in row and np.isfinite(row.loc[model, "accuracy"]):
+            facts.append(
+                f"On your labels it reaches {100 * row.loc[model, 'accuracy']:.1f}% accuracy "
+                "(5-fold logistic regression)."
+            )
+        elif (
+            model in row.index and "cosine_spearman" in row and np.isfinite(row.loc[model, "cosine_spearman"])
+        ):
+            facts.append(
+                f"Its cosine similarities follow your pair scores at Spearman {row.loc[model, 'cosine_spearman']:.2f}."
+            )
+    if run.has("collapse", "summary.parquet"):
+        row = run.load_frame("collapse", "summary.parquet").set_index("model")
+        if model in row.index and np.isfinite(row.loc[model, "socm_mean"]):
+            facts.append(
+                f"Its mean-pooling collapse averages {row.loc[model, 'socm_mean']:.2f} over pairs of texts "
+                "(0: pooling hides none of what tells two texts apart, 1: all of it)."
+            )
+    if run.has("geometry.parquet"):
+        row = run.load_frame("geometry.parquet").set_index("model")
+        dim = next((m.get("dim") for m in run.manifest["models"] if m["id"] == model), None)
+        if model in row.index and "effective_rank" in row and np.isfinite(row.loc[model, "effective_rank"]):
+            of = f" of its {dim}" if dim else ""
+            facts.append(
+                f"Its texts spread over about {row.loc[model, 'effective_rank']:.0f}{of} dimensions."
+            )
+    return facts

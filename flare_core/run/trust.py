@@ -130,6 +130,7 @@ def check_agreement(agreement: float | None) -> Check:
 
 def check_controls(scores: pd.DataFrame, controls: Mapping[str, tuple[str, float]]) -> Check:
     random = {m: s for m, (kind, s) in controls.items() if kind == RANDOM_WEIGHTS and _finite(s)}
+    scores = scores[np.isfinite(scores["score"].astype(float))]
     if not random or scores.empty:
         return Check(
             "controls", "not checked", "—",

@@ -29,9 +29,11 @@ import pandas as pd
 from flare_core.analyses.sufficiency.registry import estimator_label
 from flare_core.run.trust import TrustAssessment, overlapping
 
-__all__ = ["VERDICT_VERSION", "overlapping", "verdict"]
+__all__ = ["VERDICT_VERSION", "MIN_RANKED", "overlapping", "unranked_verdict", "verdict"]
 
 VERDICT_VERSION = 2
+#: A ranking compares candidates: it needs at least this many scored ones.
+MIN_RANKED = 2
 
 
 def _ordinal(n: int) -> str:
@@ -136,5 +138,49 @@ def verdict(
         "tied_with": tied,
         "ranking": ranking.replace({np.nan: None}).to_dict(orient="records"),
         "controls": control_rows,
+        "failed": list(failed),
+    }
+
+
+def unranked_verdict(
+    candidates: Sequence[str],
+    *,
+    facts: Sequence[str] = (),
+    failed: Sequence[str] = (),
+    provisional: bool = False,
+) -> dict[str, Any]:
+    """The verdict of a run with fewer than :data:`MIN_RANKED` scored candidates: no ranking, so no
+    recommendation, and what the run can still tell (``facts``: sentences on the run's one model, such as
+    its accuracy on the labels or its collapse). Same schema as :func:`verdict`, with ``ranking`` empty."""
+    candidates = list(candidates)
+    if len(candidates) == 1:
+        headline = f"Only one candidate, {candidates[0]}: there is nothing to rank it against."
+    elif candidates:
+        headline = f"{_join(candidates)} could not be scored against each other."
+    else:
+        headline = "No candidate to rank: every model of this run is a control."
+    summary = (
+        f"A ranking needs at least {MIN_RANKED} candidates; add models to the pool to compare them. "
+        "The other analyses of this run describe the model you chose."
+    )
+    if facts:
+        summary += " " + " ".join(facts)
+    text = " ".join([headline, summary])
+    if failed:
+        text += f" Not ranked because they failed: {_join(list(failed))}."
+    return {
+        "version": VERDICT_VERSION,
+        "provisional": bool(provisional),
+        "estimator": None,
+        "score_label": None,
+        "recommended": None,
+        "leading": None,
+        "trust": {"level": None, "checks": []},
+        "headline": headline,
+        "summary": summary,
+        "text": text,
+        "tied_with": [],
+        "ranking": [],
+        "controls": [],
         "failed": list(failed),
     }
