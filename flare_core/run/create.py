@@ -6,11 +6,15 @@ import dataclasses
 import platform
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import metadata
+from typing import Literal
 
 import numpy as np
 
+from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus
+from flare_core.errors import CorpusError
 from flare_core.run.params import RunParams
 from flare_core.store.runs import Run, RunStore
 
@@ -57,6 +61,69 @@ def check_embedding_names(names: Sequence[str], *, models: Sequence[str] = ()) -
     return stripped
 
 
+Level = Literal["ok", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    """What a check found on one field: ``level`` is ``ok``, ``warning`` (the run works, with a caveat)
+    or ``error`` (the run would be refused or fail); ``message`` says it in words."""
+
+    level: Level
+    message: str
+
+    @property
+    def blocks(self) -> bool:
+        return self.level == "error"
+
+
+def check_labels_for_run(labels: Sequence[str], *, column: str) -> FieldCheck:
+    """Whether the labels of the kept texts can drive the supervised check: refused with fewer than
+    ``MIN_CLASSES`` classes of at least ``MIN_CLASS_MEMBERS`` texts (one class only, or one text per
+    class); a warning when classes will be left out or when nearly every text has its own label."""
+    counts = Counter(labels)
+    usable = [c for c, n in counts.items() if n >= MIN_CLASS_MEMBERS]
+    small = sorted(c for c, n in counts.items() if n < MIN_CLASS_MEMBERS)
+    if len(counts) == 1:
+        (only,) = counts
+        return FieldCheck(
+            "error",
+            f"column '{column}' holds one class only ({only!r} on all {len(labels):,} texts): labels must "
+            f"tell at least {MIN_CLASSES} groups apart. Choose another column, or run without labels "
+            "(--no-labels, or (none) on the New run page).",
+        )
+    if len(usable) < MIN_CLASSES:
+        looks = (
+            "It looks like an identifier or free text: choose another column"
+            if len(counts) > len(labels) / 2
+            else "Label more texts of the small classes, or choose another column"
+        )
+        return FieldCheck(
+            "error",
+            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts but only {len(usable)} "
+            f"with {MIN_CLASS_MEMBERS} or more texts; the supervised check needs {MIN_CLASSES}. {looks}, or run "
+            "without labels (--no-labels, or (none) on the New run page).",
+        )
+    if len(counts) > len(labels) / 2:
+        return FieldCheck(
+            "warning",
+            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts: most texts have a label "
+            f"of their own. Is it a label? {len(small):,} classes with a single text are left out of the "
+            "supervised check.",
+        )
+    sizes = sorted(counts.values())
+    if small:
+        shown = ", ".join(repr(c) for c in small[:5]) + (
+            f" and {len(small) - 5} more" if len(small) > 5 else ""
+        )
+        return FieldCheck(
+            "warning",
+            f"{len(counts):,} classes; {len(small)} with a single text ({shown}) are left out of the "
+            "supervised check.",
+        )
+    return FieldCheck("ok", f"{len(counts):,} classes, {sizes[0]:,} to {sizes[-1]:,} texts each")
+
+
 def create_run(
     store: RunStore,
     corpus: Corpus,
@@ -72,6 +139,10 @@ def create_run(
     ``flare_core.encoders.load_precomputed``); they join the run as models of kind ``precomputed``.
     """
     params.validate()
+    if corpus.labels is not None:
+        labels = check_labels_for_run(corpus.labels, column=corpus.label_column or "label")
+        if labels.blocks:
+            raise CorpusError(labels.message)
     precomputed = dict(precomputed or {})
     if not params.models and not precomputed:
         raise ValueError("choose at least one model, or add embeddings computed elsewhere")

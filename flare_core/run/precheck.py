@@ -8,19 +8,17 @@ here would have failed the run.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus, corpus_from_table
 from flare_core.encoders import check_model_ids, load_precomputed
 from flare_core.errors import CorpusError
-from flare_core.run.create import check_embedding_names
+from flare_core.run.create import FieldCheck, check_embedding_names, check_labels_for_run
 
 __all__ = [
     "CorpusPrecheck",
@@ -31,21 +29,6 @@ __all__ = [
     "precheck_embeddings",
     "precheck_model_ids",
 ]
-
-Level = Literal["ok", "warning", "error"]
-
-
-@dataclass(frozen=True)
-class FieldCheck:
-    """What a check found on one field: ``level`` is ``ok``, ``warning`` (the run works, with a caveat)
-    or ``error`` (the run would be refused or fail); ``message`` says it in words."""
-
-    level: Level
-    message: str
-
-    @property
-    def blocks(self) -> bool:
-        return self.level == "error"
 
 
 @dataclass(frozen=True)
@@ -128,47 +111,6 @@ def _texts_sentence(corpus: Corpus) -> str:
     if stats.get("n_sampled_out"):
         notes.append(f"a seeded sample of {len(corpus):,} of {len(corpus) + stats['n_sampled_out']:,}")
     return f"{len(corpus):,} texts to analyse" + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def check_labels_for_run(labels: Sequence[str], *, column: str) -> FieldCheck:
-    """Whether the labels of the kept texts can drive the supervised check: refused with fewer than
-    ``MIN_CLASSES`` classes of at least ``MIN_CLASS_MEMBERS`` texts (one class only, or one text per
-    class); a warning when classes will be left out or when nearly every text has its own label."""
-    counts = Counter(labels)
-    usable = [c for c, n in counts.items() if n >= MIN_CLASS_MEMBERS]
-    small = sorted(c for c, n in counts.items() if n < MIN_CLASS_MEMBERS)
-    if len(counts) == 1:
-        (only,) = counts
-        return FieldCheck(
-            "error",
-            f"column '{column}' holds one class only ({only!r} on all {len(labels):,} texts): labels must "
-            f"tell at least {MIN_CLASSES} groups apart. Choose another column, or (none) to run without labels.",
-        )
-    if len(usable) < MIN_CLASSES:
-        return FieldCheck(
-            "error",
-            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts but only {len(usable)} "
-            f"with {MIN_CLASS_MEMBERS} or more texts; the supervised check needs {MIN_CLASSES}. It looks like "
-            "an identifier or free text: choose another column, or (none) to run without labels.",
-        )
-    if len(counts) > len(labels) / 2:
-        return FieldCheck(
-            "warning",
-            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts: most texts have a label "
-            f"of their own. Is it a label? {len(small):,} classes with a single text are left out of the "
-            "supervised check.",
-        )
-    sizes = sorted(counts.values())
-    if small:
-        shown = ", ".join(repr(c) for c in small[:5]) + (
-            f" and {len(small) - 5} more" if len(small) > 5 else ""
-        )
-        return FieldCheck(
-            "warning",
-            f"{len(counts):,} classes; {len(small)} with a single text ({shown}) are left out of the "
-            "supervised check.",
-        )
-    return FieldCheck("ok", f"{len(counts):,} classes, {sizes[0]:,} to {sizes[-1]:,} texts each")
 
 
 def precheck_embeddings(
