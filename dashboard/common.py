@@ -10,11 +10,20 @@ import pandas as pd
 import streamlit as st
 
 from flare_core.run.jobs import effective_status
+from flare_core.run.outcomes import problem_sentences
 from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.store.runs import Run, RunNotFound, RunStore, validate_run_id
 from flare_core.view.verdict import trust_sentence, verdict_view
 
-STATUS_ICONS = {"queued": "⏳", "running": "🔄", "done": "✅", "failed": "❌", "cancelled": "⏹️"}
+#: Material icons (drawn by Streamlit's own font, unlike emoji, which need an emoji font on the viewer's side).
+STATUS_ICONS = {
+    "queued": ":material/hourglass_top:",
+    "running": ":material/autorenew:",
+    "done": ":material/check_circle:",
+    "done, with problems": ":material/warning:",
+    "failed": ":material/error:",
+    "cancelled": ":material/cancel:",
+}
 
 
 def store() -> RunStore:
@@ -138,6 +147,7 @@ def status_banner(run: Run) -> str:
     """Show the run's status; return it."""
     status = effective_status(run)
     manifest = run.manifest
+    show_problems(manifest)
     if status == "failed":
         st.error(
             f"This run failed: {manifest.get('error') or 'its worker stopped unexpectedly'}. "
@@ -154,6 +164,17 @@ def status_banner(run: Run) -> str:
     if status in ("queued", "running"):
         _follow(run.id, _finished_stages(manifest))
     return status
+
+
+def show_problems(manifest: dict[str, Any]) -> None:
+    """A warning per stage that failed in a run that is otherwise complete: which, why, what to do."""
+    sentences = problem_sentences(manifest)
+    if sentences:
+        st.warning(
+            "**Done, with problems.** The other analyses are complete.  \n"
+            + "  \n".join(escape(s) for s in sentences),
+            icon=":material/warning:",
+        )
 
 
 def _finished_stages(manifest: dict[str, Any]) -> tuple[str, ...]:

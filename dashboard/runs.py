@@ -93,13 +93,25 @@ def live_runs() -> None:
         stage_words(s) if s and row["id"] not in waiting else s
         for s, row in zip(frame["stage"], rows, strict=True)
     ]
-    frame.insert(0, "", frame["status"].map(STATUS_ICONS))
     frame["link"] = "/?run=" + frame["id"]
     st.dataframe(
-        frame[["", "name", "status", "texts", "models", "created", "stage", "progress", "link", "id"]],
+        frame[
+            ["name", "status", "problems", "texts", "models", "created", "stage", "progress", "link", "id"]
+        ],
         hide_index=True,
-        column_config={"link": st.column_config.LinkColumn("link", display_text="open")},
+        column_config={
+            "link": st.column_config.LinkColumn("link", display_text="open"),
+            "problems": st.column_config.TextColumn("problems", width="large"),
+        },
     )
+    for row in rows:
+        if row["problems"]:
+            with st.container(border=True):
+                st.markdown(f"{STATUS_ICONS[row['status']]} **{escape(row['name'])}** · `{row['id']}`")
+                st.caption(escape(row["problems"]))
+                if not viewer_only() and st.button("Try the failed stages again", key=f"retry-{row['id']}"):
+                    submitted = jobs.submit(store(), row["id"])
+                    st.toast(submitted["message"])
 
 
 live_runs()

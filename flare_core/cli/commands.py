@@ -152,16 +152,26 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"model {model['id']} failed: {model.get('error')}", file=sys.stderr)
         if status == "failed":
             print(f"run failed: {manifest.get('error')}", file=sys.stderr)
+        _print_problems(manifest)
         print(run.id)
     return 0 if status in ("done", "queued") else 1
 
 
+def _print_problems(manifest: dict[str, Any]) -> None:
+    """One line on stderr per stage that failed in a run that is otherwise done."""
+    from flare_core.run.outcomes import problem_sentences
+
+    for sentence in problem_sentences(manifest):
+        print(f"done, with a problem: {sentence}", file=sys.stderr)
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from flare_core.run import jobs
+    from flare_core.run.outcomes import problems
     from flare_core.store import doctor
 
     run = _store(args).get(args.run_id)
-    if run.status == "done":
+    if run.status == "done" and not problems(run.manifest):
         if not any(f.kind == "damaged" for f in doctor.check_run(run.path)):
             print(f"run {run.id} is already done", file=sys.stderr)
             if args.json:
@@ -189,6 +199,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     else:
         if status == "failed":
             print(f"run failed: {manifest.get('error')}", file=sys.stderr)
+        _print_problems(manifest)
         print(run.id)
     return 0 if status == "done" else 1
 
@@ -291,12 +302,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     manifest = results["manifest"]
     corpus = manifest["corpus"]
-    print(f"run {manifest['id']} ({manifest.get('name')}): {results['status']}")
+    print(f"run {manifest['id']} ({manifest.get('name')}): {results['status_words']}")
     print(
         f"corpus: {corpus['source_name']}, {corpus['n_texts']} texts, labels: {corpus.get('label_column') or 'none'}"
     )
     if manifest.get("error"):
         print(f"error: {manifest['error']}")
+    for problem in results["problems"]:
+        print(f"problem: {problem['what']} failed: {problem['why']}. To fix it, {problem['todo']}.")
     for model in manifest["models"]:
         extra = f" ({model.get('error')})" if model.get("status") == "failed" else ""
         print(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flare_core.errors import Cancelled, DamagedFile, RunBusy, RunNotFound
+from flare_core.run.outcomes import problems
 from flare_core.store import atomic, doctor, locks
 from flare_core.store.runs import CANCEL_FLAG, FINISHED, Run, RunStore, utc_now
 
@@ -120,7 +121,11 @@ def submit(store: RunStore, run_id: str) -> dict[str, Any]:
         owner = locks.live_owner(run.path)
         if owner is not None:
             raise RunBusy(locks.busy_message(run.id, owner, "submit it"), owner)
-        if run.status == "done" and not any(f.kind == "damaged" for f in doctor.check_run(run.path)):
+        if (
+            run.status == "done"
+            and not problems(run.manifest)
+            and not any(f.kind == "damaged" for f in doctor.check_run(run.path))
+        ):
             raise ValueError(f"run {run.id} is already done; nothing to start")
         if run.cancel_requested():
             run.artefact(CANCEL_FLAG).unlink(missing_ok=True)
@@ -266,8 +271,8 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
             with contextlib.suppress(DamagedFile, OSError):
                 run.update(status="failed", finished=utc_now(), error=str(exc))
             raise
-        if repairs:
-            run.update(repairs=[*run.manifest.get("repairs", []), *repairs])
+        if repairs:  # files were set aside: every stage is checked again, not only those that failed
+            run.update(repairs=[*run.manifest.get("repairs", []), *repairs], outcomes={})
         with locks.store_lock(run.path.parent):  # taken out of the queue, so no worker is started for it
             run.update(
                 status="running",

@@ -20,7 +20,8 @@ STAGE_WORDS = {
     "maps": "drawing a map of each embedding space",
     "collapse": "measuring what mean pooling hides",
     "concentration": "tracing how tokens gather, layer by layer",
-    "summary": "writing the verdict",
+    "summary": "joining every figure in one table",
+    "verdict": "writing the verdict",
 }
 
 

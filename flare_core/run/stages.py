@@ -12,6 +12,7 @@ resumes where it stopped. Each stage is a module of this package.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 
@@ -22,11 +23,12 @@ from flare_core.run.embedding_stage import embedding_stage, model_cost, token_mo
 from flare_core.run.eta import StagePlan, run_plan, text_units
 from flare_core.run.evidence import write_verdict
 from flare_core.run.manifest import transformer_models
+from flare_core.run.outcomes import StageRunner
 from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
 from flare_core.run.studies import run_studies
 from flare_core.run.sufficiency_stage import sufficiency_stage
-from flare_core.run.summary import summarise
+from flare_core.run.summary import summary_table
 from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
 from flare_core.store.cache import sweep_stale_scratch
 from flare_core.store.runs import Run
@@ -52,7 +54,12 @@ class StageTimer:
 
 
 def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
-    """Compute every stage of ``run`` that is not stored yet."""
+    """Compute every stage of ``run`` that is not stored yet.
+
+    The embeddings come first and every other stage needs them: a run where no model could be embedded
+    fails. After that each stage runs on its own (:class:`~flare_core.run.outcomes.StageRunner`): one
+    that fails is recorded with its reason, and the stages that do not need it still run.
+    """
     params = RunParams.from_dict(run.manifest["params"])
     sweep_stale_scratch()
     report = ProgressReporter(run, progress_bar)
@@ -67,6 +74,7 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     # with all threads), then a large IS matrix gets a pool of its own.
     chosen = params.workers is not None or params.executor == "ray"
     executor = make_executor(params) if chosen else None
+    stages = StageRunner(run)
     try:
         with StageTimer(run, "embeddings"):
             embedding_stage(run, params, texts, report, executor)
@@ -80,34 +88,50 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
             )
         # the answer first: each estimator's ranking gives a provisional verdict as soon as it exists
         for estimator in params.estimators:
-            with StageTimer(run, f"sufficiency_{estimator}"):
-                sufficiency_stage(run, ok, estimator, params, report, executor=executor)
-            write_verdict(run, provisional=True)
+            stages.run(
+                f"sufficiency_{estimator}",
+                lambda e=estimator: sufficiency_stage(run, ok, e, params, report, executor=executor),
+                models=ok,
+            )
+            stages.run("verdict", lambda: write_verdict(run, provisional=True))
     finally:
         if executor is not None:
             executor.close()
+    _later_stages(run, stages, params, ok, texts, labels, report)
+    stages.run("summary", lambda: summary_table(run))
+    stages.run("verdict", lambda: write_verdict(run, provisional=False))
+
+
+def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, labels, report) -> None:
+    """The stages after information sufficiency, each on its own (see :func:`compute_stages`)."""
+    estimated = [f"sufficiency_{e}" for e in params.estimators]
     if params.geometry:
-        with StageTimer(run, "geometry"):
-            geometry_stage(run, ok, labels, params, report)
+        stages.run("geometry", lambda: geometry_stage(run, ok, labels, params, report), models=ok)
     if params.downstream and (labels is not None or run.has("pairs.parquet")):
-        with StageTimer(run, "downstream"):
-            downstream_stage(run, ok, labels, params, report)
-    if params.validation and any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES):
-        with StageTimer(run, "validation"):
-            run_studies(run, params.validation, repeats=params.validation_repeats, report=report)
-        write_verdict(run, provisional=True)
+        stages.run("downstream", lambda: downstream_stage(run, ok, labels, params, report), models=ok)
+    scored = any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES)
+    none_left = bool(estimated) and all(n in stages.failed for n in estimated)
+    if params.validation and (scored or none_left):
+        studies = functools.partial(
+            run_studies, run, params.validation, repeats=params.validation_repeats, report=report
+        )
+        if stages.run("validation", studies, needs=estimated if none_left else (), models=ok):
+            stages.run("verdict", lambda: write_verdict(run, provisional=True))
     if params.maps:
-        with StageTimer(run, "maps"):
-            maps_stage(run, ok, params, report)
+        stages.run("maps", lambda: maps_stage(run, ok, params, report), models=ok)
     transformers_ok = transformer_models(run)
     if params.collapse and transformers_ok:
-        with StageTimer(run, "collapse"):
-            collapse_stage(run, transformers_ok, texts, params, report)
+        stages.run(
+            "collapse",
+            lambda: collapse_stage(run, transformers_ok, texts, params, report),
+            models=transformers_ok,
+        )
     if params.concentration and transformers_ok:
-        with StageTimer(run, "concentration"):
-            concentration_stage(run, transformers_ok, texts, params, report)
-    with StageTimer(run, "summary"):
-        summarise(run)
+        stages.run(
+            "concentration",
+            lambda: concentration_stage(run, transformers_ok, texts, params, report),
+            models=transformers_ok,
+        )
 
 
 def _plan(run: Run, params: RunParams, texts: list[str]) -> list[StagePlan]:

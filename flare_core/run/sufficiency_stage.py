@@ -9,8 +9,12 @@ import numpy as np
 
 from flare_core.compute.executor import torch_threads
 from flare_core.run.manifest import candidates, controls, record_worker
+from flare_core.run.outcomes import StageSkipped
 from flare_core.run.params import RunParams
 from flare_core.store.runs import Run
+
+#: Fewer texts than this leave fewer than 2 held out (a tenth) to test the densities on.
+MIN_SUFFICIENCY_TEXTS = 20
 
 
 def sufficiency_rows(n: int, limit: int | None, seed: int) -> np.ndarray:
@@ -29,11 +33,21 @@ def sufficiency_stage(
     # controls are sources only: IS towards them would reward whatever they carry
     sources = ranked + probes
     targets = [m for m in ok if m not in probes]
-    if not ranked or not any(s != t for s in sources for t in targets):
-        why = "information sufficiency needs at least two models that are not controls"
-        run.save_json({"skipped": why}, f"sufficiency_{estimator}.json")
-        return
     n_texts = len(run.corpus_frame())
+    why = None
+    if not any(s != t for s in ranked for t in targets):
+        why = (
+            "information sufficiency ranks candidates by what each tells about the others: it needs at "
+            f"least two embedded models that are not controls (this run has {len(targets)})"
+        )
+    elif n_texts < MIN_SUFFICIENCY_TEXTS:
+        why = (
+            "information sufficiency fits densities on most texts and tests them on a tenth held out: it "
+            f"needs at least {MIN_SUFFICIENCY_TEXTS} texts (this corpus has {n_texts})"
+        )
+    if why:
+        run.save_json({"skipped": why}, f"sufficiency_{estimator}.json")
+        raise StageSkipped(why)
     rows = sufficiency_rows(n_texts, params.max_texts_sufficiency, params.seed)
     if len(rows) == n_texts:  # every text: memory-mapped, large ones are trained a mini-batch at a time
         embeddings = {m: run.load_embeddings(m, mmap=True) for m in ok}

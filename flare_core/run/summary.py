@@ -10,7 +10,15 @@ from flare_core.store.runs import Run
 
 
 def summarise(run: Run) -> pd.DataFrame:
-    """Join every per-model figure of the run into ``summary.parquet`` (one row per model)."""
+    """The summary table (:func:`summary_table`), then the final verdict; returns the table."""
+    table = summary_table(run)
+    write_verdict(run, provisional=False)
+    return table
+
+
+def summary_table(run: Run) -> pd.DataFrame:
+    """Join every per-model figure of the run into ``summary.parquet`` (one row per model), with the
+    correlations of the label-free scores with the downstream ones when the run has both."""
     models = [m for m in run.manifest["models"] if m.get("status") == "done"]
     table = pd.DataFrame(
         {
@@ -42,7 +50,6 @@ def summarise(run: Run) -> pd.DataFrame:
     table = table.reset_index()
     run.save_frame(table, "summary.parquet")
     _correlations(run, table)
-    write_verdict(run, provisional=False)
     return table
 
 

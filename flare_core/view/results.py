@@ -48,9 +48,17 @@ def sufficiency_frames(run: Run, estimator: str) -> dict[str, pd.DataFrame] | No
 def run_results(run: Run) -> dict[str, Any]:
     """Everything a run has computed so far, JSON-ready (NaN becomes ``None`` on serialisation)."""
     from flare_core.run.jobs import effective_status
+    from flare_core.run.outcomes import problems, status_words
 
     manifest = run.manifest
-    out: dict[str, Any] = {"run_id": run.id, "status": effective_status(run), "manifest": manifest}
+    status = effective_status(run)
+    out: dict[str, Any] = {
+        "run_id": run.id,
+        "status": status,
+        "status_words": status_words(manifest, status),
+        "problems": problems(manifest),
+        "manifest": manifest,
+    }
     if run.has("summary.parquet"):
         out["summary"] = _records(run.load_frame("summary.parquet"))
     sufficiency: dict[str, Any] = {}
@@ -177,8 +185,10 @@ def headline_correlations(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def runs_table(store: RunStore) -> list[dict[str, Any]]:
-    """One row per stored run, newest first: id, name, effective status, texts, models, created, stage, progress."""
+    """One row per stored run, newest first: id, name, status in words ("done, with problems" when a stage
+    failed), texts, models, created, stage, progress, problems (one sentence per failed stage)."""
     from flare_core.run.jobs import effective_status
+    from flare_core.run.outcomes import problem_sentences, status_words
 
     rows = []
     for manifest in store.list():
@@ -187,12 +197,13 @@ def runs_table(store: RunStore) -> list[dict[str, Any]]:
             {
                 "id": manifest["id"],
                 "name": manifest.get("name"),
-                "status": effective_status(store.get(manifest["id"])),
+                "status": status_words(manifest, effective_status(store.get(manifest["id"]))),
                 "texts": manifest.get("corpus", {}).get("n_texts"),
                 "models": ",".join(m["id"] for m in manifest.get("models", [])),
                 "created": manifest.get("created"),
                 "stage": progress.get("stage", ""),
                 "progress": f"{progress.get('done', '')}/{progress.get('total', '')}" if progress else "",
+                "problems": " ".join(problem_sentences(manifest)),
             }
         )
     return rows
