@@ -205,6 +205,7 @@ def corpus_from_table(
             + (f", {n_duplicates} duplicates dropped" if drop_duplicates and n_duplicates else "")
             + f"); at least {min_texts} are needed"
         )
+    _check_different(raw_texts, keep, min(min_texts, 2), src, text_column)
 
     texts, n_truncated = _cap_texts([raw_texts[i] for i in keep], max_text_chars)  # type: ignore[misc]
     labels = [labels_all[i] for i in keep] if labels_all is not None else None
@@ -262,6 +263,18 @@ def _truncation_note(
         f"{' and '.join(parts)} longer than {max_chars:,} characters {verb} cut to the first {max_chars:,} "
         "characters; models read at most a few thousand words of a text"
     )
+
+
+def _check_different(
+    raw_texts: list[str | None], keep: list[int], needed: int, src: str, column: str
+) -> None:
+    """``CorpusError`` when the kept texts hold fewer than ``needed`` different texts (one text repeated)."""
+    distinct = {raw_texts[i] for i in keep}
+    if len(distinct) < needed:
+        raise CorpusError(
+            f"{src}: every one of the {len(keep)} texts in column '{column}' is the same text "
+            f"({str(next(iter(distinct)))[:60]!r}): a run compares texts, it needs at least 2 different ones"
+        )
 
 
 def _rows_with_text(raw_texts: list[str | None], drop_duplicates: bool) -> tuple[list[int], int, int]:

@@ -146,6 +146,10 @@ def _check_upload(arr: np.ndarray, *, n_rows: int | None, name: str) -> np.ndarr
     if arr.size and np.abs(arr).max() > np.finfo(np.float32).max:
         raise ValueError(f"{name}: values exceed the float32 range (|x| > 3.4e38)")
     out = arr.astype(np.float32)
+    if out.shape[0] > 1 and (out == out[0]).all():
+        raise ValueError(
+            f"{name}: every row is the same vector, so it tells no text from another; check how it was made"
+        )
     return np.ascontiguousarray(out)
 
 

@@ -65,6 +65,11 @@ class TransformerEncoder:
 
     # ------------------------------------------------------------------ helpers
 
+    def token_limit(self, max_length: int | None = None) -> int:
+        """The tokens a text is cut to: ``max_length`` (or the encoder's default), never more than the
+        model's positions or its tokenizer's limit."""
+        return self._limit(max_length)
+
     def _limit(self, max_length: int | None) -> int:
         limit = check_max_length(max_length) or self.max_length
         model_max = getattr(self.model.config, "max_position_embeddings", None)
@@ -275,8 +280,8 @@ class SentenceTransformerEncoder(TransformerEncoder):
         if not items:
             return empty_matrix(int(_st_dim(self.st_model) or 0))
         before = self.st_model.max_seq_length
-        if limit is not None:
-            self.st_model.max_seq_length = limit
+        if limit is not None:  # never past the model's own positions (a local model may have 128)
+            self.st_model.max_seq_length = min(limit, self._limit(limit))
         try:
             chunks = []
             for rows in self._batches(len(items), max(batch_size, 1) * 8):

@@ -153,7 +153,11 @@ def concentration_stage(
         encoder = encoders.load_encoder(model_id, device=params.device)
         try:
             frame = concentration.layer_concentration(
-                encoder.model, encoder.tokenizer, [texts[i] for i in sample], device=params.device
+                encoder.model,
+                encoder.tokenizer,
+                [texts[i] for i in sample],
+                device=params.device,
+                max_length=encoder.token_limit(params.max_length),
             )
         except concentration.UnsupportedArchitecture as exc:
             skipped[model_id] = str(exc)

@@ -576,11 +576,12 @@ _WORD = st.text(st.sampled_from("abcdefghij é"), min_size=1, max_size=12).filte
         st.tuples(st.lists(_WORD, min_size=1, max_size=6).map(" ".join), st.sampled_from(["sport", "news"])),
         min_size=2,
         max_size=30,
-    ),
+    ).filter(lambda rows: len({" ".join(text.split()) for text, _ in rows}) >= 2),
     fmt=st.sampled_from(["csv", "tsv", "jsonl", "parquet"]),
 )
 def test_well_formed_tables_are_accepted_with_every_text_and_label(rows, fmt) -> None:
-    """A table of non-blank word texts and labels, in any supported format, loads row for row."""
+    """A table of non-blank word texts (two different ones at least) and labels, in any supported format,
+    loads row for row."""
     texts = [" ".join(text.split()) for text, _ in rows]  # no leading, trailing or doubled spaces
     labels = [label for _, label in rows]
     frame = pd.DataFrame({"text": texts, "label": labels})
@@ -597,3 +598,13 @@ def test_well_formed_tables_are_accepted_with_every_text_and_label(rows, fmt) ->
     assert corpus.ids == list(range(len(rows))) and corpus.stats["n_duplicates"] == len(texts) - len(
         set(texts)
     )
+
+
+def test_a_table_of_one_text_repeated_is_refused_with_the_text_named() -> None:
+    data = pd.DataFrame({"text": ["same words"] * 5, "label": ["a", "b"] * 2 + ["a"]}).to_csv(index=False)
+    with pytest.raises(
+        CorpusError, match=r"every one of the 5 texts in column 'text' is the same text \('same words'\)"
+    ):
+        load_corpus(data.encode(), name="upload.csv", text_column="text", label_column="label")
+    two = pd.DataFrame({"text": ["one", "two", "one"]}).to_csv(index=False)
+    assert load_corpus(two.encode(), name="upload.csv", text_column="text").texts == ["one", "two", "one"]

@@ -100,8 +100,8 @@ def test_two_hundred_thousand_rows_load_in_bounded_memory_and_sample(tmp_path):
 
 def test_a_corpus_of_only_duplicates(tmp_path):
     path = write(tmp_path / "dup.csv", "text,label\n" + "same text,a\n" * 40)
-    corpus = load_corpus(path)
-    assert len(corpus) == 40 and corpus.stats["n_duplicates"] == 39
+    with pytest.raises(CorpusError, match=r"every one of the 40 texts .* is the same text \('same text'\)"):
+        load_corpus(path)
     with pytest.raises(CorpusError, match=r"only 1 usable text.*39 duplicates dropped.*at least 2"):
         load_corpus(path, drop_duplicates=True)
 

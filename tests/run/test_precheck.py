@@ -103,7 +103,7 @@ def _npy(tmp_path, name: str, array: np.ndarray, **kwargs) -> bytes:
 
 
 def test_npy_rows_are_checked_against_the_corpus(tmp_path):
-    data = _npy(tmp_path, "a.npy", np.ones((12, 4), dtype=np.float64))
+    data = _npy(tmp_path, "a.npy", np.arange(48, dtype=np.float64).reshape(12, 4))
     ok, array = precheck_embeddings(data, name="a", n_rows=12)
     assert ok.level == "ok" and ok.message == "12 rows × 4 dimensions" and array.dtype == np.float32
     short, none = precheck_embeddings(data, name="a", n_rows=13)
@@ -111,6 +111,8 @@ def test_npy_rows_are_checked_against_the_corpus(tmp_path):
     assert short.message == "a: has 12 rows but the corpus has 13 texts"
     alone, _ = precheck_embeddings(data, name="a", n_rows=None)
     assert alone.message == "12 rows × 4 dimensions"
+    same, _ = precheck_embeddings(_npy(tmp_path, "c.npy", np.ones((12, 4))), name="c", n_rows=12)
+    assert same.level == "error" and same.message.startswith("c: every row is the same vector")
 
 
 def test_pickled_npy_is_refused_without_unpickling(tmp_path):
