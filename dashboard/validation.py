@@ -13,7 +13,8 @@ from dashboard.common import (
     show_verdict,
 )
 from dashboard.findings import show_page_verdict
-from flare_core.run.benchmark import results_frame, shipped_results
+from flare_core.answer.shipped import shipped_results
+from flare_core.run.benchmark import results_frame
 from flare_core.view import figures
 from flare_core.view.glossary import explain, label
 from flare_core.view.page_verdicts import validation_verdict

@@ -22,7 +22,8 @@ LAYERS = [
     ("data", ["flare_core.data"]),
     ("encoders", ["flare_core.encoders"]),
     ("analyses", ["flare_core.analyses"]),
-    ("run", ["flare_core.run"]),
+    # the pipeline (run/) and the answer (answer/: labels, verdict, trust) are two rooms of one layer
+    ("run", ["flare_core.run", "flare_core.answer"]),
     ("view", ["flare_core.view"]),
     ("cli", ["flare_core.cli"]),
     ("api", ["flare_core"]),  # flare_core/__init__.py: the public names, imported on first use

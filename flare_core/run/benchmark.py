@@ -300,15 +300,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-#: The benchmark figures that ship with the package (made by `flare benchmark` on the release).
-SHIPPED_RESULTS = Path(__file__).with_name("benchmark_results.json")
-
-
-def shipped_results() -> dict[str, Any] | None:
-    """The benchmark shipped with this version (shown on the Validation page), or None."""
-    return _read_json(SHIPPED_RESULTS)
-
-
 def results_frame(result: dict[str, Any]) -> pd.DataFrame:
     """One row per corpus, in words: corpus, texts, best model by the labels, the verdict, trust, points
     lost by its leader, and the Spearman correlation of the flow ranking with the labels."""

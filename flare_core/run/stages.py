@@ -17,11 +17,11 @@ import os
 import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
+from flare_core.answer.evidence import write_verdict
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
 from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
 from flare_core.run.eta import StagePlan, run_plan, text_units
-from flare_core.run.evidence import write_verdict
 from flare_core.run.manifest import transformer_models
 from flare_core.run.outcomes import StageRunner
 from flare_core.run.params import RunParams

@@ -1,7 +1,7 @@
 """The verdict as people read it: a headline in the colour of its trust level, a sentence or two, and the
 trust checks as a table. The Overview and Validation pages and the HTML report all show it from here.
 
-Reads ``verdict.json`` of schema 2 (``flare_core.run.verdict``); a verdict of an older run (schema 1: a
+Reads ``verdict.json`` of schema 2 (``flare_core.answer.verdict``); a verdict of an older run (schema 1: a
 ``text`` and a ``confidence``) is shown as its text, in the neutral tone.
 """
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from flare_core.answer.shipped import shipped_results
 from flare_core.run import benchmark
 from flare_core.store.runs import RunStore
 from tests.support import flare
@@ -159,7 +160,7 @@ def test_rejudging_reads_the_stored_runs_without_running_them(result, tmp_path):
 
 
 def test_the_readme_shows_the_shipped_benchmark():
-    shipped = benchmark.shipped_results()
+    shipped = shipped_results()
     assert shipped is not None and shipped["complete"]
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split(benchmark.README_START, 1)[1].split(benchmark.README_END, 1)[0]

@@ -163,8 +163,8 @@ def test_verdict_text_is_used_and_escaped(hand_run):
 
 
 def test_verdict_of_schema_2_shows_headline_trust_and_checks_escaped(hand_run):
-    from flare_core.run.trust import Check, TrustAssessment
-    from flare_core.run.verdict import verdict
+    from flare_core.answer.trust import Check, TrustAssessment
+    from flare_core.answer.verdict import verdict
 
     scores = pd.DataFrame(
         {"model": [EVIL_MODEL, "glove"], "score": [0.3, 0.1], "ci_low": [0.25, 0.05], "ci_high": [0.35, 0.15]}

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.run.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
+from flare_core.answer.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
 
 
 def _scores(values: dict[str, float], half_width: float = 0.001) -> pd.DataFrame:

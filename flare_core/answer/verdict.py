@@ -1,7 +1,7 @@
 """The plain-language verdict of a run: which model to use, how far to trust that, and why.
 
 The verdict is built from one estimator's ranking of the candidates (the first estimator that ran,
-FLARE's flows by default) and the :mod:`trust assessment <flare_core.run.trust>`. Its first two
+FLARE's flows by default) and the :mod:`trust assessment <flare_core.answer.trust>`. Its first two
 sentences (``headline`` and ``summary``) are for anyone; ``checks`` carry the figures. With a *low*
 trust level no model is recommended: the headline says so and the summary gives the reasons.
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import estimator_label
-from flare_core.run.trust import TrustAssessment, overlapping
+from flare_core.answer.trust import TrustAssessment, overlapping
 
 __all__ = ["VERDICT_VERSION", "MIN_RANKED", "overlapping", "unranked_verdict", "verdict"]
 

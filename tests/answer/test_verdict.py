@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from flare_core.run.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
-from flare_core.run.verdict import overlapping, verdict
+from flare_core.answer.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
+from flare_core.answer.verdict import overlapping, verdict
 
 
 def _scores(rows):

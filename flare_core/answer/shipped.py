@@ -1,0 +1,22 @@
+"""The validity benchmark's figures that ship with the package (made by ``flare benchmark`` for this
+version): the odds the answer quotes for a label-free choice, and the Validation page's table."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+#: ``flare benchmark --readme`` writes it; the package carries it (see pyproject's package data).
+SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "run" / "benchmark_results.json"
+
+
+def shipped_results() -> dict[str, Any] | None:
+    """The benchmark shipped with this version, or None."""
+    return _read(str(SHIPPED_RESULTS), SHIPPED_RESULTS.stat().st_mtime_ns if SHIPPED_RESULTS.is_file() else 0)
+
+
+@functools.lru_cache(maxsize=2)
+def _read(path: str, stamp: int) -> dict[str, Any] | None:
+    return json.loads(Path(path).read_text(encoding="utf-8")) if stamp else None
