@@ -1,0 +1,40 @@
+"""Which texts to label next: never a labelled or skipped row, seeded, and refusing bad rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flare_core.analyses.label_choice import next_rows
+
+
+def _pool(n: int = 200, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    return {"a": np.hstack([2.0 * y[:, None], rng.normal(size=(n, 4))]), "b": rng.normal(size=(n, 6))}, y
+
+
+def test_first_batch_is_n_distinct_rows_and_seeded():
+    pool, _ = _pool()
+    rows = next_rows(pool, np.array([], dtype=np.int64), [], 16, seed=1)
+    assert rows.shape == (16,) and np.unique(rows).size == 16 and rows.dtype == np.int64
+    assert np.array_equal(rows, next_rows(pool, np.array([], dtype=np.int64), [], 16, seed=1))
+
+
+def test_later_batches_skip_labelled_and_excluded_rows_until_the_corpus_runs_out():
+    pool, y = _pool(n=40)
+    labelled = np.arange(0, 20)
+    rows = next_rows(pool, labelled, y[labelled], 30, exclude=[20, 21])
+    assert set(rows) == set(range(22, 40))
+
+
+def test_next_rows_refuses_rows_outside_the_corpus_and_mismatched_labels():
+    pool, y = _pool()
+    with pytest.raises(ValueError, match="outside the corpus"):
+        next_rows(pool, np.array([0, 999]), ["a", "b"], 4)
+    with pytest.raises(ValueError, match="one label per row"):
+        next_rows(pool, np.array([0, 1]), ["a"], 4)
+    with pytest.raises(ValueError, match="exclude"):
+        next_rows(pool, np.array([0]), ["a"], 4, exclude=[-1])
+    with pytest.raises(ValueError, match="n must be"):
+        next_rows(pool, np.array([0]), ["a"], 0)

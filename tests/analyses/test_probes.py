@@ -1,0 +1,140 @@
+"""Choosing a model from labels: against scikit-learn, hand-computed intervals and toy data whose best
+model is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_predict
+from sklearn.preprocessing import normalize
+
+from flare_core.analyses import probes
+from flare_core.analyses.probes import compare_with_labels, few_label_estimates, stopping_advice
+
+
+def _pool(n: int = 120, k: int = 3, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """``good`` separates the ``k`` classes, ``weak`` barely, ``noise`` not at all."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % k
+    onehot = np.eye(k)[y]
+    good = np.hstack([3.0 * onehot, rng.normal(size=(n, 5))])
+    weak = np.hstack([0.6 * onehot, rng.normal(size=(n, 5))])
+    return {"good": good, "weak": weak, "noise": rng.normal(size=(n, 8))}, np.array(list("abcdefgh"))[y]
+
+
+# ------------------------------------------------------------------------------------------ full labels
+
+
+def test_full_label_accuracy_is_sklearns_nested_cross_validation():
+    pool, labels = _pool(n=45)
+    pool = {name: pool[name] for name in ("weak", "noise")}
+    frame = compare_with_labels(pool, labels, seed=3).set_index("model")
+    codes = np.unique(labels, return_inverse=True)[1]
+    for name, x in pool.items():
+        accs = []
+        for r in range(probes.REPEATS):
+            inner = StratifiedKFold(3, shuffle=True, random_state=3)
+            search = GridSearchCV(LogisticRegression(max_iter=1000), {"C": list(probes.C_GRID)}, cv=inner)
+            outer = StratifiedKFold(probes.FOLDS, shuffle=True, random_state=3 + r)
+            accs.append(np.mean(cross_val_predict(search, normalize(x), codes, cv=outer) == codes))
+        assert frame.loc[name, "accuracy"] == pytest.approx(np.mean(accs))
+
+
+def test_full_labels_rank_the_separating_model_first_with_paired_gaps():
+    pool, labels = _pool()
+    pool["good twin"] = pool["good"].copy()
+    frame = compare_with_labels(pool, labels)
+    assert frame["model"].iloc[0] in ("good", "good twin") and frame.attrs["best"] == frame["model"].iloc[0]
+    table = frame.set_index("model")
+    assert table.loc["good", "accuracy"] == 1.0 and table.loc["noise", "accuracy"] < 0.6
+    # an identical model is tied (gap 0 on every fold), pure noise is not
+    twin = "good twin" if frame.attrs["best"] == "good" else "good"
+    assert table.loc[twin, "gap"] == 0 and bool(table.loc[twin, "tied"])
+    assert not table.loc["noise", "tied"] and table.loc["noise", "gap_low"] > 0
+    assert not table.loc[frame.attrs["best"], "tied"]
+    assert (table["n_labels"] == 120).all() and (table["n_classes"] == 3).all()
+    assert frame.attrs["balanced"] and frame.attrs["folds"] == 5 and frame.attrs["repeats"] == probes.REPEATS
+
+
+def test_corrected_interval_matches_the_nadeau_bengio_formula():
+    diffs = np.array([2.0, 1.0, 3.0, 0.0, 2.5, 1.5])
+    low, high = probes._corrected_interval(diffs, 0.2)
+    half = stats.t.ppf(0.975, 5) * np.sqrt(diffs.var(ddof=1) * (1 / 6 + 0.2 / 0.8))
+    assert (low, high) == pytest.approx((diffs.mean() - half, diffs.mean() + half))
+
+
+def test_full_labels_refuse_one_class_and_singleton_classes():
+    pool, labels = _pool()
+    with pytest.raises(ValueError, match="only one class"):
+        compare_with_labels(pool, ["a"] * len(labels))
+    odd = labels.astype(object)
+    odd[0] = "lonely"
+    with pytest.raises(ValueError, match="'lonely' has 1"):
+        compare_with_labels(pool, odd)
+    with pytest.raises(ValueError, match="same texts"):
+        compare_with_labels({"a": np.ones((5, 2)), "b": np.ones((6, 2))}, labels[:5])
+
+
+# ------------------------------------------------------------------------------------------ few labels
+
+
+def test_few_label_estimates_put_the_separating_model_first_and_chances_sum_to_one():
+    pool, labels = _pool(n=300)
+    rows = np.random.default_rng(0).choice(300, size=30, replace=False)
+    frame = few_label_estimates(pool, rows, labels[rows])
+    assert frame["model"].iloc[0] == "good" and frame["p_best"].sum() == pytest.approx(1.0)
+    good = frame.set_index("model").loc["good"]
+    assert good["p_best"] > 0.8 and good["ci_low"] <= good["estimate"] <= good["ci_high"]
+    assert (frame[["estimate", "ci_low", "ci_high", "p_best"]].to_numpy() >= 0).all()
+    assert (frame[["estimate", "ci_low", "ci_high", "p_best"]].to_numpy() <= 1).all()
+    assert frame.attrs["n_labels"] == 30 and frame.attrs["n_classes"] == 3
+
+
+def test_few_labels_work_with_one_label_in_a_class_and_many_classes_at_three_each():
+    pool, labels = _pool(n=400, k=8)
+    rows = np.arange(12)  # classes a..d twice, e..h once
+    frame = few_label_estimates(pool, rows, labels[rows])
+    assert frame["p_best"].sum() == pytest.approx(1.0) and frame.attrs["n_classes"] == 8
+    rows = np.arange(24)  # eight classes, three labels each
+    frame = few_label_estimates(pool, rows, labels[rows])
+    assert frame.attrs["n_labels"] == 24 and np.isfinite(frame["estimate"]).all()
+
+
+def test_few_labels_refuse_bad_rows_and_one_class():
+    pool, labels = _pool()
+    with pytest.raises(ValueError, match="outside the corpus"):
+        few_label_estimates(pool, np.array([0, 500]), ["a", "b"])
+    with pytest.raises(ValueError, match="more than once"):
+        few_label_estimates(pool, np.array([0, 0]), ["a", "b"])
+    with pytest.raises(ValueError, match="one label per row"):
+        few_label_estimates(pool, np.array([0, 1]), ["a"])
+    with pytest.raises(ValueError, match="only one class"):
+        few_label_estimates(pool, np.array([0, 3]), ["a", "a"])
+
+
+# ------------------------------------------------------------------------------------------ advice
+
+
+def _estimates(p_best: list[float], estimate: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"model": ["m1", "m2", "m3"], "estimate": estimate, "p_best": p_best})
+
+
+def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
+    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5]), 32)
+    assert advice["settled"] and advice["best"] == "m1" and advice["more_labels"] is None
+    assert "m1" in advice["text"] and "95%" in advice["text"]
+    advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5]), 32)
+    assert not advice["settled"] and advice["more_labels"] > 0 and "more labels" in advice["text"]
+
+
+def test_advice_names_near_ties_as_either():
+    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.895, 0.5]), 64)
+    assert advice["settled"] and advice["either"] == ["m1", "m2"] and "either will do" in advice["text"]
+
+
+def test_advice_refuses_a_frame_that_is_not_estimates():
+    with pytest.raises(ValueError, match="few_label_estimates"):
+        stopping_advice(pd.DataFrame({"model": ["a"]}), 4)
