@@ -1,0 +1,202 @@
+"""Label-free rules for a provisional choice of model, and how the validity benchmark judges them.
+
+A *rule* turns the label-free scores of a run's candidates (one row per model: ``flow``, ``gmm``, ``dim``,
+``effective_rank``, ``uniformity``, …, each oriented so that higher is better) into one score per model;
+its *pick* is the model with the highest score and its *short list* the three highest. The rules are
+fixed in advance, the same for every corpus (none is fitted to a corpus):
+
+==========================  ==========================================================================
+rule                        score
+==========================  ==========================================================================
+``flow``, ``gmm``           information sufficiency (FLARE's flows, EMIR's mixtures)
+``dim``                     the embedding's width
+``effective_rank``          how many dimensions the texts spread over
+``uniformity``              how evenly the texts cover the sphere (negated loss)
+``width_then_flow``         the width, models of equal width ordered by information sufficiency
+``width_and_flow``          the mean of the two ranks (width, information sufficiency)
+==========================  ==========================================================================
+
+Which rule the product follows is decided by the benchmark, *leave one corpus out*: for each corpus the
+rule with the fewest points lost on the other corpora is chosen and judged on the corpus left out, so no
+corpus judges a rule that was chosen on it (:func:`leave_one_corpus_out`). A model tied for the top of a
+rule counts as a draw among the tied models: its points lost are their mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SHORT_LIST = 3
+
+
+def _ranks(values: pd.Series) -> pd.Series:
+    """Average ranks, 1 for the lowest value, NaN kept."""
+    return values.rank(method="average")
+
+
+def _width_then_flow(table: pd.DataFrame) -> pd.Series:
+    """The place (1 = last) of each model ordered by width, then by information sufficiency."""
+    keyed = table[["dim", "flow"]].fillna({"flow": -np.inf}).dropna(subset=["dim"])
+    order = keyed.sort_values(["dim", "flow"], kind="mergesort").index
+    return pd.Series(np.arange(1.0, len(order) + 1.0), index=order).reindex(table.index)
+
+
+def _width_and_flow(table: pd.DataFrame) -> pd.Series:
+    return (_ranks(table["dim"]) + _ranks(table["flow"])) / 2.0
+
+
+#: Every rule: name → (plain words, score function of a table with one row per candidate).
+RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
+    "flow": ("information sufficiency (normalizing flows)", lambda t: t["flow"]),
+    "gmm": ("information sufficiency (Gaussian mixtures)", lambda t: t["gmm"]),
+    "dim": ("the embedding's width", lambda t: t["dim"]),
+    "effective_rank": ("how many dimensions the texts spread over", lambda t: t["effective_rank"]),
+    "uniformity": ("how evenly the texts cover the sphere", lambda t: t["uniformity"]),
+    "width_then_flow": (
+        "the width, then information sufficiency between models of equal width",
+        _width_then_flow,
+    ),
+    "width_and_flow": (
+        "the width and information sufficiency together (mean of the two ranks)",
+        _width_and_flow,
+    ),
+}
+
+
+def rule_scores(table: pd.DataFrame, rule: str) -> pd.Series:
+    """The scores (one per model of ``table``, its index) that ``rule`` gives; NaN where it cannot score."""
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}: choose from {list(RULES)}")
+    needed = {"width_then_flow": ["dim", "flow"], "width_and_flow": ["dim", "flow"]}.get(rule, [rule])
+    missing = [c for c in needed if c not in table]
+    if missing:
+        return pd.Series(np.nan, index=table.index)
+    return RULES[rule][1](table.astype({c: float for c in needed})).astype(float)
+
+
+def ranked_by(table: pd.DataFrame, rule: str) -> list[str]:
+    """The models of ``table`` best first under ``rule`` (ties kept in the table's order; unscored last)."""
+    scores = rule_scores(table, rule)
+    return scores.sort_values(ascending=False, kind="mergesort", na_position="last").index.tolist()
+
+
+def top_models(table: pd.DataFrame, rule: str) -> list[str]:
+    """Every model tied for the top of ``rule`` (empty when it scores none)."""
+    scores = rule_scores(table, rule).dropna()
+    return [] if scores.empty else scores.index[np.isclose(scores, scores.max(), rtol=0, atol=1e-12)].tolist()
+
+
+def points_lost(oracle: pd.Series, picks: Sequence[str], models: Sequence[str]) -> float:
+    """Points (100 × oracle units) lost by following ``picks`` (a draw among them) instead of the best of
+    ``models``; NaN without a pick."""
+    if not picks:
+        return float("nan")
+    best = float(oracle.loc[list(models)].max())
+    return float(100.0 * (best - oracle.loc[list(picks)].mean()))
+
+
+def judge_rule(cases: Sequence[Mapping[str, Any]], rule: str) -> pd.DataFrame:
+    """One row per case (a corpus judged for one use): ``case``, ``lost`` (points lost by the rule's
+    pick), ``short_list_lost`` (by the best model of its short list), ``rho`` (Spearman with the oracle).
+
+    A case is ``{"case": name, "table": label-free scores (index: models), "oracle": Series,
+    "models": the candidates}``."""
+    rows = []
+    for case in cases:
+        table = case["table"].loc[list(case["models"])]
+        oracle = case["oracle"]
+        scores = rule_scores(table, rule)
+        short = ranked_by(table, rule)[:SHORT_LIST] if scores.notna().any() else []
+        rows.append(
+            {
+                "case": case["case"],
+                "lost": points_lost(oracle, top_models(table, rule), case["models"]),
+                "short_list_lost": points_lost(oracle, [max(short, key=lambda m: oracle[m])], case["models"])
+                if short
+                else float("nan"),
+                "rho": float(scores.corr(oracle.loc[table.index], method="spearman"))
+                if scores.notna().sum() > 2
+                else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def rule_table(cases: Sequence[Mapping[str, Any]], rules: Sequence[str] = tuple(RULES)) -> pd.DataFrame:
+    """Every rule judged on every case: ``rule``, ``mean_lost``, ``worst_lost``, ``mean_rho``,
+    ``short_list_within_1`` (cases whose short list holds a model within 1 point of the best), ``cases``.
+    Sorted by mean points lost, fewest first."""
+    rows = []
+    for rule in rules:
+        judged = judge_rule(cases, rule).dropna(subset=["lost"])
+        if judged.empty:
+            continue
+        rows.append(
+            {
+                "rule": rule,
+                "mean_lost": float(judged["lost"].mean()),
+                "worst_lost": float(judged["lost"].max()),
+                "mean_rho": float(judged["rho"].mean()),
+                "short_list_within_1": int((judged["short_list_lost"] <= 1.0 + 1e-9).sum()),
+                "cases": len(judged),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    return (
+        frame.sort_values(["mean_lost", "mean_rho"], ascending=[True, False], ignore_index=True)
+        if rows
+        else frame
+    )
+
+
+#: What a rule is chosen by: the mean Spearman correlation of its scores with the oracle over the cases.
+#: It reads the order of every candidate, where the points lost read only the top one and swing with a
+#: single corpus; the points lost are what the product then reports.
+CRITERION = "mean_rho"
+
+
+def choose_rule(cases: Sequence[Mapping[str, Any]], rules: Sequence[str] = tuple(RULES)) -> str | None:
+    """The rule with the highest mean Spearman correlation over ``cases`` (ties: fewer points lost)."""
+    table = rule_table(cases, rules)
+    if table.empty:
+        return None
+    table = table.sort_values([CRITERION, "mean_lost"], ascending=[False, True], kind="mergesort")
+    return str(table.iloc[0]["rule"])
+
+
+def leave_one_corpus_out(
+    cases: Sequence[Mapping[str, Any]], rules: Sequence[str] = tuple(RULES)
+) -> dict[str, Any]:
+    """The product's way of choosing, judged honestly: for each case, the rule chosen on the *other*
+    cases and its points lost on this one. Returns ``rows`` (case, chosen rule, lost, short_list_lost),
+    ``mean_lost``, ``worst_lost``, ``short_list_within_1`` (count of cases), ``cases``, and ``final``: the
+    rule chosen on every case (what the product ships)."""
+    rows = []
+    for index, case in enumerate(cases):
+        others = [c for j, c in enumerate(cases) if j != index]
+        chosen = choose_rule(others, rules)
+        if chosen is None:
+            continue
+        judged = judge_rule([case], chosen).iloc[0]
+        rows.append(
+            {
+                "case": case["case"],
+                "rule": chosen,
+                "lost": judged["lost"],
+                "short_list_lost": judged["short_list_lost"],
+            }
+        )
+    frame = pd.DataFrame(rows)
+    finite = frame.dropna(subset=["lost"]) if rows else frame
+    return {
+        "rows": frame.to_dict(orient="records"),
+        "mean_lost": float(finite["lost"].mean()) if len(finite) else None,
+        "worst_lost": float(finite["lost"].max()) if len(finite) else None,
+        "short_list_within_1": int((finite["short_list_lost"] <= 1.0 + 1e-9).sum()) if len(finite) else 0,
+        "cases": len(finite),
+        "final": choose_rule(cases, rules),
+    }
