@@ -12,7 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from flare_core.data.corpus import load_corpus
+from flare_core.run import jobs
+from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
+from flare_core.store.runs import RunStore
 
 EVIL = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
@@ -82,3 +86,42 @@ def check_run_files(run_path: Path, *, killed: bool = False) -> int:
             continue
         checked += 1
     return checked
+
+
+# -- runs with planted embeddings (the answer's tests) -------------------------------------------------
+
+N, CLASSES = 60, ("sport", "politics", "tech")
+
+
+def planted(seed: int = 0) -> tuple[list[str], dict[str, np.ndarray]]:
+    """``(labels (N,), {model: (N, d)})``: ``clear`` separates the classes, ``blurred`` half does, ``noise`` not."""
+    rng = np.random.default_rng(seed)
+    labels = [CLASSES[i % 3] for i in range(N)]
+    centres = rng.normal(size=(3, 16)) * 4.0
+    codes = np.arange(N) % 3
+    clear = centres[codes] + rng.normal(size=(N, 16))
+    blurred = centres[codes] * 0.15 + rng.normal(size=(N, 16))
+    noise = rng.normal(size=(N, 24))
+    arrays = {"clear": clear, "blurred": blurred, "noise": noise}
+    return labels, {k: v.astype(np.float32) for k, v in arrays.items()}
+
+
+def _planted_params() -> RunParams:
+    return RunParams(
+        models=[], estimators=[], controls=[], collapse=False, concentration=False, maps=False, validation=[],
+        geometry=False,
+    )  # fmt: skip
+
+
+def planted_run(tmp_path, *, with_labels: bool):
+    """A finished run of :func:`planted`'s embeddings (with the labels in its corpus or not), and the labels."""
+    labels, arrays = planted()
+    frame = pd.DataFrame({"text": [f"text number {i} about {labels[i]}" for i in range(N)]})
+    if with_labels:
+        frame["label"] = labels
+    path = tmp_path / "corpus.csv"
+    frame.to_csv(path, index=False)
+    corpus = load_corpus(path, text_column="text", label_column="label" if with_labels else None)
+    run = create_run(RunStore(tmp_path / "runs"), corpus, _planted_params(), precomputed=arrays)
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
+    return run, labels

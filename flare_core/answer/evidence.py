@@ -1,8 +1,5 @@
-"""The run's verdict written from what is stored: the evidence the trust checks read, and ``verdict.json``.
-
-:func:`write_verdict` is called after each estimator (a provisional verdict, so the Overview shows an
-answer as soon as the first ranking exists) and by the summary at the end of the run (the final one).
-"""
+"""The label-free ranking's verdict read from what a run stored: the evidence the trust checks read, the
+version-2 verdict of the ranking (the map), and what a run of one model can still say of it."""
 
 from __future__ import annotations
 
@@ -78,9 +75,10 @@ def gather_evidence(run: Run, estimator: str, available: list[str]) -> tuple[Evi
     return evidence, controls
 
 
-def write_verdict(run: Run, *, provisional: bool) -> None:
-    """Write ``verdict.json``: from the first estimator that scored at least two candidates, else the
-    verdict of a run with nothing to rank (what its one model's analyses say)."""
+def ranking_verdict(run: Run, *, provisional: bool) -> dict:
+    """The version-2 verdict of the label-free ranking (the map): from the first estimator that scored at
+    least two candidates, else the verdict of a run with nothing to rank (what its one model's analyses
+    say)."""
     role_of = roles(run)
     failed = [m["id"] for m in run.manifest["models"] if m.get("status") == "failed"]
     available = [e for e in ESTIMATOR_NAMES if run.has("sufficiency", e, "scores.parquet")]
@@ -93,20 +91,14 @@ def write_verdict(run: Run, *, provisional: bool) -> None:
             if m.get("status") == "done" and role_of.get(m["id"]) in RANKED_ROLES
         ]
         facts = single_model_facts(run, ranked[0]) if len(ranked) == 1 else []
-        run.save_json(
-            unranked_verdict(ranked, facts=facts, failed=failed, provisional=provisional), "verdict.json"
-        )
-        return
+        return unranked_verdict(ranked, facts=facts, failed=failed, provisional=provisional)
     estimator = ranked_by[0]
     evidence, controls = gather_evidence(run, estimator, ranked_by)
     scores = scored[estimator]
     partial = [m for m in scores["model"] if role_of.get(m) == "partial"]
-    run.save_json(
-        verdict(
-            scores, estimator=estimator, trust=assess(evidence), controls=controls, partial=partial,
-            failed=failed, provisional=provisional,
-        ),
-        "verdict.json",
+    return verdict(
+        scores, estimator=estimator, trust=assess(evidence), controls=controls, partial=partial,
+        failed=failed, provisional=provisional,
     )  # fmt: skip
 
 

@@ -97,20 +97,20 @@ def verdict(
     flag = " (a partial model: only the first layers of a trained model)" if leader in partial else ""
     level = trust.level
     if level == "low":
-        headline = "No reliable recommendation on this corpus."
+        headline = "The label-free ranking cannot be trusted on this corpus."
         reasons = [c.text for c in trust.failed]
         summary = " ".join(reasons[:2]) + f" For information only, {leader}{flag} leads the ranking."
         recommended = None
     else:
         recommended = leader
         if level == "high":
-            headline = f"Use {leader}{flag} for these texts."
+            headline = f"The label-free ranking puts {leader}{flag} first, and every check of it passed."
             summary = (
                 f"Of the {len(ranked)} candidates it carries the most information about the others on your "
                 "texts, and every check of this ranking passed."
             )
         else:
-            headline = f"{leader}{flag} is the best candidate here, with moderate confidence."
+            headline = f"The label-free ranking puts {leader}{flag} first, with moderate confidence."
             summary = " ".join(c.text for c in trust.warnings[:2])
     if provisional:
         headline = "Provisional: " + headline[0].lower() + headline[1:]

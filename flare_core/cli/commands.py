@@ -131,6 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers,
         autocast=args.autocast,
         batch_conditionals=args.batch_conditionals,
+        use=args.use,
     )
     run = create_run(_store(args), corpus, params, name=args.name, precomputed=precomputed)
     print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)

@@ -27,10 +27,11 @@ from flare_core.cli.commands import (
     cmd_show,
     cmd_validate,
 )
+from flare_core.cli.label_commands import add_label_parser
 from flare_core.compute import EXECUTORS
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
 from flare_core.errors import DamagedFile, RunBusy, RunNotFound
-from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS
+from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS, USES
 
 
 def _workers(value: str) -> int | None:
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sharing(sub, common)
     _add_app(sub, common)
     _add_benchmark(sub, common, as_json)
+    add_label_parser(sub, common, as_json)
     return parser
 
 
@@ -122,6 +124,10 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
     p.add_argument("--drop-duplicates", action="store_true")
     _add_analysis_options(p)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--use", choices=list(USES), default="unsure",
+        help="what the embeddings are for; without labels the answer follows the rule measured best for it",
+    )  # fmt: skip
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
     p.add_argument("--name", default=None)
     p.add_argument(

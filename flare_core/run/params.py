@@ -15,7 +15,9 @@ FLOW_PRESETS = ("fast", "default")
 DEFAULT_CONTROLS = ("random-minilm-l6", "shuffled-glove-6b-50d")
 #: Dimensions every embedding is PCA-whitened to before the densities are fitted.
 DEFAULT_MAX_DIMS = 32
-ESTIMATOR_CHOICES = ("both", *ESTIMATOR_NAMES)  # what a person picks: every estimator, or one
+ESTIMATOR_CHOICES = ("both", *ESTIMATOR_NAMES)
+#: What the embeddings will be used for (the answer's label-free rule follows it).
+USES = ("search", "grouping", "classifier", "unsure")  # what a person picks: every estimator, or one
 
 
 @dataclass
@@ -48,6 +50,8 @@ class RunParams:
     device: str | None = None
     batch_size: int = 32
     max_length: int | None = 256
+    #: What the embeddings are for (search, grouping, classifier, unsure): picks the label-free rule.
+    use: str = "unsure"
 
     def validate(self) -> RunParams:
         if len(set(self.models)) != len(self.models):
@@ -73,6 +77,7 @@ class RunParams:
         if (self.workers or 1) > 1 and self.executor != "local":
             raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
         check_bool(self.autocast, "autocast")
+        check_choice(self.use, "use", USES)
         return self
 
     @classmethod

@@ -16,6 +16,7 @@ STAGE_WORDS = {
     "sufficiency_gmm": "a quicker estimate of how well each model predicts the others",
     "geometry": "measuring the shape of each embedding space",
     "downstream": "scoring each model on your labels",
+    "labels": "comparing the models on your labels",
     "validation": "testing how stable the ranking is",
     "maps": "drawing a map of each embedding space",
     "collapse": "measuring what mean pooling hides",

@@ -17,7 +17,8 @@ import os
 import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
-from flare_core.answer.evidence import write_verdict
+from flare_core.answer.from_labels import comparison_stage
+from flare_core.answer.write import write_verdict
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
 from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
@@ -109,6 +110,9 @@ def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, l
         stages.run("geometry", lambda: geometry_stage(run, ok, labels, params, report), models=ok)
     if params.downstream and (labels is not None or run.has("pairs.parquet")):
         stages.run("downstream", lambda: downstream_stage(run, ok, labels, params, report), models=ok)
+    if labels is not None:  # the labels decide: every candidate compared on them, honestly
+        stages.run("labels", lambda: comparison_stage(run, labels), models=ok)
+        stages.run("verdict", lambda: write_verdict(run, provisional=True))
     scored = any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES)
     none_left = bool(estimated) and all(n in stages.failed for n in estimated)
     if params.validation and (scored or none_left):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
-from flare_core.answer.evidence import write_verdict
+from flare_core.answer.write import write_verdict
 from flare_core.store.runs import Run
 
 

@@ -34,7 +34,7 @@ def _trust(scores=EIGHT, controls=CONTROLS, **changes):
 def test_high_trust_recommends_the_leader_in_plain_words():
     out = verdict(EIGHT, estimator="flow", trust=_trust(), controls=CONTROLS)
     assert out["recommended"] == out["leading"] == "m0" and out["trust"]["level"] == "high"
-    assert out["headline"] == "Use m0 for these texts."
+    assert out["headline"] == "The label-free ranking puts m0 first, and every check of it passed."
     assert "every check of this ranking passed" in out["summary"]
     assert [c["model"] for c in out["controls"]] == ["random", "shuffled"]
     assert "would rank last" in out["controls"][0]["text"]
@@ -46,7 +46,7 @@ def test_low_trust_names_no_model_and_says_why():
     controls = CONTROLS.assign(score=[0.15, 0.0], would_rank=[6, 9])  # random weights above m5..m7
     out = verdict(EIGHT, estimator="flow", trust=_trust(controls=controls), controls=controls)
     assert out["recommended"] is None and out["leading"] == "m0"
-    assert out["headline"] == "No reliable recommendation on this corpus."
+    assert out["headline"] == "The label-free ranking cannot be trusted on this corpus."
     assert "random weights (random) scored above m5, m6 and m7" in out["summary"]
     assert "For information only, m0 leads the ranking." in out["summary"]
     assert "would rank 6th of 9, above m5, m6 and m7" in out["controls"][0]["text"]
@@ -61,13 +61,13 @@ def test_moderate_trust_recommends_and_gives_the_warnings():
     tied = _scores([("a", 0.5, 0.40, 0.60), ("b", 0.45, 0.35, 0.55), *EIGHT.iloc[2:].itertuples(index=False)])
     out = verdict(tied, estimator="gmm", trust=_trust(scores=tied), controls=CONTROLS)
     assert out["recommended"] == "a" and out["trust"]["level"] == "moderate"
-    assert out["headline"] == "a is the best candidate here, with moderate confidence."
+    assert out["headline"] == "The label-free ranking puts a first, with moderate confidence."
     assert "a cannot be told apart from b" in out["summary"] and out["tied_with"] == ["b"]
 
 
 def test_partial_models_are_flagged_and_provisional_verdicts_marked():
     out = verdict(EIGHT, estimator="flow", trust=_trust(), partial=["m0"], provisional=True)
-    assert out["headline"].startswith("Provisional: use m0 (a partial model")
+    assert out["headline"].startswith("Provisional: the label-free ranking puts m0 (a partial model")
     assert "final verdict comes when the run ends" in out["summary"]
     assert out["ranking"][0]["role"] == "partial"
 

@@ -1,0 +1,181 @@
+"""The answer in words: which model to use and on what grounds, the first thing a person reads.
+
+The grounds, strongest first:
+
+1. **labels**: the run's own label column (every text labelled): the best cross-validated candidate, with
+   the candidates it cannot be told apart from named as tied;
+2. **few labels**: labels a person gave the run: the candidate most likely best, settled or not, with the
+   labels that would settle it;
+3. **label-free**: the provisional choice of the rule the benchmark measured best for the use, with how
+   often such a choice was right there, and the offer of a few labels;
+4. **unranked**: one candidate only, nothing to choose between.
+
+Schema (``verdict.json``, version 3) — version 2's keys, for the label-free ranking (the map), plus::
+
+    basis          "labels" | "few labels" | "label-free" | "unranked"
+    recommended    the model to use (for "label-free", the provisional choice); None when unranked
+    settled        True when labels settled the choice
+    short_list     at most three models that may be best, best first
+    tied_with      models the labels cannot tell from the recommended one
+    next_step      one sentence: what the person can do to get (or firm up) the answer
+    labels, few_labels, label_free    the blocks behind each ground (None when absent)
+    agreement      Spearman of the label-free ranking with the labels, over the candidates (with labels)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flare_core.answer.label_free import odds_sentence
+
+VERDICT_VERSION = 3
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def from_full_labels(block: dict[str, Any], agreement: float | None, leading: str | None) -> dict[str, Any]:
+    """Headline, summary and fields of an answer decided by the run's own labels."""
+    rows = {r["model"]: r for r in block["rows"]}
+    best, tied = block["best"], list(block["tied"])
+    top = rows[best]
+    headline = f"Use {best}: {_pct(top['accuracy'])} accuracy on your labels"
+    runner = block.get("runner_up")
+    if tied:
+        headline += f", tied with {_join(tied)} (the labels cannot tell them apart)."
+    elif runner:
+        r = rows[runner]
+        half = (r["gap_high"] - r["gap_low"]) / 2
+        headline += f", {r['gap']:.1f} points (± {half:.1f}) ahead of {runner}."
+    else:
+        headline += "."
+    summary = (
+        f"Judged by a classifier trained on your {block['n_labels']:,} labelled texts ({block['n_classes']} "
+        f"classes): {block['method']}; each figure comes from folds the choice of settings did not see."
+    )
+    if block.get("balanced") is False:
+        summary += f" The classes are unbalanced: its macro-F1 is {_pct(top['f1_macro'])}."
+    if agreement is not None and leading:
+        summary += (
+            f" The label-free ranking agreed with your labels at ρ = {agreement:.2f}; its leader, {leading}, "
+            f"{_behind(rows, leading, best)}."
+        )
+    return {"basis": "labels", "recommended": best, "settled": True, "headline": headline, "summary": summary,
+            "tied_with": tied, "short_list": [best, *tied][:3],
+            "next_step": "Nothing more is needed: your labels decided."}  # fmt: skip
+
+
+def _behind(rows: dict[str, Any], model: str, best: str) -> str:
+    if model == best:
+        return "is this model too"
+    if model not in rows:
+        return "is not a candidate here"
+    return f"is {rows[model]['gap']:.1f} points behind"
+
+
+def from_few_labels(block: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Headline, summary and fields of an answer from a person's few labels (None when they cannot
+    decide yet: fewer than two categories labelled)."""
+    if "estimates" not in block:
+        return None
+    advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
+    best = advice["best"]
+    top = rows[best]
+    interval = f"{_pct(top['estimate'])}, likely {_pct(top['ci_low'])} to {_pct(top['ci_high'])}"
+    chance, n = f"{top['p_best']:.0%}", block["n_labels"]
+    either = [m for m in advice.get("either", []) if m != best]
+    if advice["settled"] and either and top["p_best"] < 0.9:
+        headline = f"Use {best} or {_join(either)}: they are within 1 point of each other after {n} labels."
+        next_step = "Nothing more is needed: either will do."
+    elif advice["settled"]:
+        headline = f"Use {best}: best with {chance} probability after {n} labels."
+        next_step = "Nothing more is needed; more labels would only narrow the intervals."
+    else:
+        headline = (
+            f"Provisionally {best}: best with {chance} probability after {n} labels; "
+            f"{advice['more_labels']} more would settle it."
+        )
+        next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."
+    summary = (
+        f"From your {block['n_labels']} labels: its estimated accuracy with plenty of labels is {interval}. "
+        "The estimates come from classifiers trained and tested on your labelled texts only."
+    )
+    if choice and choice["choice"] != best:
+        summary += f" The label-free choice was {choice['choice']}."
+    short = [best] + [m for m in advice.get("either", []) if m != best]
+    short += [
+        r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
+    ]
+    return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
+            "summary": summary, "tied_with": [m for m in advice.get("either", []) if m != best],
+            "short_list": short[:3], "next_step": next_step}  # fmt: skip
+
+
+def from_label_free(choice: dict[str, Any], need: str | None = None) -> dict[str, Any]:
+    """Headline, summary and fields of the provisional, label-free answer."""
+    best = choice["choice"]
+    others = [m for m in choice["short_list"] if m != best]
+    headline = f"Provisionally {best}, without labels."
+    if others:
+        headline = f"Provisionally {best}, without labels; the short list: {_join([best, *others])}."
+    summary = (
+        f"Chosen by {choice['rule_words']}, the label-free rule measured best for {choice['use_words']}. "
+        + odds_sentence(choice.get("odds") or {})
+    ).strip()
+    next_step = need or "Check with a few labels: 16 to 64 labelled texts usually settle which model is best."
+    return {"basis": "label-free", "recommended": best, "settled": False, "headline": headline,
+            "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
+
+
+def compose(
+    ranking: dict[str, Any],
+    *,
+    full: dict[str, Any] | None = None,
+    few: dict[str, Any] | None = None,
+    choice: dict[str, Any] | None = None,
+    agreement: float | None = None,
+    provisional: bool = False,
+) -> dict[str, Any]:
+    """The version-3 verdict: ``ranking`` is the version-2 verdict of the label-free ranking (the map,
+    :func:`~flare_core.answer.verdict.verdict` or ``unranked_verdict``); the grounds in order of strength."""
+    decided = None
+    if full is not None:
+        decided = from_full_labels(full, agreement, ranking.get("leading"))
+    if decided is None and few is not None:
+        decided = from_few_labels(few, choice)
+    if (
+        decided is None
+        and choice is not None
+        and ranking.get("ranking") is not None
+        and len(choice["short_list"]) > 1
+    ):
+        decided = from_label_free(choice, need=(few or {}).get("need"))
+    if decided is None:
+        decided = {"basis": "unranked", "recommended": None, "settled": False, "headline": ranking["headline"],
+                   "summary": ranking["summary"], "tied_with": [], "short_list": [],
+                   "next_step": "Add a second candidate to compare them."}  # fmt: skip
+    if provisional:
+        decided["headline"] = (
+            "While the run finishes: " + decided["headline"][0].lower() + decided["headline"][1:]
+        )
+    text = " ".join([decided["headline"], decided["summary"], decided["next_step"]])
+    if ranking.get("failed"):
+        text += f" Not compared because they failed: {_join(list(ranking['failed']))}."
+    return {
+        **ranking,
+        **decided,
+        "version": VERDICT_VERSION,
+        "provisional": bool(provisional),
+        "text": text,
+        "labels": full,
+        "few_labels": few,
+        "label_free": choice,
+        "agreement": agreement,
+        "map_headline": ranking["headline"],
+        "map_summary": ranking["summary"],
+    }

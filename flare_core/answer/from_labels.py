@@ -1,0 +1,150 @@
+"""What labels say about a run's candidates: the run's own label column (every text labelled), or the few
+labels a person gave it (:mod:`flare_core.answer.labels`), and which texts to ask about next.
+
+Everything reads the embeddings the run stored; nothing is embedded again, so an update after a batch of
+labels takes about a second (``bench/few_label_speed.py``).
+
+Stored by the pipeline's stage ``labels`` (every text labelled)::
+
+    labels/comparison.parquet   one row per candidate: model, accuracy, f1_macro, gap, gap_low, gap_high, tied
+    labels/comparison.json      the table's attrs: best, balanced, method, folds, repeats, n_labels, n_classes
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.probes import compare_with_labels, few_label_estimates, stopping_advice
+from flare_core.answer.labels import LabelSet
+from flare_core.store.runs import Run
+
+COMPARISON = ("labels", "comparison.parquet")
+COMPARISON_INFO = ("labels", "comparison.json")
+#: Texts shown to a person in one batch (issue: 8 to 16).
+BATCH_SIZE = 16
+
+
+def candidate_embeddings(run: Run) -> dict[str, np.ndarray]:
+    """The embedded candidates of ``run`` (not the controls, references or partial models): model → (N, d)."""
+    return {
+        m["id"]: np.asarray(run.load_embeddings(m["id"]), dtype=np.float64)
+        for m in run.manifest["models"]
+        if m.get("status") == "done" and m.get("role", "candidate") == "candidate"
+    }
+
+
+def comparison_stage(run: Run, labels: list[str]) -> None:
+    """The pipeline's stage ``labels``: every candidate judged on the run's label column, stored."""
+    from flare_core.run.outcomes import StageSkipped
+
+    embeddings = candidate_embeddings(run)
+    if len(embeddings) < 2:
+        raise StageSkipped("comparing models on your labels needs at least two embedded candidates")
+    seed = int(run.manifest.get("params", {}).get("seed", 0))
+    frame = compare_with_labels(embeddings, labels, seed=seed)
+    info = {k: (bool(v) if isinstance(v, np.bool_) else v) for k, v in frame.attrs.items()}
+    info.update(n_labels=int(frame["n_labels"].iloc[0]), n_classes=int(frame["n_classes"].iloc[0]))
+    frame.attrs = {}
+    run.save_frame(frame, *COMPARISON)
+    run.save_json(info, *COMPARISON_INFO)
+
+
+def full_label_block(run: Run) -> dict[str, Any] | None:
+    """The answer of the run's own labels (None before the ``labels`` stage has stored it): ``best``,
+    ``tied`` (models that cannot be told apart from it), ``rows`` (the comparison, best first), ``runner_up``
+    (the best model not tied, or the second), ``balanced``, ``method``, ``n_labels``, ``n_classes``."""
+    if not run.has(*COMPARISON):
+        return None
+    frame = run.load_frame(*COMPARISON)
+    info = run.load_json(*COMPARISON_INFO) if run.has(*COMPARISON_INFO) else {}
+    best = str(frame.iloc[0]["model"])
+    tied = frame.loc[frame["tied"].astype(bool), "model"].astype(str).tolist()
+    others = frame.iloc[1:]
+    runner = others[~others["tied"].astype(bool)] if (~others["tied"].astype(bool)).any() else others
+    return {
+        "best": best,
+        "tied": tied,
+        "runner_up": None if runner.empty else str(runner.iloc[0]["model"]),
+        "rows": _records(frame),
+        **{k: info.get(k) for k in ("balanced", "method", "folds", "repeats", "n_labels", "n_classes")},
+    }
+
+
+def few_label_block(run: Run, labels: LabelSet) -> dict[str, Any] | None:
+    """The answer of a person's few labels: the candidates' ``estimates`` (estimated accuracy with labels
+    aplenty, interval, chance of being best) and the stopping ``advice``; with fewer than two categories
+    labelled, only ``need`` (what to label first). None without labels or without two candidates."""
+    if not labels.entries:
+        return None
+    embeddings = candidate_embeddings(run)
+    if len(embeddings) < 2:
+        return None
+    counts = pd.Series(labels.labels).value_counts()
+    base = {"n_labels": int(len(labels.labels)), "counts": {str(k): int(v) for k, v in counts.items()},
+            "batches": labels.batches, "skipped": len(labels.skipped_rows)}  # fmt: skip
+    if counts.size < 2:
+        only = str(counts.index[0])
+        return {**base, "need": f"All {int(counts.iloc[0])} labels so far are {only!r}: label texts of another "
+                "category too, so that the models can be told apart."}  # fmt: skip
+    seed = int(run.manifest.get("params", {}).get("seed", 0))
+    estimates = few_label_estimates(embeddings, labels.rows, labels.labels, seed=seed)
+    advice = stopping_advice(estimates, len(labels.labels))
+    return {
+        **base,
+        "method": estimates.attrs.get("method"),
+        "estimates": _records(estimates),
+        "advice": advice,
+    }
+
+
+def next_texts(run: Run, labels: LabelSet, n: int = BATCH_SIZE) -> pd.DataFrame:
+    """The texts to ask about next (columns ``row``, ``text``), chosen among those not labelled or skipped;
+    the same rows for the same labels (seeded by the run's seed and the labels so far)."""
+    from flare_core.analyses.label_choice import next_rows
+
+    embeddings = candidate_embeddings(run)
+    if not embeddings:
+        raise ValueError("this run has no embedded candidate to choose texts for")
+    seed = int(run.manifest.get("params", {}).get("seed", 0))
+    rows = next_rows(embeddings, labels.rows, labels.labels, n, seed=seed, exclude=labels.skipped_rows)
+    texts = run.corpus_frame()["text"].to_numpy()
+    return pd.DataFrame({"row": rows.astype(np.int64), "text": texts[rows]})
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for row in frame.to_dict(orient="records"):
+        out.append(
+            {k: (None if isinstance(v, float) and not np.isfinite(v) else _plain(v)) for k, v in row.items()}
+        )
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def few_label_history(run: Run, labels: LabelSet) -> pd.DataFrame:
+    """The estimates after each batch of labels, replayed from the stored order: columns ``n_labels``,
+    ``batch``, ``model``, ``estimate``, ``p_best`` (batches with fewer than two categories left out)."""
+    embeddings = candidate_embeddings(run)
+    if len(embeddings) < 2:
+        return pd.DataFrame(columns=["n_labels", "batch", "model", "estimate", "p_best"])
+    seed = int(run.manifest.get("params", {}).get("seed", 0))
+    frames = []
+    for batch in range(1, labels.batches + 1):
+        upto = LabelSet(labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) <= batch])
+        if len(set(upto.labels)) < 2:
+            continue
+        estimates = few_label_estimates(embeddings, upto.rows, upto.labels, seed=seed)
+        frames.append(
+            estimates[["model", "estimate", "p_best"]].assign(n_labels=len(upto.labels), batch=batch)
+        )
+    if not frames:
+        return pd.DataFrame(columns=["n_labels", "batch", "model", "estimate", "p_best"])
+    return pd.concat(frames, ignore_index=True)[["n_labels", "batch", "model", "estimate", "p_best"]]

@@ -1,0 +1,139 @@
+"""The provisional, label-free choice of a model: which rule makes it, what it picks on this run, and how
+often such a pick was right on the validity benchmark.
+
+The rule depends on what the embeddings are for (``use``): search is judged on the benchmark by
+nearest-neighbour accuracy (and pair similarity), grouping by k-means V-measure, a trained classifier by
+logistic-regression accuracy; "not sure" by all three. For each use the benchmark's corpora are *cases*;
+the product follows the rule :func:`~flare_core.analyses.label_free_rules.leave_one_corpus_out` chooses on
+every case, and reports the odds that procedure earned when each corpus was left out in turn.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.label_free_rules import (
+    RULES,
+    SHORT_LIST,
+    leave_one_corpus_out,
+    ranked_by,
+    rule_table,
+)
+from flare_core.answer.shipped import shipped_results
+
+#: What a person can say the embeddings are for (New run, ``flare run --use``), in words.
+USE_WORDS = {
+    "search": "search (finding similar texts)",
+    "grouping": "grouping texts (clustering)",
+    "classifier": "a trained classifier",
+    "unsure": "any use (you did not say which)",
+}
+#: Each use's oracle in a benchmark record's table: (classification oracle, similarity oracle).
+_ORACLES = {
+    "search": ("oracle_knn", "oracle"),
+    "grouping": ("oracle_vmeasure", None),
+    "classifier": ("oracle", None),
+}
+
+
+def benchmark_cases(records: list[dict[str, Any]], use: str) -> list[dict[str, Any]]:
+    """The benchmark's corpora as cases of ``use`` (see the module docstring): each with its label-free
+    ``table`` (index: model), the use's ``oracle`` and the trained ``models``. "unsure" gives every case
+    of every use."""
+    if use == "unsure":
+        return [case for u in _ORACLES for case in benchmark_cases(records, u)]
+    classification, similarity = _ORACLES[use]
+    cases = []
+    for record in records:
+        table = pd.DataFrame(record["table"]).set_index("model")
+        column = classification if record.get("oracle") != "sts_spearman" else similarity
+        if column is None or column not in table or table[column].isna().all():
+            continue
+        cases.append(
+            {"case": f"{record['corpus']} ({use})", "table": table, "oracle": table[column].astype(float),
+             "models": list(record["candidates"])}
+        )  # fmt: skip
+    return cases
+
+
+@functools.lru_cache(maxsize=8)
+def _judged(use: str, shipped: str) -> dict[str, Any]:
+    records = json.loads(shipped)["corpora"]
+    cases = benchmark_cases(records, use)
+    if not cases:
+        return {}
+    loco = leave_one_corpus_out(cases)
+    singles = rule_table(cases)
+    return {
+        "use": use,
+        "rule": loco["final"],
+        "mean_lost": loco["mean_lost"],
+        "worst_lost": loco["worst_lost"],
+        "short_list_within_1": loco["short_list_within_1"],
+        "cases": loco["cases"],
+        "corpora": len({r["corpus"] for r in records}),
+        "per_case": loco["rows"],
+        "rules": singles.to_dict(orient="records"),
+    }
+
+
+def rule_for(use: str) -> dict[str, Any]:
+    """The rule the product follows for ``use`` and its benchmark odds (empty without a shipped benchmark):
+    ``rule``, ``mean_lost``, ``worst_lost`` (points, leave one corpus out), ``short_list_within_1``,
+    ``cases``, ``corpora``, ``per_case`` and ``rules`` (every rule judged on every case)."""
+    if use not in USE_WORDS:
+        raise ValueError(f"unknown use {use!r}: choose from {list(USE_WORDS)}")
+    shipped = shipped_results()
+    if not shipped:
+        return {}
+    judged = _judged(use, json.dumps(shipped, sort_keys=True))
+    if not judged and use != "unsure":  # the shipped benchmark did not judge this use: fall back
+        return {**rule_for("unsure"), "asked_use": use}
+    return judged
+
+
+def provisional_choice(scores: pd.DataFrame, use: str) -> dict[str, Any] | None:
+    """The label-free pick of one run: ``scores`` has one row per candidate (index: model) and the
+    label-free columns the rules read (``dim``, ``flow``, ``effective_rank``…). Returns ``choice``,
+    ``short_list`` (at most three, best first), ``rule`` and its words, ``use`` and the benchmark ``odds``;
+    None when no rule can score the candidates."""
+    odds = rule_for(use)
+    rule = odds.get("rule") or "dim"
+    order = [m for m in ranked_by(scores, rule) if np.isfinite(_score(scores, rule, m))]
+    if not order:
+        rule, order = "dim", ranked_by(scores, "dim")
+    if not order:
+        return None
+    return {
+        "use": use,
+        "use_words": USE_WORDS[use],
+        "rule": rule,
+        "rule_words": RULES[rule][0],
+        "choice": order[0],
+        "short_list": order[:SHORT_LIST],
+        "odds": {k: v for k, v in odds.items() if k not in ("per_case", "rules")},
+    }
+
+
+def _score(scores: pd.DataFrame, rule: str, model: str) -> float:
+    from flare_core.analyses.label_free_rules import rule_scores
+
+    value = rule_scores(scores, rule).get(model)
+    return float(value) if value is not None else float("nan")
+
+
+def odds_sentence(odds: dict[str, Any]) -> str:
+    """ "On 8 public corpora this choice lost 1.9 points on average against the best model, 10.6 at
+    worst." (empty without odds)"""
+    if not odds or odds.get("mean_lost") is None:
+        return ""
+    return (
+        f"On {odds['corpora']} public corpora such a label-free choice lost {odds['mean_lost']:.1f} points on "
+        f"average against the best model, {odds['worst_lost']:.1f} at worst (each corpus judged by a rule "
+        "chosen on the others)."
+    )

@@ -1,0 +1,86 @@
+"""Writing a run's answer, ``verdict.json``, from everything stored: the label-free ranking (the map), the
+run's own labels, a person's few labels and the provisional label-free choice
+(:func:`~flare_core.answer.decide.compose` says which ground decides).
+
+:func:`write_verdict` is called by the pipeline after each estimator (a provisional answer as soon as the
+first ranking exists) and at the end of the run, and by the dashboard and ``flare label`` after each
+batch of labels. It holds the run's labels lock, so that an answer never misses a batch saved meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
+from flare_core.answer.decide import compose
+from flare_core.answer.evidence import ranking_verdict
+from flare_core.answer.from_labels import few_label_block, full_label_block
+from flare_core.answer.label_free import provisional_choice
+from flare_core.answer.labels import labels_lock, load_labels
+from flare_core.store.runs import Run
+
+#: Geometry columns a label-free rule reads, with the sign that makes higher better.
+_GEOMETRY = {"effective_rank": 1.0, "uniformity": -1.0, "isoscore": 1.0}
+
+
+def label_free_scores(run: Run) -> pd.DataFrame:
+    """One row per embedded candidate (index: model): ``dim`` and every label-free score the run has
+    (``flow``, ``gmm``, ``effective_rank``, ``uniformity`` negated, ``isoscore``), higher better."""
+    models = [m for m in run.manifest["models"] if m.get("status") == "done" and m.get("role") == "candidate"]
+    table = pd.DataFrame(
+        {"dim": [float(m.get("dim") or np.nan) for m in models]}, index=[m["id"] for m in models]
+    )
+    for estimator in ESTIMATOR_NAMES:
+        if run.has("sufficiency", estimator, "scores.parquet"):
+            scores = run.load_frame("sufficiency", estimator, "scores.parquet").set_index("model")["score"]
+            table[estimator] = scores.reindex(table.index).astype(float)
+    if run.has("geometry.parquet"):
+        geometry = run.load_frame("geometry.parquet").set_index("model")
+        for column, sign in _GEOMETRY.items():
+            if column in geometry:
+                table[column] = sign * geometry[column].reindex(table.index).astype(float)
+    return table
+
+
+def _agreement(ranking: dict[str, Any], full: dict[str, Any] | None) -> float | None:
+    """Spearman of the label-free ranking's scores with the labels' accuracies, over the candidates."""
+    if not full or not ranking.get("ranking"):
+        return None
+    scores = pd.Series({r["model"]: r["score"] for r in ranking["ranking"]}, dtype=float)
+    accuracy = pd.Series({r["model"]: r["accuracy"] for r in full["rows"]}, dtype=float)
+    both = pd.concat([scores, accuracy], axis=1, join="inner").dropna()
+    if len(both) < 3:
+        return None
+    return float(both.iloc[:, 0].corr(both.iloc[:, 1], method="spearman"))
+
+
+def build_verdict(run: Run, *, provisional: bool) -> dict[str, Any]:
+    """The run's version-3 verdict (see :mod:`flare_core.answer.decide`), from what is stored now."""
+    ranking = ranking_verdict(run, provisional=False)
+    use = str(run.manifest.get("params", {}).get("use") or "unsure")
+    choice = provisional_choice(label_free_scores(run), use)
+    full = (
+        full_label_block(run)
+        if run.manifest["corpus"].get("has_labels") or run.has("pairs.parquet")
+        else None
+    )
+    few = None if full else few_label_block(run, load_labels(run))
+    return compose(
+        ranking,
+        full=full,
+        few=few,
+        choice=choice,
+        agreement=_agreement(ranking, full),
+        provisional=provisional,
+    )
+
+
+def write_verdict(run: Run, *, provisional: bool = False) -> dict[str, Any]:
+    """Build and store ``verdict.json`` (under the labels lock); returns it."""
+    with labels_lock(run):
+        verdict = build_verdict(run, provisional=provisional)
+        run.save_json(verdict, "verdict.json")
+    return verdict

@@ -1,0 +1,125 @@
+"""The answer of a run, end to end on planted embeddings whose best model is known (``clear`` separates the
+3 classes, ``blurred`` half does, ``noise`` does not, and ``noise`` is the widest): the run's own labels
+decide; without labels the answer is provisional and a simulated person's few labels settle it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flare_core.answer import labels as store
+from flare_core.answer.decide import compose
+from flare_core.answer.from_labels import few_label_history, next_texts
+from flare_core.answer.write import build_verdict, label_free_scores, write_verdict
+
+
+def test_the_runs_own_labels_decide_with_intervals_and_ties(labelled):
+    run, _ = labelled
+    verdict = run.load_json("verdict.json")
+    assert verdict["version"] == 3 and verdict["basis"] == "labels" and verdict["settled"] is True
+    assert verdict["recommended"] == "clear" and verdict["labels"]["best"] == "clear"
+    rows = {r["model"]: r for r in verdict["labels"]["rows"]}
+    assert rows["clear"]["accuracy"] > 0.9 and rows["noise"]["accuracy"] < 0.6
+    assert rows["noise"]["gap_low"] > 0 and not rows["noise"]["tied"]  # clearly behind, not tied
+    assert verdict["headline"].startswith("Use clear: ") and "accuracy on your labels" in verdict["headline"]
+    assert verdict["label_free"]["choice"] == "noise"  # the widest: the label-free rule alone would miss
+    assert "Nothing more is needed" in verdict["next_step"]
+
+
+def test_without_labels_the_answer_is_provisional_and_offers_labels(unlabelled):
+    run, _ = unlabelled
+    verdict = run.load_json("verdict.json")
+    assert verdict["basis"] == "label-free" and verdict["settled"] is False
+    assert verdict["recommended"] == "noise" and verdict["short_list"][0] == "noise"
+    assert verdict["headline"].startswith("Provisionally noise, without labels")
+    assert "public corpora" in verdict["summary"] and "Check with a few labels" in verdict["next_step"]
+    table = label_free_scores(run)
+    assert table.loc["noise", "dim"] == 24 and table.loc["clear", "dim"] == 16
+
+
+def test_a_simulated_person_settles_it_with_a_few_labels(unlabelled):
+    run, truth = unlabelled
+    store.set_categories(run, ["sport", "politics", "tech"])
+    seen: set[int] = set()
+    for _ in range(3):
+        batch = next_texts(run, store.load_labels(run), 16)
+        rows = batch["row"].tolist()
+        assert len(rows) == 16 and not seen & set(rows)  # never a text asked before
+        seen |= set(rows)
+        store.add_labels(run, {r: truth[r] for r in rows})
+        verdict = write_verdict(run)
+        if verdict["settled"]:
+            break
+    assert verdict["basis"] == "few labels" and verdict["recommended"] == "clear" and verdict["settled"]
+    chances = {r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]}
+    assert chances["clear"] >= 0.9 and abs(sum(chances.values()) - 1) < 1e-9
+    assert verdict["label_free"]["choice"] == "noise"  # still shown, beside the answer
+    history = few_label_history(run, store.load_labels(run))
+    assert sorted(history["n_labels"].unique()) == [16 * b for b in range(1, history["batch"].max() + 1)]
+    assert run.load_json("verdict.json") == verdict  # stored as returned
+
+
+def test_the_next_texts_skip_what_was_labelled_or_skipped_and_repeat_for_the_same_labels(unlabelled):
+    run, truth = unlabelled
+    first = next_texts(run, store.load_labels(run), 8)
+    assert first.equals(next_texts(run, store.load_labels(run), 8))  # the same rows for the same labels
+    store.add_labels(run, {int(first["row"][0]): truth[int(first["row"][0])]}, skipped=[int(first["row"][1])])
+    after = next_texts(run, store.load_labels(run), 58)
+    assert len(after) == 58 and not {int(first["row"][0]), int(first["row"][1])} & set(after["row"])
+    texts = run.corpus_frame()["text"]
+    assert all(texts[r] == t for r, t in zip(after["row"], after["text"], strict=True))
+
+
+def test_labels_of_one_category_only_ask_for_another_and_keep_the_provisional_answer(unlabelled):
+    run, _ = unlabelled
+    store.add_labels(run, {0: "sport", 3: "sport"})
+    verdict = build_verdict(run, provisional=False)
+    assert verdict["basis"] == "label-free" and verdict["recommended"] == "noise"
+    assert "label texts of another category too" in verdict["next_step"]
+
+
+def test_one_label_per_category_gives_estimates_not_an_error(unlabelled):
+    run, truth = unlabelled
+    store.add_labels(run, {0: truth[0], 1: truth[1], 2: truth[2]})
+    verdict = build_verdict(run, provisional=False)
+    assert verdict["basis"] == "few labels"
+    assert {r["model"] for r in verdict["few_labels"]["estimates"]} == {"clear", "blurred", "noise"}
+
+
+@pytest.mark.parametrize(
+    ("full", "few", "choice", "basis"),
+    [
+        (True, True, True, "labels"),
+        (False, True, True, "few labels"),
+        (False, False, True, "label-free"),
+        (False, False, False, "unranked"),
+    ],
+)
+def test_the_strongest_ground_decides(full, few, choice, basis):
+    ranking = {"headline": "map", "summary": "m", "leading": "b", "ranking": [], "failed": []}
+    full_block = {
+        "best": "a", "tied": [], "runner_up": "b", "n_labels": 100, "n_classes": 2, "balanced": True, "method": "lr",
+        "rows": [{"model": "a", "accuracy": 0.9, "f1_macro": 0.9, "gap": 0.0, "gap_low": 0.0, "gap_high": 0.0, "tied": False},
+                 {"model": "b", "accuracy": 0.8, "f1_macro": 0.8, "gap": 10.0, "gap_low": 6.0, "gap_high": 14.0, "tied": False}],
+    }  # fmt: skip
+    few_block = {
+        "n_labels": 16,
+        "estimates": [{"model": "a", "estimate": 0.8, "ci_low": 0.6, "ci_high": 0.9, "p_best": 0.95},
+                      {"model": "b", "estimate": 0.6, "ci_low": 0.4, "ci_high": 0.8, "p_best": 0.05}],
+        "advice": {"settled": True, "best": "a", "either": ["a"], "more_labels": None, "text": "a is best with 95% probability."},
+    }  # fmt: skip
+    choice_block = {"choice": "b", "short_list": ["b", "a"], "rule": "dim", "rule_words": "the width",
+                    "use_words": "search", "odds": {}}  # fmt: skip
+    out = compose(
+        ranking, full=full_block if full else None, few=few_block if few else None,
+        choice=choice_block if choice else None, agreement=-0.5 if full else None,
+    )  # fmt: skip
+    assert out["basis"] == basis and out["version"] == 3
+    expected = {"labels": "a", "few labels": "a", "label-free": "b", "unranked": None}[basis]
+    assert out["recommended"] == expected
+    if basis == "labels":
+        assert out["headline"] == "Use a: 90.0% accuracy on your labels, 10.0 points (± 4.0) ahead of b."
+        assert "agreed with your labels at ρ = -0.50; its leader, b, is 10.0 points behind" in out["summary"]
+    if basis == "few labels":
+        assert out["headline"] == "Use a: best with 95% probability after 16 labels."
+    assert np.isfinite(len(out["text"]))

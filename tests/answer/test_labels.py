@@ -1,0 +1,130 @@
+"""The label store: labels kept whole with time and order, bad input refused before anything is written,
+categories named and renamed, labels files read as the spreadsheet wrote them, two writers at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from flare_core.answer import labels as store
+from flare_core.store.runs import RunStore
+
+
+def _snapshot(run) -> bytes | None:
+    return run.artefact(*store.LABELS_FILE).read_bytes() if run.has(*store.LABELS_FILE) else None
+
+
+def test_labels_are_kept_with_time_order_and_batch_and_the_latest_label_wins(unlabelled):
+    run, _ = unlabelled
+    assert store.load_labels(run).entries == []
+    store.set_categories(run, ["sport", "politics"])
+    store.add_labels(run, {3: "sport", 7: "politics"}, skipped=[9])
+    saved = store.add_labels(run, [(3, "politics"), (11, "sport")])
+    assert saved.latest() == {3: "politics", 7: "politics", 11: "sport"}
+    assert list(saved.rows) == [3, 7, 11] and saved.labels == ["politics", "politics", "sport"]
+    assert [e["order"] for e in saved.entries] == [1, 2, 4, 5] and [e["batch"] for e in saved.entries] == [
+        1,
+        1,
+        2,
+        2,
+    ]
+    assert saved.skipped_rows == [9] and saved.batches == 2 and all(e["at"] for e in saved.entries)
+    assert store.load_labels(run).to_dict() == saved.to_dict()  # what was returned is what is on disk
+    store.add_labels(run, {9: "sport"})  # a skipped text labelled later is no longer skipped
+    assert store.load_labels(run).skipped_rows == []
+
+
+@pytest.mark.parametrize(
+    ("labels", "skipped", "message"),
+    [
+        ({600: "sport"}, [], r"row 600 is not in this run: its corpus has 60 texts \(rows 0 to 59\)"),
+        ({-1: "sport"}, [], r"row -1 is not in this run"),
+        ([("2.5", "sport")], [], r"row '2.5' is not a whole row number"),
+        ([("abc", "sport")], [], r"row 'abc' is not a row number"),
+        ({1: "tennis"}, [], r"'tennis' is not one of this run's categories \(sport, politics\)"),
+        ([(1, "sport"), (1, "politics")], [], r"row 1 is given two labels in one batch"),
+        ({1: "sport"}, [1], r"row 1 is both labelled and skipped"),
+        ({1: "   "}, [], r"a category needs a name"),
+        ({}, [70], r"row 70 is not in this run"),
+    ],
+)
+def test_bad_labels_are_refused_whole_and_change_nothing(unlabelled, labels, skipped, message):
+    run, _ = unlabelled
+    store.set_categories(run, ["sport", "politics"])
+    store.add_labels(run, {0: "sport"})
+    before = _snapshot(run)
+    with pytest.raises(ValueError, match=message):
+        store.add_labels(run, labels, skipped=skipped)
+    assert _snapshot(run) == before
+
+
+def test_categories_two_at_least_distinct_and_a_used_one_is_renamed_not_dropped(unlabelled):
+    run, _ = unlabelled
+    with pytest.raises(ValueError, match="name at least two categories"):
+        store.set_categories(run, ["only"])
+    with pytest.raises(ValueError, match="'a' is named twice"):
+        store.set_categories(run, ["a", " a "])
+    store.set_categories(run, ["sprt", "politics"])
+    store.add_labels(run, {1: "sprt", 2: "politics", 4: "sprt"})
+    before = _snapshot(run)
+    with pytest.raises(
+        ValueError, match=r"2 text\(s\) are labelled 'sprt', which is no longer among the categories"
+    ):
+        store.set_categories(run, ["sport", "politics"])  # renamed halfway by retyping the list
+    assert _snapshot(run) == before
+    renamed = store.rename_category(run, "sprt", "sport")
+    assert renamed.categories == ["sport", "politics"] and renamed.latest() == {
+        1: "sport",
+        2: "politics",
+        4: "sport",
+    }
+    assert renamed.renamed[0]["from"] == "sprt" and renamed.renamed[0]["to"] == "sport"
+    with pytest.raises(ValueError, match="'politics' exists already"):
+        store.rename_category(run, "sport", "politics")
+    with pytest.raises(ValueError, match="no category 'sprt' to rename"):
+        store.rename_category(run, "sprt", "x")
+
+
+def test_without_named_categories_a_file_names_them(unlabelled):
+    run, _ = unlabelled
+    saved = store.add_labels(run, [(0, "sport"), (1, "tech")], source="file")
+    assert saved.categories == ["sport", "tech"] and saved.entries[0]["source"] == "file"
+
+
+def test_a_labels_file_reads_row_and_label_and_ignores_the_rest():
+    data = b"row,text,label,note\n4,some text,sport,x\n5,other,,y\n6,more,politics,\n"
+    assert store.read_labels_file(data) == [(4, "sport"), (6, "politics")]
+    with pytest.raises(ValueError, match="has no column 'label'"):
+        store.read_labels_file(b"row,category\n1,sport\n")
+
+
+def test_a_labels_file_in_another_encoding_is_refused_with_what_to_do():
+    with pytest.raises(
+        ValueError, match=r"not UTF-8 text \(it reads only as cp1252\).*save the file as UTF-8"
+    ):
+        store.read_labels_file("row,label\n1,café\n".encode("cp1252"), name="labels.csv")
+    with pytest.raises(ValueError, match="UTF-16"):
+        store.read_labels_file("row,label\n1,sport\n".encode("utf-16"), name="labels.csv")
+    assert store.read_labels_file("row,label\n1,café\n".encode("utf-8-sig")) == [(1, "café")]
+
+
+def _add_many(root: str, run_id: str, first: int) -> None:
+    run = RunStore(root).get(run_id)
+    for row in range(first, first + 20):
+        store.add_labels(run, {row: "sport" if row % 2 else "politics"})
+
+
+def test_two_writers_at_once_lose_nothing(unlabelled):
+    """Two processes (two browser tabs, or a tab and `flare label`) saving batches at the same time."""
+    run, _ = unlabelled
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_add_many, args=(str(run.path.parent), run.id, f)) for f in (0, 20)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=120)
+    assert [w.exitcode for w in writers] == [0, 0]
+    saved = store.load_labels(run)
+    assert sorted(saved.latest()) == list(range(40)) and len(saved.entries) == 40
+    assert sorted(e["order"] for e in saved.entries) == list(range(1, 41))
