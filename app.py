@@ -10,6 +10,7 @@ st.set_page_config(page_title="FLARE Studio", page_icon=":material/flare:", layo
 
 analyse = [
     st.Page("dashboard/overview.py", title="Overview", icon=":material/insights:", default=True),
+    st.Page("dashboard/labels.py", title="Check with a few labels", icon=":material/label:"),
     st.Page("dashboard/sufficiency.py", title="Information sufficiency", icon=":material/hub:"),
     st.Page("dashboard/corpus.py", title="Corpus & embedding map", icon=":material/scatter_plot:"),
     st.Page("dashboard/collapse.py", title="Mean-pooling collapse", icon=":material/compress:"),

@@ -233,15 +233,29 @@ def show_verdict(run: Run, *, checks_expanded: bool = False, container_key: str 
 
 def _verdict(run: Run, *, checks_expanded: bool) -> None:
     if not run.has("verdict.json"):
-        st.info("The recommendation appears when the information-sufficiency stage has finished.")
+        st.info("The answer appears when the models have read your texts.")
         return
-    view = verdict_view(run.load_json("verdict.json"))
+    verdict = run.load_json("verdict.json")
+    view = verdict_view(verdict)
     alert = getattr(st, view.tone)
+    if view.basis_words:
+        st.caption(view.basis_words)
     alert(f"**{escape(view.headline)}**  \n{escape(view.summary)}", icon=":material/recommend:")
-    if view.level:
-        st.caption(trust_sentence(view.level))
-    for line in view.controls:
-        st.caption(escape(line))
-    if not view.checks.empty:
-        with st.expander("Why this trust level: the checks", expanded=checks_expanded):
-            st.dataframe(view.checks, hide_index=True)
+    if view.next_step:
+        st.markdown(escape(view.next_step))
+    if view.basis in ("label-free", "few labels") and not verdict.get("settled"):
+        st.page_link(LABELS_PAGE, label="Check with a few labels", icon=":material/label:")
+    if view.map_sentence or view.level:
+        with st.expander("What the label-free ranking says (the map)", expanded=checks_expanded):
+            if view.map_sentence:
+                st.markdown(escape(view.map_sentence))
+            if view.level:
+                st.caption(trust_sentence(view.level))
+            for line in view.controls:
+                st.caption(escape(line))
+            if not view.checks.empty:
+                st.dataframe(view.checks, hide_index=True)
+
+
+#: The page where a person labels a few texts of a run.
+LABELS_PAGE = "dashboard/labels.py"

@@ -7,6 +7,7 @@ import os
 import streamlit as st
 
 from dashboard.common import escape, follow_run, show_started, store, viewer_only
+from flare_core.answer.label_free import USE_WORDS
 from flare_core.errors import CorpusError
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
@@ -134,6 +135,16 @@ for upload_file in uploads or []:
     embedding_rows.append((upload_file, embedding_name, status_field.empty()))
 names_status = st.empty()
 
+use = st.radio(
+    "What will the embeddings be used for?",
+    list(USE_WORDS),
+    index=list(USE_WORDS).index("unsure"),
+    format_func=lambda u: USE_WORDS[u][0].upper() + USE_WORDS[u][1:],
+    horizontal=True,
+    help="Without labels, the answer follows the label-free rule that the benchmark measured best for this "
+    "use (search: nearest neighbours; grouping: k-means clusters; a classifier: logistic regression).",
+)
+
 with st.expander("Analysis settings"):
     estimator = st.radio(
         "Information-sufficiency estimator",
@@ -228,6 +239,7 @@ if st.button("Start run", type="primary", disabled=bool(blocked)):
             collapse_texts=int(collapse_texts),
             seed=int(seed),
             workers=int(workers) or None,
+            use=use,
         )
         run = create_run(store(), corpus, params, name=name, precomputed=precomputed)
         submitted = jobs.submit(store(), run.id)

@@ -16,7 +16,8 @@ from dashboard.common import (
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.results import models_table, ranking_table
+from flare_core.view.results import models_table, ranking_table, shown_blank
+from flare_core.view.verdict import labels_table
 
 st.title("Overview")
 run = current_run()
@@ -37,6 +38,19 @@ def answer() -> None:
 
 
 answer()
+verdict = run.load_json("verdict.json") if run.has("verdict.json") else None
+said = labels_table(verdict) if verdict and verdict.get("version", 1) >= 3 else None
+if said is not None and not said.empty:
+    st.subheader("What the labels say")
+    st.dataframe(
+        said,
+        hide_index=True,
+        column_config={
+            "chance it is the best": st.column_config.ProgressColumn(
+                "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
+            )
+        },
+    )
 manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]
@@ -49,12 +63,11 @@ summary = load_frame(run.id, version, "summary.parquet")
 if summary is None:
     st.info("The ranking table appears when the run has finished its analyses.")
 else:
-    st.subheader("Ranking", help=explain("nats"))
+    st.subheader("The label-free ranking: how much each model tells about the others", help=explain("nats"))
     sort_by = next((c for c in ("flow_score", "gmm_score") if c in summary), "model")
-    verdict = run.load_json("verdict.json") if run.has("verdict.json") else None
     ranking = ranking_table(summary, verdict)
     st.dataframe(
-        ranking,
+        shown_blank(ranking),
         hide_index=True,
         column_config={
             "score": st.column_config.NumberColumn(

@@ -399,3 +399,24 @@ def score_scatter(summary: pd.DataFrame, x: str, y: str) -> go.Figure:
     fig.update_xaxes(title=label(x))
     fig.update_yaxes(title=label(y))
     return _layout(fig, f"{label(x)} against {label(y)}, one point per model")
+
+
+def chance_history(
+    history: pd.DataFrame, title: str = "Chance of being the best, label by label"
+) -> go.Figure:
+    """One line per model: its chance of being the best (``p_best``) after each batch of labels
+    (``n_labels``); ``history`` has the columns ``n_labels``, ``model``, ``p_best``."""
+    fig = go.Figure()
+    for index, (model, group) in enumerate(history.groupby("model", sort=False)):
+        colour, symbol = category_style(index)
+        group = group.sort_values("n_labels")
+        fig.add_trace(
+            go.Scatter(
+                x=group["n_labels"], y=group["p_best"], mode="lines+markers", name=html.escape(str(model)),
+                line={"color": colour}, marker={"symbol": symbol, "color": colour},
+                hovertemplate="%{y:.0%} after %{x} labels<extra>" + html.escape(str(model)) + "</extra>",
+            )
+        )  # fmt: skip
+    fig.update_yaxes(title="chance of being the best", range=[0, 1], tickformat=".0%")
+    fig.update_xaxes(title="labels so far")
+    return _layout(fig, title, height=360)

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.checks import check_bool, check_int
 from flare_core.errors import ReportError
@@ -37,7 +39,7 @@ from flare_core.view.html import (
     records_frame,
     table,
 )
-from flare_core.view.verdict import trust_sentence, verdict_view
+from flare_core.view.verdict import labels_table, trust_sentence, verdict_view
 
 MOST_COLLAPSED = 10
 TABLE_TEXT_CHARS = 300
@@ -87,12 +89,25 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
     verdict = results.get("verdict")
     if isinstance(verdict, dict) and verdict.get("version", 1) >= 2:
         view = verdict_view(verdict)
-        parts = [
+        parts = [f'<p class="note">{escape(view.basis_words)}</p>'] if view.basis_words else []
+        parts += [
             f'<p class="recommendation {view.tone}"><strong>{escape(texts.scrub(view.headline))}</strong> '
             f"{escape(texts.scrub(view.summary))}</p>",
-            f"<p>{escape(trust_sentence(view.level))}</p>",
-            *(f'<p class="note">{escape(texts.scrub(line))}</p>' for line in view.controls),
         ]
+        if view.next_step:
+            parts.append(f"<p>{escape(texts.scrub(view.next_step))}</p>")
+        said = labels_table(verdict)
+        if not said.empty:
+            parts += ["<h3>What the labels say</h3>", table(said)]
+        parts += _labels_given(results)
+        if view.map_sentence:
+            parts += [
+                "<h3>The label-free ranking (the map)</h3>",
+                f"<p>{escape(texts.scrub(view.map_sentence))}</p>",
+            ]
+        if view.level:
+            parts.append(f"<p>{escape(trust_sentence(view.level))}</p>")
+        parts += [f'<p class="note">{escape(texts.scrub(line))}</p>' for line in view.controls]
         if not view.checks.empty:
             parts.append(table(view.checks))
         return "\n".join(parts)
@@ -124,6 +139,23 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
                 sentence += f" Runner-up: {escape(second['model'])} ({float(second['score']):.4g})."
         return f'<p class="recommendation">{sentence}</p>'
     return missing("A recommendation (information sufficiency)")
+
+
+def _labels_given(results: dict[str, Any]) -> list[str]:
+    """The labels a person gave the run, as counts per category and batches (never the texts)."""
+    given = results.get("labels_given") or {}
+    entries = given.get("entries") or []
+    if not entries:
+        return []
+    latest = {int(e["row"]): str(e["label"]) for e in entries}
+    counts = pd.Series(list(latest.values())).value_counts()
+    batches = max(int(e.get("batch", 0)) for e in entries)
+    frame = pd.DataFrame({"category": counts.index.astype(str), "texts labelled": counts.to_numpy()})
+    return [
+        f"<p>Labels given to this run: {len(latest)} texts in {batches} batch(es), {len(given.get('skipped') or [])} "
+        "marked skip / unsure.</p>",
+        table(frame),
+    ]
 
 
 def _ranking(results: dict[str, Any]) -> str:

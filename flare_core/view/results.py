@@ -91,6 +91,8 @@ def run_results(run: Run) -> dict[str, Any]:
             out[key] = _records(run.load_frame(*parts))
     if run.has("verdict.json"):
         out["verdict"] = run.load_json("verdict.json")
+    if run.has("labels", "labels.json"):
+        out["labels_given"] = run.load_json("labels", "labels.json")
     if run.has("validation.json"):
         out["validation"] = run.load_json("validation.json")
     return out
@@ -154,6 +156,24 @@ def ranking_table(summary: pd.DataFrame, verdict: dict[str, Any] | None = None) 
         notes.append("; ".join(note))
     frame["notes"] = notes
     return frame[RANKING_COLUMNS].reset_index(drop=True)
+
+
+def shown_blank(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` for a table on screen: missing values shown as empty cells instead of "None" (text
+    columns get ""; a numeric column with gaps becomes text, ``{:.4g}`` for numbers, "" for the gaps)."""
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if not values.isna().any():
+            continue
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            out[column] = [
+                "" if pd.isna(v) else (str(int(v)) if float(v).is_integer() else f"{float(v):.4g}")
+                for v in values
+            ]
+        else:
+            out[column] = values.astype(object).where(values.notna(), "")
+    return out
 
 
 def _ordinal(n: int) -> str:

@@ -26,10 +26,21 @@ CHECK_WORDS = {
 }
 
 
+#: The tone of each ground of the answer (schema 3): settled by labels, or provisional.
+BASIS_WORDS = {
+    "labels": "Decided by your labels",
+    "few labels": "From your labels so far",
+    "label-free": "Provisional, without labels",
+    "unranked": "Nothing to choose between",
+}
+
+
 @dataclass(frozen=True)
 class VerdictView:
     """What to show: ``tone`` (success, warning, error or info), the ``headline``, the ``summary``,
-    the trust ``level`` (None for an old run), the ``checks`` table and the controls' sentences."""
+    the label-free ranking's trust ``level`` (None for an old run or a run with nothing to rank), the
+    ``checks`` table and the controls' sentences; for an answer of schema 3, its ``basis`` (in words:
+    ``basis_words``), the ``next_step`` and the ``map`` sentence (what the label-free ranking says)."""
 
     tone: str
     headline: str
@@ -38,18 +49,24 @@ class VerdictView:
     provisional: bool
     checks: pd.DataFrame = field(repr=False)
     controls: list[str] = field(default_factory=list)
+    basis: str | None = None
+    next_step: str = ""
+    map_sentence: str = ""
+
+    @property
+    def basis_words(self) -> str:
+        return BASIS_WORDS.get(self.basis or "", "")
 
 
 def verdict_view(verdict: dict[str, Any]) -> VerdictView:
-    """The :class:`VerdictView` of a stored verdict (schema 1 or 2)."""
+    """The :class:`VerdictView` of a stored verdict (schema 1, 2 or 3)."""
     if not isinstance(verdict, dict):
         raise ValueError(f"a verdict is a dict, got {type(verdict).__name__}")
     if verdict.get("version", 1) < 2:
         return VerdictView("info", str(verdict.get("text", "")), "", None, False, trust_checks({}))
     trust = verdict.get("trust") or {}
     level = trust.get("level")
-    return VerdictView(
-        tone=TONES.get(level, "info"),
+    common = dict(
         headline=str(verdict.get("headline", "")),
         summary=str(verdict.get("summary", "")),
         level=level,
@@ -57,6 +74,15 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
         checks=trust_checks(trust),
         controls=[str(row["text"]) for row in verdict.get("controls", []) if row.get("text")],
     )
+    if verdict.get("version", 2) < 3:
+        return VerdictView(tone=TONES.get(level, "info"), **common)
+    basis = verdict.get("basis")
+    tone = "success" if verdict.get("settled") else "info"
+    map_sentence = " ".join(p for p in (verdict.get("map_headline"), verdict.get("map_summary")) if p)
+    return VerdictView(
+        tone=tone, basis=basis, next_step=str(verdict.get("next_step") or ""),
+        map_sentence=map_sentence if basis != "unranked" else "", **common,
+    )  # fmt: skip
 
 
 def trust_checks(trust: dict[str, Any]) -> pd.DataFrame:
@@ -74,9 +100,43 @@ def trust_checks(trust: dict[str, Any]) -> pd.DataFrame:
 
 
 def trust_sentence(level: str | None) -> str:
-    """One sentence on what the trust level means."""
+    """One sentence on what the label-free ranking's trust level means."""
     return {
-        "high": "Trust: high — every check of this ranking passed.",
-        "moderate": "Trust: moderate — no check failed, but some could not pass; see the checks.",
-        "low": "Trust: low — at least one check failed, so no model is recommended.",
+        "high": "Label-free ranking, trust: high — every check of this ranking passed.",
+        "moderate": "Label-free ranking, trust: moderate — no check failed, but some could not pass; see the checks.",
+        "low": "Label-free ranking, trust: low — at least one check failed: read it as a map, not an answer.",
     }.get(level or "", "")
+
+
+def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
+    """What the labels say, one row per candidate in words: the run's own labels (``model``, ``accuracy``,
+    ``macro-F1`` when the classes are unbalanced, ``behind the best``, ``tied``) or a person's few labels
+    (``model``, ``estimated accuracy``, ``likely between``, ``chance it is the best``). Empty without
+    labels."""
+    full, few = verdict.get("labels"), verdict.get("few_labels") or {}
+    if full:
+        rows = []
+        for r in full["rows"]:
+            half = (r["gap_high"] - r["gap_low"]) / 2 if r["gap"] else 0.0
+            rows.append({
+                "model": r["model"],
+                "accuracy": f"{100 * r['accuracy']:.1f}%",
+                "macro-F1": f"{100 * r['f1_macro']:.1f}%",
+                "behind the best": "best" if r["model"] == full["best"] else f"{r['gap']:.1f} points (± {half:.1f})",
+                "tied with the best": "yes" if r["tied"] else "",
+            })  # fmt: skip
+        frame = pd.DataFrame(rows)
+        return frame if full.get("balanced") is False else frame.drop(columns="macro-F1")
+    if few.get("estimates"):
+        return pd.DataFrame(
+            [
+                {
+                    "model": r["model"],
+                    "estimated accuracy": f"{100 * r['estimate']:.0f}%",
+                    "likely between": f"{100 * r['ci_low']:.0f}% and {100 * r['ci_high']:.0f}%",
+                    "chance it is the best": float(r["p_best"]),
+                }
+                for r in sorted(few["estimates"], key=lambda r: -r["p_best"])
+            ]
+        )
+    return pd.DataFrame()

@@ -36,7 +36,7 @@ FLAGS = [
 ]
 # (url path, text that must appear, whether a plotly chart must render)
 PAGES = [
-    ("", "Trust: low", True),
+    ("", "Label-free ranking, trust: low", True),
     ("sufficiency", "IS graph with Louvain communities", True),
     ("corpus", "Embedding map", True),
     ("collapse", "Most-collapsed pairs", True),

@@ -65,20 +65,29 @@ def test_every_analysis_page_opens_with_its_verdict(open_page, labelled_run, pag
     assert at.info[0].value == verdict  # the first note of the page
 
 
-def test_overview_shows_recommendation_and_ranking(open_page, labelled_run):
+def test_overview_leads_with_the_answer_of_the_labels_and_keeps_the_map(open_page, labelled_run):
     at = open_page("dashboard/overview.py", labelled_run)
     verdict = labelled_run.load_json("verdict.json")
-    # four candidates are too few for trust: the headline is red and names no model, the leader is given
-    assert verdict["recommended"] is None and verdict["trust"]["level"] == "low"
-    (alert,) = at.error
-    assert alert.value.startswith("**No reliable recommendation on this corpus.**")
-    assert f"{verdict['leading']} leads the ranking" in alert.value
-    assert "Trust: low" in _texts(at)
-    checks, ranking, everything = (at.dataframe[i].value for i in range(3))
+    comparison = labelled_run.load_frame("labels", "comparison.parquet")
+    assert verdict["basis"] == "labels" and verdict["settled"]
+    assert verdict["recommended"] == comparison.iloc[0]["model"]
+    (alert,) = at.success  # the answer leads, in green; no red box above a table of the labels' verdict
+    assert (
+        alert.value.startswith(f"**Use {verdict['recommended']}: ")
+        and "accuracy on your labels" in alert.value
+    )
+    assert not at.error
+    text = _texts(at)
+    assert "Decided by your labels" in text and "Nothing more is needed: your labels decided." in text
+    # the label-free ranking stays beside it as the map, with its own trust level and checks
+    assert "Label-free ranking, trust: low" in text
+    checks, said, ranking, everything = (at.dataframe[i].value for i in range(4))
     assert "Enough candidates to compare" in set(checks["check"]) and "failed" in set(checks["result"])
+    assert list(said["model"]) == comparison["model"].tolist() and said.iloc[0]["behind the best"] == "best"
     assert list(ranking.columns) == ["rank", "model", "role", "score", "likely between", "notes"]
     assert set(ranking["model"]) == {m["id"] for m in labelled_run.manifest["models"]}
-    assert ranking.iloc[0]["model"] == verdict["leading"] and ranking.iloc[0]["notes"] == "leads"
+    assert ranking.iloc[0]["model"] == verdict["leading"] and "leads" in ranking.iloc[0]["notes"]
+    assert "None" not in ranking.astype(str).to_numpy()  # missing values are blank, not "None"
     assert "accuracy" in everything.columns and "flow_ci_low" in everything.columns  # behind "All columns"
     assert at.expander[-3].label == "All columns"
 
@@ -123,12 +132,16 @@ def test_layers_and_validation_pages(open_page, labelled_run):
         ("dashboard/layers.py", "This run has no layer-by-layer figures"),
         ("dashboard/validation.py", "Correlation tables need labels"),
         ("dashboard/corpus.py", "Embedding map"),
-        ("dashboard/overview.py", "Trust: low"),
+        ("dashboard/overview.py", "Label-free ranking, trust: low"),
     ],
 )
 def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, page, expected):
     at = open_page(page, unlabelled_run)
     assert expected in _texts(at)
+    if page == "dashboard/overview.py":  # without labels: a provisional choice, its odds and the offer
+        (alert,) = at.info[:1]
+        assert alert.value.startswith("**Provisionally ") and "public corpora" in alert.value
+        assert any(link.label == "Check with a few labels" for link in at.get("page_link"))
     if page in ("dashboard/collapse.py", "dashboard/layers.py"):
         assert _page_verdict(at) is None  # nothing found, nothing to say
 

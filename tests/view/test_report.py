@@ -175,10 +175,11 @@ def test_verdict_of_schema_2_shows_headline_trust_and_checks_escaped(hand_run):
     hand_run.save_json(verdict(scores, estimator="flow", trust=trust), "verdict.json")
     page = build_report(hand_run)
     assert (
-        '<p class="recommendation error"><strong>No reliable recommendation on this corpus.</strong>' in page
+        '<p class="recommendation error"><strong>The label-free ranking cannot be trusted on this corpus.</strong>'
+        in page
     )
     assert (
-        "Trust: low" in page
+        "Label-free ranking, trust: low" in page
         and "Two candidates are too few." in page
         and "Enough candidates to compare" in page
     )

@@ -1,0 +1,148 @@
+"""Check with a few labels: name the categories, label the texts the product chooses, and watch the answer
+settle. The labels are saved with the run after each batch (they survive a restart, travel in bundles and
+appear in the report)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.common import escape, open_analysis_page, show_verdict, viewer_only
+from flare_core.answer import labels as label_store
+from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
+from flare_core.answer.write import write_verdict
+from flare_core.view import figures
+from flare_core.view.verdict import labels_table
+
+#: The choice in the table for a text the person cannot or will not label.
+SKIP = "skip / unsure"
+
+run = open_analysis_page("Check with a few labels")
+corpus = run.manifest["corpus"]
+if corpus.get("has_labels"):
+    st.success(
+        f"This run has labels of its own (column '{escape(corpus.get('label_column'))}'): the answer on the "
+        "Overview comes from all of them, so there is nothing to add here.",
+        icon=":material/task_alt:",
+    )
+    st.stop()
+if not any(m.get("status") == "done" and m.get("role") == "candidate" for m in run.manifest["models"]):
+    st.info("Labelling starts once the models have read your texts.")
+    st.stop()
+st.markdown(
+    "A few labels settle which model is best for *your* texts. Name the categories, then label the texts "
+    "the product picks, a batch at a time: after each batch the chances below are updated, and the answer "
+    "tells you when more labels would no longer change it."
+)
+labels = label_store.load_labels(run)
+editable = not viewer_only()
+
+
+def categories_step() -> None:
+    st.subheader("1. The categories", divider="gray")
+    if not editable:
+        st.caption(f"Categories: {escape(', '.join(labels.categories) or 'none yet')}")
+        return
+    typed = st.text_input(
+        "Categories, separated by commas",
+        value=", ".join(labels.categories),
+        key=f"categories-{run.id}",
+        placeholder="for example: complaint, question, praise",
+        help="The kinds of text you want the model to tell apart. At least two.",
+    )
+    if st.button("Save the categories", key="save-categories"):
+        try:
+            label_store.set_categories(run, [c for c in typed.split(",") if c.strip()])
+        except ValueError as exc:
+            st.error(str(exc))
+        else:
+            st.rerun()
+    if labels.categories:
+        with st.expander("Rename a category (its labels follow)"):
+            old = st.selectbox("Category", labels.categories, key="rename-old")
+            new = st.text_input("New name", key="rename-new")
+            if st.button("Rename", key="rename") and new.strip():
+                try:
+                    label_store.rename_category(run, old, new)
+                except ValueError as exc:
+                    st.error(str(exc))
+                else:
+                    write_verdict(run)
+                    st.rerun()
+
+
+def batch_step() -> None:
+    st.subheader("2. Label a batch", divider="gray")
+    if len(labels.categories) < 2:
+        st.info("Name at least two categories to start labelling.")
+        return
+    size = st.select_slider("Texts in this batch", options=[8, 12, 16], value=BATCH_SIZE, key="batch-size")
+    batch = next_texts(run, labels, size)
+    if batch.empty:
+        st.success("Every text of this run is labelled or skipped.")
+        return
+    st.caption(
+        f"{len(labels.labels)} texts labelled so far in {labels.batches} batch(es); {len(labels.skipped_rows)} "
+        "skipped. Pick a category in the last column; leave it empty to be asked again later."
+    )
+    edited = st.data_editor(
+        batch.assign(label=pd.Series([None] * len(batch), dtype=object)),
+        hide_index=True,
+        disabled=["row", "text"],
+        column_config={
+            "row": st.column_config.NumberColumn("row", width="small", help="The text's row in your corpus."),
+            "text": st.column_config.TextColumn("text", width="large"),
+            "label": st.column_config.SelectboxColumn(
+                "label", options=[*labels.categories, SKIP], width="medium"
+            ),
+        },
+        key=f"batch-{run.id}-{len(labels.entries)}-{len(labels.skipped)}-{size}",
+    )
+    chosen = edited[edited["label"].notna()]
+    if st.button(f"Save {len(chosen)} label(s)", type="primary", disabled=chosen.empty, key="save-batch"):
+        given = {int(r): str(v) for r, v in zip(chosen["row"], chosen["label"], strict=True) if v != SKIP}
+        skipped = [int(r) for r, v in zip(chosen["row"], chosen["label"], strict=True) if v == SKIP]
+        try:
+            label_store.add_labels(run, given, skipped=skipped, source="page")
+        except ValueError as exc:
+            st.error(f"Nothing was saved: {exc}")
+        else:
+            write_verdict(run)
+            st.toast(f"Saved {len(given)} label(s) and {len(skipped)} skipped text(s).")
+            st.rerun()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def history(run_id: str, entries: int) -> pd.DataFrame:
+    return few_label_history(run, labels)
+
+
+def answer_step() -> None:
+    st.subheader("3. What your labels say", divider="gray")
+    if not labels.entries:
+        st.info("The chances appear after the first batch.")
+        return
+    show_verdict(run, container_key="labels-verdict")
+    verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
+    table = labels_table(verdict)
+    if not table.empty:
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={
+                "chance it is the best": st.column_config.ProgressColumn(
+                    "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
+                )
+            },
+        )
+    counts = labels.counts()
+    st.caption("Labels per category: " + escape(", ".join(f"{c}: {n}" for c, n in counts.items())))
+    past = history(run.id, len(labels.entries))
+    if past["n_labels"].nunique() > 1:
+        st.plotly_chart(figures.chance_history(past), key="chances")
+
+
+categories_step()
+if editable:
+    batch_step()
+answer_step()
