@@ -44,7 +44,11 @@ def from_full_labels(block: dict[str, Any], agreement: float | None, leading: st
     rows = {r["model"]: r for r in block["rows"]}
     best, tied = block["best"], list(block["tied"])
     top = rows[best]
-    headline = f"Use {best}: {_pct(top['accuracy'])} accuracy on your labels"
+    pairs = block.get("metric") == "spearman"
+    if pairs:
+        headline = f"Use {best}: its similarities follow your pair scores at Spearman {top['spearman']:.2f}"
+    else:
+        headline = f"Use {best}: {_pct(top['accuracy'])} accuracy on your labels"
     runner = block.get("runner_up")
     if tied:
         headline += f", tied with {_join(tied)} (the labels cannot tell them apart)."
@@ -54,16 +58,19 @@ def from_full_labels(block: dict[str, Any], agreement: float | None, leading: st
         headline += f", {r['gap']:.1f} points (± {half:.1f}) ahead of {runner}."
     else:
         headline += "."
-    summary = (
-        f"Judged by a classifier trained on your {block['n_labels']:,} labelled texts ({block['n_classes']} "
-        f"classes): {block['method']}; each figure comes from folds the choice of settings did not see."
-    )
-    if block.get("balanced") is False:
+    if pairs:
+        summary = f"Judged on your {block['n_labels']:,} scored pairs: {block['method']}."
+    else:
+        summary = (
+            f"Judged by a classifier trained on your {block['n_labels']:,} labelled texts ({block['n_classes']} "
+            f"classes): {block['method']}; each figure comes from folds the choice of settings did not see."
+        )
+    if block.get("balanced") is False and not pairs:
         summary += f" The classes are unbalanced: its macro-F1 is {_pct(top['f1_macro'])}."
     if agreement is not None and leading:
         summary += (
-            f" The label-free ranking agreed with your labels at ρ = {agreement:.2f}; its leader, {leading}, "
-            f"{_behind(rows, leading, best)}."
+            f" The label-free ranking agreed with your {'pair scores' if pairs else 'labels'} at ρ = "
+            f"{agreement:.2f}; its leader, {leading}, {_behind(rows, leading, best)}."
         )
     return {"basis": "labels", "recommended": best, "settled": True, "headline": headline, "summary": summary,
             "tied_with": tied, "short_list": [best, *tied][:3],

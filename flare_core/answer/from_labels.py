@@ -27,26 +27,49 @@ COMPARISON_INFO = ("labels", "comparison.json")
 BATCH_SIZE = 16
 
 
-def candidate_embeddings(run: Run) -> dict[str, np.ndarray]:
-    """The embedded candidates of ``run`` (not the controls, references or partial models): model → (N, d)."""
-    return {
-        m["id"]: np.asarray(run.load_embeddings(m["id"]), dtype=np.float64)
+def candidate_ids(run: Run) -> list[str]:
+    """The embedded candidates of ``run`` (not the controls, references or partial models), in order."""
+    return [
+        m["id"]
         for m in run.manifest["models"]
         if m.get("status") == "done" and m.get("role", "candidate") == "candidate"
-    }
+    ]
 
 
-def comparison_stage(run: Run, labels: list[str]) -> None:
-    """The pipeline's stage ``labels``: every candidate judged on the run's label column, stored."""
+def candidate_embeddings(run: Run) -> dict[str, np.ndarray]:
+    """The embedded candidates of ``run``: model → (N, d) float64."""
+    return {m: np.asarray(run.load_embeddings(m), dtype=np.float64) for m in candidate_ids(run)}
+
+
+def comparison_stage(run: Run, labels: list[str] | None) -> None:
+    """The pipeline's stage ``labels``: every candidate judged on the run's label column (or on its scored
+    pairs' cosines, stored by the downstream stage), stored."""
+    from flare_core.analyses.pair_probes import compare_with_pair_scores
+    from flare_core.run.baseline_stages import PAIR_COSINES
     from flare_core.run.outcomes import StageSkipped
 
-    embeddings = candidate_embeddings(run)
-    if len(embeddings) < 2:
+    candidates = candidate_ids(run)
+    if len(candidates) < 2:
         raise StageSkipped("comparing models on your labels needs at least two embedded candidates")
     seed = int(run.manifest.get("params", {}).get("seed", 0))
-    frame = compare_with_labels(embeddings, labels, seed=seed)
+    if labels is not None:
+        frame = compare_with_labels(candidate_embeddings(run), labels, seed=seed)
+        metric = "accuracy"
+    else:
+        cosines = run.load_frame(*PAIR_COSINES) if run.has(*PAIR_COSINES) else pd.DataFrame()
+        scored = [m for m in candidates if m in cosines]
+        if len(scored) < 2:
+            raise StageSkipped(
+                "comparing models on your pair scores needs two candidates that can embed the pairs"
+            )
+        gold = run.load_frame("pairs.parquet")["score"].to_numpy(dtype=float)
+        frame = compare_with_pair_scores({m: cosines[m].to_numpy() for m in scored}, gold, seed=seed)
+        frame = frame.rename(columns={"n_pairs": "n_labels"}).assign(n_classes=None)
+        metric = "spearman"
     info = {k: (bool(v) if isinstance(v, np.bool_) else v) for k, v in frame.attrs.items()}
-    info.update(n_labels=int(frame["n_labels"].iloc[0]), n_classes=int(frame["n_classes"].iloc[0]))
+    classes = frame["n_classes"].iloc[0]
+    info.update(n_labels=int(frame["n_labels"].iloc[0]), n_classes=None if classes is None else int(classes))
+    info["metric"] = metric
     frame.attrs = {}
     run.save_frame(frame, *COMPARISON)
     run.save_json(info, *COMPARISON_INFO)
@@ -69,6 +92,7 @@ def full_label_block(run: Run) -> dict[str, Any] | None:
         "tied": tied,
         "runner_up": None if runner.empty else str(runner.iloc[0]["model"]),
         "rows": _records(frame),
+        "metric": info.get("metric", "accuracy"),
         **{k: info.get(k) for k in ("balanced", "method", "folds", "repeats", "n_labels", "n_classes")},
     }
 

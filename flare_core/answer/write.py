@@ -50,7 +50,8 @@ def _agreement(ranking: dict[str, Any], full: dict[str, Any] | None) -> float | 
     if not full or not ranking.get("ranking"):
         return None
     scores = pd.Series({r["model"]: r["score"] for r in ranking["ranking"]}, dtype=float)
-    accuracy = pd.Series({r["model"]: r["accuracy"] for r in full["rows"]}, dtype=float)
+    metric = "spearman" if full.get("metric") == "spearman" else "accuracy"
+    accuracy = pd.Series({r["model"]: r[metric] for r in full["rows"]}, dtype=float)
     both = pd.concat([scores, accuracy], axis=1, join="inner").dropna()
     if len(both) < 3:
         return None

@@ -40,7 +40,7 @@ def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report)
     from flare_core.analyses.downstream import downstream_report
 
     pairs = run.load_frame("pairs.parquet") if run.has("pairs.parquet") else None
-    rows = []
+    rows, cosines = [], {}
     for index, model_id in enumerate(ok):
         report("downstream", index, len(ok), f"supervised oracle for {model_id}")
         x = run.load_embeddings(model_id)
@@ -51,6 +51,7 @@ def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report)
         if pair_embeddings is not None:
             if pairs["score"].notna().any():
                 gold = pairs["score"].to_numpy(dtype=float)
+                cosines[model_id] = _cosines(*pair_embeddings)
             else:  # retrieval: rank the distinct documents for each query; its own row's document is relevant
                 documents, doc_index = np.unique(pairs["text_b"].to_numpy(dtype=object), return_inverse=True)
                 first_row = {d: int(np.flatnonzero(doc_index == d)[0]) for d in range(len(documents))}
@@ -70,7 +71,19 @@ def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report)
         rows.append({"model": model_id, **result["scores"]})
     if rows:
         run.save_frame(pd.DataFrame(rows), "downstream.parquet")
+    if cosines:  # each model's cosine of every scored pair: the answer compares the models on them
+        run.save_frame(pd.DataFrame(cosines), *PAIR_COSINES)
     report("downstream", len(ok), len(ok), "downstream done")
+
+
+#: Each model's cosine of every scored pair (one column per model, one row per pair of pairs.parquet).
+PAIR_COSINES = ("labels", "pair_cosines.parquet")
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row pair of ``a`` and ``b`` (P, d) -> (P,); 0 for an all-zero row."""
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.where(norms > 0, (a * b).sum(axis=1) / np.maximum(norms, 1e-12), 0.0)
 
 
 def _pair_embeddings(run: Run, model_id: str, pairs: pd.DataFrame, params: RunParams):

@@ -110,7 +110,7 @@ def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, l
         stages.run("geometry", lambda: geometry_stage(run, ok, labels, params, report), models=ok)
     if params.downstream and (labels is not None or run.has("pairs.parquet")):
         stages.run("downstream", lambda: downstream_stage(run, ok, labels, params, report), models=ok)
-    if labels is not None:  # the labels decide: every candidate compared on them, honestly
+    if labels is not None or run.has("pairs.parquet"):  # the labels decide: every candidate compared on them
         stages.run("labels", lambda: comparison_stage(run, labels), models=ok)
         stages.run("verdict", lambda: write_verdict(run, provisional=True))
     scored = any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES)

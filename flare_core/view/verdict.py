@@ -115,18 +115,23 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
     labels."""
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
+        pairs = full.get("metric") == "spearman"
         rows = []
         for r in full["rows"]:
             half = (r["gap_high"] - r["gap_low"]) / 2 if r["gap"] else 0.0
+            score = (
+                {"Spearman with your scores": f"{r['spearman']:.3f}"}
+                if pairs
+                else {"accuracy": f"{100 * r['accuracy']:.1f}%", "macro-F1": f"{100 * r['f1_macro']:.1f}%"}
+            )
             rows.append({
                 "model": r["model"],
-                "accuracy": f"{100 * r['accuracy']:.1f}%",
-                "macro-F1": f"{100 * r['f1_macro']:.1f}%",
+                **score,
                 "behind the best": "best" if r["model"] == full["best"] else f"{r['gap']:.1f} points (± {half:.1f})",
                 "tied with the best": "yes" if r["tied"] else "",
             })  # fmt: skip
         frame = pd.DataFrame(rows)
-        return frame if full.get("balanced") is False else frame.drop(columns="macro-F1")
+        return frame if pairs or full.get("balanced") is False else frame.drop(columns="macro-F1")
     if few.get("estimates"):
         return pd.DataFrame(
             [

@@ -67,6 +67,11 @@ def test_sts_columns_give_spearman(tmp_path, articles):
     # identical pairs tie exactly; float rounding can break those ties and raise it slightly)
     rho = downstream["cosine_spearman"].to_numpy()
     assert ((rho >= 3**0.5 / 2 - 1e-9) & (rho < 0.95)).all(), rho
+    # the pair scores decide the answer: the model whose cosines follow them best, compared with paired intervals
+    verdict = run.load_json("verdict.json")
+    assert verdict["basis"] == "labels" and verdict["labels"]["metric"] == "spearman"
+    assert verdict["recommended"] == downstream["cosine_spearman"].idxmax()
+    assert verdict["headline"].startswith(f"Use {verdict['recommended']}: its similarities follow your pair scores")
 
 
 @pytest.fixture
