@@ -85,10 +85,15 @@ def batch_step() -> None:
         f"{len(labels.labels)} texts labelled so far in {labels.batches} batch(es); {len(labels.skipped_rows)} "
         "skipped. Pick a category in the last column; leave it empty to be asked again later."
     )
+    lines = int(min(4, max(1, batch["text"].str.len().max() // 90 + 1)))  # taller rows wrap long texts
+    row_height = 12 + 22 * lines
     edited = st.data_editor(
         batch.assign(label=pd.Series([None] * len(batch), dtype=object)),
         hide_index=True,
         disabled=["row", "text"],
+        row_height=row_height,
+        height=row_height * len(batch) + 40,
+        placeholder="",
         column_config={
             "row": st.column_config.NumberColumn("row", width="small", help="The text's row in your corpus."),
             "text": st.column_config.TextColumn("text", width="large"),
