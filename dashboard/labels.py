@@ -95,11 +95,9 @@ def batch_step() -> None:
         height=row_height * len(batch) + 40,
         placeholder="",
         column_config={
-            "row": st.column_config.NumberColumn("row", width="small", help="The text's row in your corpus."),
+            "row": st.column_config.NumberColumn("row", width=50, help="The text's row in your corpus."),
             "text": st.column_config.TextColumn("text", width="large"),
-            "label": st.column_config.SelectboxColumn(
-                "label", options=[*labels.categories, SKIP], width="medium"
-            ),
+            "label": st.column_config.SelectboxColumn("label", options=[*labels.categories, SKIP], width=170),
         },
         key=f"batch-{run.id}-{len(labels.entries)}-{len(labels.skipped)}-{size}",
     )
