@@ -77,6 +77,8 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
         == "maps"
     )
 
+    _runs_page_says(store, run.id, "Drawing a map of each embedding space failed: the map could not be drawn")
+
     monkeypatch.undo()  # the fault is gone: resume retries the maps and nothing that was done
     stamps = {
         p: run.artefact(*p).stat().st_mtime_ns for p in [("geometry.parquet",), ("downstream.parquet",)]
@@ -87,3 +89,30 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
     assert manifest["outcomes"]["maps"]["status"] == "done" and problems(manifest) == []
     assert all(run.artefact(*p).stat().st_mtime_ns == t for p, t in stamps.items())
     assert run_results(run)["status_words"] == "done"
+
+
+def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
+    """The Runs page, rendered by Streamlit's AppTest, names the failed stage in words for ``run_id``."""
+    import os
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(__file__).resolve().parents[2] / "app.py")
+    before = os.environ.get("FLARE_RUNS_DIR")
+    os.environ["FLARE_RUNS_DIR"] = str(store.root)
+    try:
+        at = AppTest.from_file(app, default_timeout=120)
+        at.query_params["run"] = run_id
+        at.run()
+        at.switch_page("dashboard/runs.py")
+        at.run()
+    finally:
+        if before is None:
+            os.environ.pop("FLARE_RUNS_DIR", None)
+        else:
+            os.environ["FLARE_RUNS_DIR"] = before
+    assert not at.exception, [e.value for e in at.exception]
+    shown = "\n".join(str(c.value) for c in at.caption)
+    assert sentence in shown and f"flare resume {run_id}" in shown
+    assert any(b.label == "Try the failed stages again" for b in at.button)

@@ -171,6 +171,7 @@ def _compute(shape: dict, tiny: Path, folder: Path) -> dict:
             "seconds": time.perf_counter() - started,
         }
     status = jobs.run_in_process(run)
+    after_labels = _label_a_few(run) if status == "done" and shape["labels"] == "none" else ""
     manifest = run.manifest
     skipped = sorted(n for n, o in (manifest.get("outcomes") or {}).items() if o.get("status") == "skipped")
     return {
@@ -180,7 +181,19 @@ def _compute(shape: dict, tiny: Path, folder: Path) -> dict:
         "verdict": (run.load_json("verdict.json") if run.has("verdict.json") else {}).get("headline", ""),
         "seconds": time.perf_counter() - started,
         "problems": problems(manifest),
+        "after labels": after_labels,
     }
+
+
+def _label_a_few(run) -> str:
+    """Labels added to a finished run without labels (two categories, up to four texts), then its answer
+    again: the ground the answer then stands on."""
+    from flare_core.answer.labels import add_labels
+    from flare_core.answer.write import write_verdict
+
+    n = int(run.manifest["corpus"]["n_texts"])
+    add_labels(run, {row: ("a", "b")[row % 2] for row in range(min(4, n))})
+    return write_verdict(run)["basis"]
 
 
 @pytest.mark.slow
@@ -193,7 +206,7 @@ def test_every_run_shape_ends_done_or_is_refused_before_work(tiny_bert_folder, t
         rows.append({**shape, **_compute(shape, tiny_bert_folder, folder)})
     table = pd.DataFrame(rows)
     with capsys.disabled():
-        columns = [*DIMENSIONS, "outcome", "seconds", "skipped", "detail"]
+        columns = [*DIMENSIONS, "outcome", "seconds", "skipped", "after labels", "detail"]
         print(f"\n{len(table)} run shapes, {table['seconds'].sum():.0f} s in all")
         print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.1f}", max_colwidth=70))
     refused = table[table["outcome"] == "refused before start"]
@@ -202,6 +215,11 @@ def test_every_run_shape_ends_done_or_is_refused_before_work(tiny_bert_folder, t
     assert (finished["outcome"] == "done").all(), finished[["outcome", "detail"]].to_string()
     assert all(not p for p in finished["problems"]), finished[["detail"]].to_string()
     assert (finished["verdict"].str.len() > 0).all()  # every finished run says something in words
+    # labels added to a finished run without labels: its answer is rebuilt on them where there is a choice
+    relabelled = finished[finished["labels"] == "none"]
+    several = relabelled["candidates"] > 1
+    assert (relabelled.loc[several, "after labels"] == "few labels").all(), relabelled.to_string()
+    assert (relabelled.loc[~several, "after labels"] == "unranked").all()
     # each refused level is refused for its own reason; every valid shape with enough texts per class runs
     words = {"one class": "one class only", "one text each": "looks like an identifier",
              "one text repeated": "the same text", "empty after cleaning": "usable text"}  # fmt: skip
@@ -210,7 +228,7 @@ def test_every_run_shape_ends_done_or_is_refused_before_work(tiny_bert_folder, t
             row = table[table[dimension] == level].iloc[0]
             assert row["outcome"] == "refused before start" and words[level] in row["detail"], row["detail"]
     # with 3 texts, 2 or 3 classes leave a class with one text, which the supervised check cannot test
-    valid = table[table["corpus"] == "as is"]
+    valid = table[(table["corpus"] == "as is") & ~table["labels"].isin(REFUSED["labels"])]
     tiny_labelled = (valid["labels"] != "none") & (valid["texts"] == 3)
     assert (valid.loc[~tiny_labelled, "outcome"] == "done").all()
     assert valid.loc[tiny_labelled, "detail"].str.contains("with 2 or more texts").all()

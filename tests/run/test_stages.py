@@ -71,7 +71,9 @@ def test_sts_columns_give_spearman(tmp_path, articles):
     verdict = run.load_json("verdict.json")
     assert verdict["basis"] == "labels" and verdict["labels"]["metric"] == "spearman"
     assert verdict["recommended"] == downstream["cosine_spearman"].idxmax()
-    assert verdict["headline"].startswith(f"Use {verdict['recommended']}: its similarities follow your pair scores")
+    assert verdict["headline"].startswith(
+        f"Use {verdict['recommended']}: its similarities follow your pair scores"
+    )
 
 
 @pytest.fixture
