@@ -62,8 +62,11 @@ def session_access() -> Access:
     if share or owner:
         st.session_state[_CREDENTIAL] = (SHARE_PARAM, share) if share else (OWNER_PARAM, owner)
     credential = st.session_state.get(_CREDENTIAL)
-    if access.role == "none":
+    if access.role == "none":  # a refused credential leaves the address too
         st.session_state.pop(_CREDENTIAL, None)
+        for name in (SHARE_PARAM, OWNER_PARAM):
+            if name in st.query_params:
+                del st.query_params[name]
     elif credential and st.query_params.get(credential[0]) != credential[1]:
         st.query_params[credential[0]] = credential[1]
     return access

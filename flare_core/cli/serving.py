@@ -27,10 +27,6 @@ from flare_core.store.runs import RunStore
 DEFAULT_URL = "http://localhost:8501"
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
-
-
 # -- flare share ---------------------------------------------------------------------------------------------
 
 
@@ -96,9 +92,9 @@ def cmd_app(args: argparse.Namespace) -> int:
 
         run_id = ensure_demo_run(store, background=True)
         print(f"demo run: {run_id}", file=sys.stderr)
-    for line in start_lines(
-        args.host, args.port, token, generated=token != os.environ.get("FLARE_OWNER_TOKEN")
-    ):
+    generated = token != os.environ.get("FLARE_OWNER_TOKEN")
+    viewer_only = _truthy_in(env, "FLARE_VIEWER_ONLY")
+    for line in start_lines(args.host, args.port, token, generated=generated, viewer_only=viewer_only):
         print(line, file=sys.stderr)
     cmd = app_command(
         app, port=args.port, headless=args.headless, dev=args.dev, host=args.host, max_upload_mb=upload_mb
@@ -123,23 +119,23 @@ def _truthy_in(env: dict[str, str], name: str) -> bool:
     return env.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
-def start_lines(host: str, port: int, token: str | None, *, generated: bool) -> list[str]:
+def start_lines(
+    host: str, port: int, token: str | None, *, generated: bool, viewer_only: bool = False
+) -> list[str]:
     """What ``flare app`` says at start-up about who can reach the dashboard and how the owner gets in."""
+    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
     if is_local_address(host):
         lines = [f"FLARE Studio: http://{host}:{port} (this machine only)"]
     else:
-        shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
         lines = [
             f"FLARE Studio listens on {host}:{port}: others on your network can reach it.",
             "They see nothing without a share link (flare share RUN_ID).",
         ]
-        if token and generated:
-            lines.append(
-                f"Owner link (keep it private, like a password): http://{shown}:{port}/?owner={token}"
-            )
-        elif token:
-            lines.append(f"Owner link: http://{shown}:{port}/?owner=<the value of FLARE_OWNER_TOKEN>")
-    if _truthy("FLARE_VIEWER_ONLY"):
+    if token and generated:
+        lines.append(f"Owner link (keep it private, like a password): http://{shown}:{port}/?owner={token}")
+    elif token:
+        lines.append(f"Owner link: http://{shown}:{port}/?owner=<the value of FLARE_OWNER_TOKEN>")
+    if viewer_only:
         lines.append("FLARE_VIEWER_ONLY is set: no one is the owner here; share links only.")
     return lines
 
@@ -168,7 +164,7 @@ def app_command(
     cmd += ["--server.enableStaticServing", "false", "--browser.gatherUsageStats", "false"]
     if not is_local_address(host):
         cmd += ["--client.showErrorDetails", "none"]
-    if not (dev or _truthy("FLARE_DEV")):
+    if not (dev or _truthy_in(os.environ, "FLARE_DEV")):
         cmd += ["--server.fileWatcherType", "none"]
     if headless:
         cmd += ["--server.headless", "true"]

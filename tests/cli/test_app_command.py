@@ -74,7 +74,12 @@ def test_an_exposed_dashboard_gets_an_owner_token_and_says_how_to_use_it():
     assert owner_token({"FLARE_VIEWER_ONLY": "1"}, host="0.0.0.0") is None  # share links only: no owner
     with pytest.raises(ValueError, match="at least 16 characters"):
         owner_token({"FLARE_OWNER_TOKEN": "short"}, host="0.0.0.0")
-    assert "this machine only" in start_lines("127.0.0.1", 8501, None, generated=False)[0]
+    assert start_lines("127.0.0.1", 8501, None, generated=False) == [
+        "FLARE Studio: http://127.0.0.1:8501 (this machine only)"
+    ]
+    local_with_token = start_lines("127.0.0.1", 8501, "a-long-enough-owner-token", generated=False)
+    assert "?owner=<the value of FLARE_OWNER_TOKEN>" in local_with_token[-1]
+    assert "share links only" in start_lines("0.0.0.0", 8501, None, generated=False, viewer_only=True)[-1]
 
 
 def test_the_repository_config_holds_the_settings_of_an_exposed_server():
