@@ -24,7 +24,7 @@ from flare_core.store.atomic import to_json
 from flare_core.store.runs import RunStore
 
 #: ``flare share`` prints links to this dashboard address unless ``--url`` or ``FLARE_PUBLIC_URL`` says otherwise.
-DEFAULT_URL = "http://localhost:8501"
+DEFAULT_URL = "http://127.0.0.1:8501"
 
 
 # -- flare share ---------------------------------------------------------------------------------------------

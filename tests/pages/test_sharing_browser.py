@@ -15,7 +15,6 @@ from an address to the page drawn) are reported with their 95th percentile, not 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import re
 import secrets
@@ -26,11 +25,24 @@ import sys
 import threading
 import time
 import urllib.request
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.pages.browser_sessions import (
+    Session,
+    Table,
+    capture,
+    choose,
+    create_link_in_the_page,
+    leaks,
+    replay,
+    snapshot,
+    snippets_of,
+    try_controls,
+)
 from tests.pages.test_browser import CHROMIUM, FLAGS, ROOT, _free_port
 
 pytestmark = [
@@ -52,12 +64,6 @@ ANALYSIS = [
     ("validation", "Validation", "Validation"),
 ]
 TITLES = {path: title for path, _, title in ANALYSIS}
-READY = """(title) => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (!app || app.dataset.testScriptState !== 'notRunning') return false;
-    const h = document.querySelector('h1');
-    return !!h && h.innerText.includes(title) && !document.querySelector('[data-testid="stSkeleton"]');
-}"""
 REFUSED = "This link is not valid"
 
 
@@ -139,460 +145,290 @@ def chromium():
 # -- one browser session, with what its server sent and a way to send as it ------------------------------------
 
 
-class Session:
-    """One person's browser (its own context): the messages the server sent it, page times, and its
-    websocket to the server, through which a test can send messages as this browser would."""
-
-    def __init__(self, browser, url: str, times: list[float]) -> None:
-        self.context = browser.new_context(viewport={"width": 1400, "height": 2000}, accept_downloads=True)
-        self.page = self.context.new_page()
-        self.url, self.times = url, times
-        self.received: list[bytes] = []
-        self.held: list[bytes] = []
-        self.hold = False
-        self.server = None
-        self.page.route_web_socket(re.compile(r".*/_stcore/stream.*"), self._route)
-
-    def _route(self, ws) -> None:
-        server = ws.connect_to_server()
-        self.server = server
-
-        def to_server(message) -> None:
-            if self.hold:
-                self.held.append(message if isinstance(message, bytes) else message.encode())
-            else:
-                server.send(message)
-
-        def to_page(message) -> None:
-            self.received.append(message if isinstance(message, bytes) else message.encode())
-            ws.send(message)
-
-        ws.on_message(to_server)
-        server.on_message(to_page)
-
-    def start(self, address: str) -> float:
-        started = time.monotonic()
-        self.page.goto(f"{self.url}/{address}", wait_until="commit", timeout=60_000)
-        return started
-
-    def navigate(self, menu: str) -> float:
-        """Click ``menu`` in the sidebar's menu (no new page load, as a person moves between pages)."""
-        started = time.monotonic()
-        self.page.locator("[data-testid='stSidebarNav']").get_by_text(menu, exact=True).click()
-        return started
-
-    def ready(self, title: str) -> bool:
-        return bool(self.page.evaluate(READY, title))
-
-    def open(self, address: str, title: str) -> None:
-        """Open ``address`` and wait until the page titled ``title`` is drawn; its time is kept."""
-        started = self.start(address)
-        self.wait(title, started)
-
-    def wait(self, title: str, started: float, timeout: float = 60.0) -> None:
-        while not self.ready(title):
-            if time.monotonic() - started > timeout:
-                raise AssertionError(f"{title!r} was not drawn within {timeout:.0f} s: {self.text()[:300]}")
-            self.page.wait_for_timeout(30)
-        self.times.append(time.monotonic() - started)
-
-    def settle(self, ms: int = 1500) -> None:
-        """Wait until the session's script has run again and finished (after a click or a sent message)."""
-        self.page.wait_for_timeout(ms)
-        deadline = time.monotonic() + 30
-        while not self.page.evaluate(
-            "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'"
-        ):
-            assert time.monotonic() < deadline, "the script did not finish within 30 s"
-            self.page.wait_for_timeout(50)
-
-    def text(self) -> str:
-        return self.page.inner_text("body")
-
-    def sidebar(self) -> str:
-        return self.page.locator("[data-testid='stSidebar']").inner_text()
-
-    def everything(self) -> bytes:
-        """What this browser got: every message of the server, and the page's HTML now."""
-        return b"".join(self.received) + self.page.content().encode("utf-8")
-
-    def download(self, locator) -> bytes:
-        with self.page.expect_download(timeout=60_000) as info:
-            locator.click()
-        return Path(info.value.path()).read_bytes()
-
-    def close(self) -> None:
-        self.context.close()
+# -- the test, in the order a person would go --------------------------------------------------------------------
 
 
-def _snapshot(root: Path) -> dict[str, str]:
-    """Every file of the store with its digest (locks and heartbeats aside)."""
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name not in ("worker.heartbeat", ".store.lock")
-    }
+@dataclass
+class Trial:
+    """What the steps share: the server, the store, the table, the sessions and the links made."""
+
+    url: str
+    owner_token: str
+    store: Any
+    snippets: list[bytes]
+    browser: Any
+    table: Table = field(default_factory=Table)
+    times: list[float] = field(default_factory=list)
+    sessions: list[Session] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)
+    captured: dict[str, list[bytes]] = field(default_factory=dict)
+    before: dict[str, str] = field(default_factory=dict)  # the store's files once the owner is done
+    menu: slice = field(
+        default_factory=lambda: slice(0)
+    )  # which of ``times`` are pages reached through the menu
+
+    def session(self) -> Session:
+        self.sessions.append(Session(self.browser, self.url, self.times))
+        return self.sessions[-1]
+
+    def owner_address(self, path: str = "") -> str:
+        return f"{path}?owner={self.owner_token}&run=run-a"
 
 
-def _snippets(texts: list[str]) -> list[bytes]:
-    """A 24-character run of letters and spaces from each text: found in raw bytes whatever the escaping."""
-    found = []
-    for text in texts:
-        match = re.search(r"[A-Za-z][A-Za-z ]{22}[A-Za-z]", text)
-        if match:
-            found.append(match.group(0).encode("utf-8"))
-    return found
-
-
-def _leaks(blob: bytes, snippets: list[bytes]) -> int:
-    return sum(1 for s in snippets if s in blob)
-
-
-class Table:
-    """The security table: one row per attempt, with what happened."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, str, str, bool]] = []
-
-    def add(self, attempt: str, expected: str, outcome: str, ok: bool) -> None:
-        self.rows.append((attempt, expected, outcome, bool(ok)))
-
-    def markdown(self) -> str:
-        lines = ["| attempt | expected outcome | outcome | |", "|---|---|---|---|"]
-        lines += [f"| {a} | {e} | {o} | {'pass' if ok else 'FAIL'} |" for a, e, o, ok in self.rows]
-        return "\n".join(lines)
-
-
-def _shown_link(owner: Session) -> str | None:
-    codes = owner.page.locator("[data-testid='stCode']").filter(has_text="share=")
-    if not codes.count():
-        return None
-    return re.search(r"share=([A-Za-z0-9_-]+)", codes.first.inner_text()).group(1)
-
-
-def _create_link_in_the_page(owner: Session, figures_only: bool) -> str:
-    """The owner makes a link on the Runs page; the token is read from the page, as a person would copy it."""
-    if figures_only:
-        owner.page.get_by_text("figures only", exact=True).first.click()
-        owner.settle(800)
-    before = _shown_link(owner)
-    owner.page.get_by_role("button", name="Create link").click()
-    deadline = time.monotonic() + 30
-    while _shown_link(owner) in (None, before):
-        assert time.monotonic() < deadline, "no new link was shown"
-        owner.page.wait_for_timeout(100)
-    owner.settle(300)
-    return _shown_link(owner)
-
-
-FORBIDDEN = ("Start run", "Cancel", "Delete permanently", "Create link", "Revoke", "Import")
-
-
-def _try_controls(who: Session, notices: set[str]) -> tuple[list[str], int]:
-    """The labels of the page's buttons that would act on the store, and how many of the page's own buttons
-    were pressed (each of them, with the page's answer awaited); a "Page not found" notice is noted and
-    closed first."""
-    dialog = who.page.get_by_role("dialog")
-    if dialog.count():  # Streamlit's answer to an address of a page that this session does not have
-        notices.add(dialog.first.inner_text().split("\n")[0])
-        who.page.keyboard.press("Escape")
-        dialog.first.wait_for(state="detached", timeout=10_000)
-    labels = [b.strip() for b in who.page.get_by_role("button").all_inner_texts()]
-    buttons = who.page.locator("[data-testid='stMain'] [data-testid='stButton'] button")
-    pressed = 0
-    for index in range(buttons.count()):
-        if buttons.nth(index).is_visible() and buttons.nth(index).is_enabled():
-            buttons.nth(index).click()
-            pressed += 1
-            who.settle(600)
-    return [label for label in labels if label.startswith(FORBIDDEN)], pressed
-
-
-def _choose(owner: Session, label: str, option: str) -> None:
-    """Choose ``option`` in the select box labelled ``label`` (typed, as the list may be long)."""
-    box = owner.page.locator("[data-testid='stSelectbox']").filter(has_text=label)
-    box.locator("input").click()
-    owner.page.keyboard.type(option)
-    owner.page.get_by_role("option", name=option, exact=True).click()
-    owner.settle(800)
-
-
-def _capture(owner: Session, click) -> list[bytes]:
-    """The messages the owner's browser sends when ``click()`` runs, held back from the server."""
-    owner.held.clear()
-    owner.hold = True
-    click()
-    owner.page.wait_for_timeout(1500)
-    owner.hold = False
-    assert owner.held, "the click sent nothing"
-    return list(owner.held)
-
-
-def _replay(session: Session, messages: list[bytes], query: str) -> None:
-    """Send ``messages`` (the owner's) as ``session``'s browser would, with ``session``'s own address."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
-    for raw in messages:
-        message = BackMsg()
-        message.ParseFromString(raw)
-        if message.WhichOneof("type") == "rerun_script":
-            message.rerun_script.query_string = query
-        session.server.send(message.SerializeToString())
-        session.page.wait_for_timeout(100)
-    session.page.wait_for_timeout(500)
-
-
-# -- the test ----------------------------------------------------------------------------------------------------
-
-
-def test_sharing_security_table(chromium, exposed_server, store_of_50, capsys):  # noqa: PLR0915 - one table
+def _owner_makes_links(trial: Trial) -> Session:
+    """The owner's link gives everything; three links are made on the Runs page, one expired one by API."""
     from flare_core.store import shares
 
-    url, owner_token = exposed_server
-    store = store_of_50
-    texts = store.get("run-a").corpus_frame()["text"].tolist()
-    snippets = _snippets(texts)
-    assert len(snippets) >= 40
-    times: list[float] = []
-    table = Table()
-    sessions: list[Session] = []
+    owner = trial.session()
+    owner.open(trial.owner_address("runs"), "Runs")
+    nav = owner.page.locator("[data-testid='stSidebarNav']").inner_text()
+    ids = [m["id"] for m in trial.store.list()]
+    seen = sum(1 for i in ids if i.encode() in b"".join(owner.received))
+    trial.table.add(
+        "the owner's link", "everything",
+        f"New run and Runs pages in the menu; the picker offers {seen} of {len(ids)} runs",
+        "New run" in nav and "Runs" in nav and seen == len(ids) == N_RUNS,
+    )  # fmt: skip
+    for name, figures_only in (("texts", False), ("figures", True), ("revoked", False)):
+        trial.links[name] = create_link_in_the_page(owner, figures_only=figures_only)
+    trial.links["expired"], _ = shares.create_link(
+        trial.store, "run-a", expires=dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1)
+    )
+    made = {link.prefix: link for link in shares.list_links(trial.store, "run-a")}
+    assert made[trial.links["figures"][:6]].texts is False and made[trial.links["texts"][:6]].texts is True
+    return owner
 
-    def session() -> Session:
-        sessions.append(Session(chromium, url, times))
-        return sessions[-1]
 
-    try:
-        # -- the owner: everything, and the links made on the Runs page ---------------------------------------
-        owner = session()
-        owner.open(f"runs?owner={owner_token}&run=run-a", "Runs")
-        nav = owner.page.locator("[data-testid='stSidebarNav']").inner_text()
-        ids = [m["id"] for m in store.list()]
-        got = b"".join(owner.received)
-        seen = sum(1 for i in ids if i.encode() in got)
-        table.add(
-            "the owner's link", "everything",
-            f"New run and Runs pages in the menu; the picker offers {seen} of {len(ids)} runs",
-            "New run" in nav and "Runs" in nav and seen == len(ids) == N_RUNS,
-        )  # fmt: skip
-        t_texts = _create_link_in_the_page(owner, figures_only=False)
-        t_figures = _create_link_in_the_page(owner, figures_only=True)
-        t_revoked = _create_link_in_the_page(owner, figures_only=False)
-        t_expired, _ = shares.create_link(
-            store, "run-a", expires=dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1)
-        )
-        links = {link.prefix: link for link in shares.list_links(store, "run-a")}
-        assert links[t_figures[:6]].texts is False and links[t_texts[:6]].texts is True
+def _owner_messages(trial: Trial, owner: Session) -> None:
+    """The owner's own messages for each action, held back from the server (replayed later into other
+    sessions); the page is opened again after each, as its browser waits for an answer that never comes."""
+    owner.page.get_by_text("Delete a run").click()
+    owner.settle(500)
+    choose(owner, "Run to delete", "run-b")
+    delete = owner.page.get_by_role("button", name="Delete permanently")
+    trial.captured["delete"] = capture(owner, delete.click)
+    owner.open(trial.owner_address("runs"), "Runs")
+    trial.captured["cancel"] = capture(owner, owner.page.get_by_role("button", name="Cancel").first.click)
+    owner.open(trial.owner_address("runs"), "Runs")
+    trial.captured["share"] = capture(owner, owner.page.get_by_role("button", name="Create link").click)
+    owner.open(f"new_run?owner={trial.owner_token}", "New run")
+    corpus_csv = trial.store.root.parent / "corpus.csv"
+    trial.store.get("run-a").corpus_frame()[["text", "label"]].to_csv(corpus_csv, index=False)
+    owner.page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(corpus_csv))
+    start = owner.page.get_by_role("button", name="Start run")
+    start.wait_for(timeout=60_000)
+    owner.settle(1000)
+    assert start.is_enabled(), owner.text()[:500]
+    trial.captured["start"] = capture(owner, start.click)
 
-        # the owner's own messages for each action, held back (replayed later into other sessions); the
-        # page is opened again after each, since its browser waits for an answer that never comes
-        owner.page.get_by_text("Delete a run").click()
-        owner.settle(500)
-        _choose(owner, "Run to delete", "run-b")
-        captured = {
-            "delete": _capture(
-                owner, lambda: owner.page.get_by_role("button", name="Delete permanently").click()
-            )
-        }
-        owner.open(f"runs?owner={owner_token}&run=run-a", "Runs")
-        captured["cancel"] = _capture(
-            owner, lambda: owner.page.get_by_role("button", name="Cancel").first.click()
-        )
-        owner.open(f"runs?owner={owner_token}&run=run-a", "Runs")
-        captured["share"] = _capture(
-            owner, lambda: owner.page.get_by_role("button", name="Create link").click()
-        )
-        owner.open(f"new_run?owner={owner_token}", "New run")
-        corpus_csv = store.root.parent / "corpus.csv"
-        store.get("run-a").corpus_frame()[["text", "label"]].to_csv(corpus_csv, index=False)
-        owner.page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
-            str(corpus_csv)
-        )
-        start = owner.page.get_by_role("button", name="Start run")
-        start.wait_for(timeout=60_000)
-        owner.settle(1000)
-        assert start.is_enabled(), owner.text()[:500]
-        captured["start"] = _capture(owner, start.click)
 
-        # a viewer holds a link that the owner then revokes on the Runs page
-        third = session()
-        third.open(f"?share={t_revoked}", "Overview")
-        owner.open(f"runs?owner={owner_token}&run=run-a", "Runs")
-        _choose(owner, "Revoke a link", t_revoked[:6])
-        owner.settle(800)
-        owner.page.get_by_role("button", name="Revoke", exact=True).click()
-        owner.settle(1500)
-        assert shares.list_links(store, "run-a")[2].state() == "revoked"
-        before = _snapshot(store.root)
+def _owner_revokes(trial: Trial, owner: Session) -> Session:
+    """A viewer opens a link that the owner then revokes on the Runs page; returns that viewer's session."""
+    from flare_core.store import shares
 
-        # -- two viewers and the owner at once, on every analysis page -----------------------------------------
-        viewer, figures = session(), session()
-        # each opens its link, then goes through the menu's pages, the three at the same moment
-        people = [
-            (owner, f"?owner={owner_token}&run=run-a"),
-            (viewer, f"?share={t_texts}&run=run-b"),
-            (figures, f"?share={t_figures}"),
-        ]
-        for who, at in [(who, who.start(address)) for who, address in people]:
-            who.wait("Overview", at)
-        navigated_from = len(times)
-        offered, clicked, notices = [], 0, set()
-        for _, menu, title in [*ANALYSIS[1:], ANALYSIS[0]]:
-            for who, at in [(who, who.navigate(menu)) for who, _ in people]:
-                who.wait(title, at)
-            for who in (viewer, figures):
-                found, pressed = _try_controls(who, notices)
-                offered, clicked = offered + found, clicked + pressed
-        navigated_to = len(times)
+    holder = trial.session()
+    holder.open(f"?share={trial.links['revoked']}", "Overview")
+    owner.open(trial.owner_address("runs"), "Runs")
+    choose(owner, "Revoke a link", trial.links["revoked"][:6])
+    owner.page.get_by_role("button", name="Revoke", exact=True).click()
+    owner.settle(1500)
+    assert shares.list_links(trial.store, "run-a")[2].state() == "revoked"
+    return holder
 
-        # -- a link of A with another run's id added (the viewer's addresses above all named run-b) ----------
-        names = viewer.text() + viewer.sidebar()
-        blob = viewer.everything() + figures.everything()
-        other = sum(blob.count(x.encode()) for x in (OTHER_NAME, "run-b", "run-c", "run-07"))
-        table.add(
-            "share link of run A with `?run=B` added", "A only",
-            f"run A shown ({'Run A shared' in names}); the address now says run={viewer.page.url.split('run=')[-1]}; "
-            f"{other} mentions of any other run in everything the two viewers received",
-            "Run A shared" in names and viewer.page.url.endswith("run=run-a") and other == 0,
-        )  # fmt: skip
 
-        # -- a second run's id typed into the address, without a link -----------------------------------------
-        stranger = session()
-        stranger.open("?run=run-b", "FLARE Studio")
+def _three_at_once(trial: Trial, owner: Session) -> tuple[Session, Session]:
+    """The owner and two viewers open their links, then go through the menu's pages at the same moments;
+    every control a viewer's page shows is looked at and its own buttons pressed. Returns the two viewers'
+    sessions."""
+    viewer, figures = trial.session(), trial.session()
+    people = [
+        (owner, trial.owner_address()),
+        (viewer, f"?share={trial.links['texts']}&run=run-b"),  # another run's id added
+        (figures, f"?share={trial.links['figures']}"),
+    ]
+    for who, at in [(who, who.start(address)) for who, address in people]:
+        who.wait("Overview", at)
+    first = len(trial.times)
+    offered, pressed, notices = [], 0, set()
+    for _, menu, title in [*ANALYSIS[1:], ANALYSIS[0]]:
+        for who, at in [(who, who.navigate(menu)) for who, _ in people]:
+            who.wait(title, at)
+        for who in (viewer, figures):
+            found, clicks = try_controls(who, notices)
+            offered, pressed = offered + found, pressed + clicks
+    trial.menu = slice(first, len(trial.times))
+    for who, link in ((viewer, trial.links["texts"]), (figures, trial.links["figures"])):
+        for path in ("runs", "new_run"):  # the addresses of the pages a link does not have
+            who.open(f"{path}?share={link}", "Overview")
+            found, clicks = try_controls(who, notices)
+            offered, pressed = offered + found, pressed + clicks
+    trial.table.add(
+        "start, delete, cancel, label or share through a page's widgets", "refused",
+        f"no such control on any page of either link (their addresses of Runs and New run: "
+        f"{' / '.join(sorted(notices)) or 'no notice'}, then the Overview); {pressed} of the pages' own buttons "
+        "pressed; no label control exists in this build",
+        not offered and snapshot(trial.store.root) == trial.before,
+    )  # fmt: skip
+    return viewer, figures
+
+
+def _one_run_only(trial: Trial, viewer: Session, figures: Session) -> None:
+    """The link with another run's id added, and the picker, show run A only."""
+    names = viewer.text() + viewer.sidebar()
+    blob = viewer.everything() + figures.everything()
+    other = sum(blob.count(x.encode()) for x in (OTHER_NAME, "run-b", "run-c", "run-07"))
+    trial.table.add(
+        "share link of run A with `?run=B` added", "A only",
+        f"{'run A shown' if 'Run A shared' in names else 'RUN A NOT SHOWN'}; the address now says "
+        f"run={viewer.page.url.split('run=')[-1]}; {other} mentions of any other run in everything the two "
+        "viewers received",
+        "Run A shared" in names and viewer.page.url.endswith("run=run-a") and other == 0,
+    )  # fmt: skip
+    side = viewer.sidebar()
+    pickers = viewer.page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").count()
+    trial.table.add(
+        "the picker", "shows A only",
+        f"{pickers} run pickers; the sidebar names “Run A shared” and no other run",
+        pickers == 0 and "Run A shared" in side and OTHER_NAME not in side,
+    )  # fmt: skip
+
+
+def _strangers(trial: Trial, holder: Session) -> Session:
+    """An id typed without a link; random, altered, expired and revoked tokens; a revoked link's holder at
+    their next click. Returns the stranger's session."""
+    stranger = trial.session()
+    stranger.open("?run=run-b", "FLARE Studio")
+    body = stranger.text()
+    trial.table.add(
+        "a second run's id typed into the URL", "refused",
+        "the page asks for a share link; no run, no menu" if "share link" in body else body[:80],
+        "opens with a share link" in body and OTHER_NAME not in body and "Overview" not in body,
+    )  # fmt: skip
+    good = trial.links["texts"]
+    for attempt, token in (
+        ("a guessed or random token", secrets.token_urlsafe(24)),
+        ("a token one character off", good[:-1] + ("A" if good[-1] != "A" else "B")),
+        ("an expired token", trial.links["expired"]),
+        ("a revoked token", trial.links["revoked"]),
+    ):
+        stranger.open(f"?share={token}&run=run-a", "FLARE Studio")
         body = stranger.text()
-        table.add(
-            "a second run's id typed into the URL", "refused",
-            "the page asks for a share link; no run, no menu" if "share link" in body else body[:80],
-            "opens with a share link" in body and OTHER_NAME not in body and "Overview" not in body,
+        trial.table.add(
+            attempt, "refused",
+            "plain refusal: “This link is not valid…”" if REFUSED in body else body[:80],
+            REFUSED in body and "Run A shared" not in body and "Overview" not in body,
+        )  # fmt: skip
+    holder.page.locator("[data-testid='stSidebarNav']").get_by_text("Validation").click()
+    holder.settle(1500)
+    trial.table.add(
+        "a viewer's page after the owner revoked its link", "refused",
+        "plain refusal at the next click" if REFUSED in holder.text() else holder.text()[:80],
+        REFUSED in holder.text() and "Run A shared" not in holder.text(),
+    )  # fmt: skip
+    return stranger
+
+
+def _downloads(trial: Trial, viewer: Session, figures: Session) -> None:
+    """A's report through the link with texts; every download and message of the "figures only" link."""
+    viewer.page.get_by_role("button", name="Build HTML report").click()
+    report = viewer.download(viewer.page.get_by_role("button", name=re.compile("Download report")))
+    trial.table.add(
+        "report download", "A's report only",
+        f"report of run-a ({len(report) / 1024:.0f} KB): {leaks(report, trial.snippets)} of A's texts, "
+        f"{report.count(OTHER_NAME.encode()) + report.count(b'run-b')} mentions of other runs",
+        b"run-a" in report and OTHER_NAME.encode() not in report and b"run-b" not in report,
+    )  # fmt: skip
+    files = []
+    for path in ("corpus", "collapse"):  # the pages that show texts to a link with texts
+        figures.open(f"{path}?share={trial.links['figures']}", TITLES[path])
+        buttons = figures.page.get_by_role("button", name="Download CSV")
+        files += [figures.download(buttons.nth(index)) for index in range(buttons.count())]
+    figures.page.get_by_role("button", name="Build HTML report").click()
+    files.append(figures.download(figures.page.get_by_role("button", name=re.compile("Download report"))))
+    leaked = leaks(figures.everything() + b"".join(files), trial.snippets)
+    control = leaks(viewer.everything(), trial.snippets)
+    trial.table.add(
+        "“figures only” link", "no text of the corpus anywhere in the HTML or the downloads",
+        f"{leaked} of {len(trial.snippets)} texts found in {len(figures.received)} server messages, the pages' "
+        f"HTML and {len(files)} downloads (the link with texts: {control} found)",
+        leaked == 0 and control > 0 and len(files) >= 3,
+    )  # fmt: skip
+
+
+def _replays(trial: Trial, viewer: Session, figures: Session) -> None:
+    """The owner's messages, sent by each viewer's browser and by two strangers' (no token, a wrong one)."""
+    wrong = trial.session()
+    wrong.open("?owner=not-the-owner-token-0123456789&run=run-a", "FLARE Studio")
+    nobody = trial.session()
+    nobody.open("?run=run-b", "FLARE Studio")
+    targets = [
+        (viewer, f"share={trial.links['texts']}&run=run-b"),
+        (figures, f"share={trial.links['figures']}&run=run-b"),
+        (nobody, "run=run-b"),
+        (wrong, "owner=not-the-owner-token-0123456789&run=run-b"),
+    ]
+    for action, messages in trial.captured.items():
+        for who, query in targets:
+            replay(who, messages, query)
+        for who, _ in targets:
+            who.settle(300)
+        unchanged = snapshot(trial.store.root) == trial.before
+        shown = [who.text() for who, _ in targets]
+        trial.table.add(
+            f"{action}, by replaying the owner's message in each viewer's and a stranger's session", "refused",
+            ("nothing changed in the store; " if unchanged else "THE STORE CHANGED; ")
+            + "the viewers still see run A only, the strangers the refusal",
+            unchanged
+            and all("Run A shared" in s and OTHER_NAME not in s for s in shown[:2])
+            and all("Overview" not in s and OTHER_NAME not in s for s in shown[2:]),
         )  # fmt: skip
 
-        for attempt, address in (
-            ("a guessed or random token", f"?share={secrets.token_urlsafe(shares.TOKEN_BYTES)}&run=run-a"),
-            ("a token one character off", f"?share={t_texts[:-1]}{'A' if t_texts[-1] != 'A' else 'B'}"),
-            ("an expired token", f"?share={t_expired}"),
-            ("a revoked token", f"?share={t_revoked}"),
-        ):
-            stranger.open(address, "FLARE Studio")
-            body = stranger.text()
-            table.add(
-                attempt, "refused",
-                "plain refusal: “This link is not valid…”" if REFUSED in body else body[:80],
-                REFUSED in body and "Run A shared" not in body and "Overview" not in body,
-            )  # fmt: skip
-        third.page.locator("[data-testid='stSidebarNav']").get_by_text("Validation").click()
-        third.settle(1500)
-        table.add(
-            "a viewer's page after the owner revoked its link", "refused",
-            "plain refusal at the next click" if REFUSED in third.text() else third.text()[:80],
-            REFUSED in third.text() and "Run A shared" not in third.text(),
-        )  # fmt: skip
 
-        # -- the picker ------------------------------------------------------------------------------------------
-        side = viewer.sidebar()
-        pickers = viewer.page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").count()
-        table.add(
-            "the picker", "shows A only",
-            f"{pickers} run pickers; the sidebar names “Run A shared” and no other run",
-            pickers == 0 and "Run A shared" in side and OTHER_NAME not in side,
-        )  # fmt: skip
+def _wrong_owner_token(trial: Trial, stranger: Session) -> None:
+    stranger.open("?owner=guess-guess-guess-guess-guess&run=run-a", "FLARE Studio")
+    refused_link = REFUSED in stranger.text()
+    stranger.page.locator("input[type=password]").fill("another-wrong-guess-0123456789")
+    stranger.page.get_by_role("button", name="Open").click()
+    stranger.settle(1000)
+    trial.table.add(
+        "wrong owner token", "refused",
+        "plain refusal, in the address and in the token field" if refused_link else stranger.text()[:80],
+        refused_link and "This token is not valid" in stranger.text() and "Run A shared" not in stranger.text(),
+    )  # fmt: skip
 
-        # -- report download ---------------------------------------------------------------------------------------
-        viewer.page.get_by_role("button", name="Build HTML report").click()
-        report = viewer.download(viewer.page.get_by_role("button", name=re.compile("Download report")))
-        table.add(
-            "report download", "A's report only",
-            f"report of run-a ({len(report) / 1024:.0f} KB): {_leaks(report, snippets)} of A's texts, "
-            f"{report.count(OTHER_NAME.encode()) + report.count(b'run-b')} mentions of other runs",
-            b"run-a" in report and OTHER_NAME.encode() not in report and b"run-b" not in report,
-        )  # fmt: skip
 
-        # -- "figures only": no text anywhere in the HTML, the server's messages or the downloads ----------------
-        files = []
-        for path in ("corpus", "collapse"):  # the pages that show texts to a link with texts
-            figures.open(f"{path}?share={t_figures}", TITLES[path])
-            for index in range(figures.page.get_by_role("button", name="Download CSV").count()):
-                files.append(
-                    figures.download(figures.page.get_by_role("button", name="Download CSV").nth(index))
-                )
-        figures.page.get_by_role("button", name="Build HTML report").click()
-        files.append(figures.download(figures.page.get_by_role("button", name=re.compile("Download report"))))
-        leaked = _leaks(figures.everything() + b"".join(files), snippets)
-        control = _leaks(viewer.everything(), snippets)
-        table.add(
-            "“figures only” link", "no text of the corpus anywhere in the HTML or the downloads",
-            f"{leaked} of {len(snippets)} texts found in {len(figures.received)} server messages, the pages' "
-            f"HTML and {len(files)} downloads (the link with texts: {control} found)",
-            leaked == 0 and control > 0 and len(files) >= 3,
-        )  # fmt: skip
-
-        # -- actions: through the widgets, and by replaying the owner's messages -----------------------------------
-        for who, token in ((viewer, t_texts), (figures, t_figures)):
-            for path in ("runs", "new_run"):
-                who.open(f"{path}?share={token}", "Overview")
-                found, pressed = _try_controls(who, notices)
-                offered, clicked = offered + found, clicked + pressed
-        table.add(
-            "start, delete, cancel, label or share through a page's widgets", "refused",
-            f"no such control on any page of either link (their addresses of Runs and New run: "
-            f"{' / '.join(sorted(notices)) or 'no notice'}, then the Overview); {clicked} of the pages' own buttons "
-            "pressed; no label control exists in this build",
-            not offered and _snapshot(store.root) == before,
-        )  # fmt: skip
-
-        wrong = session()
-        wrong.open("?owner=not-the-owner-token-0123456789&run=run-a", "FLARE Studio")
-        nobody = session()
-        nobody.open("?run=run-b", "FLARE Studio")
-        targets = [
-            (viewer, f"share={t_texts}&run=run-b"),
-            (figures, f"share={t_figures}&run=run-b"),
-            (nobody, "run=run-b"),
-            (wrong, "owner=not-the-owner-token-0123456789&run=run-b"),
-        ]
-        for action, messages in captured.items():
-            for who, query in targets:
-                _replay(who, messages, query)
-            for who, _ in targets:
-                who.settle(300)
-            unchanged = _snapshot(store.root) == before
-            shown = [who.text() for who, _ in targets]
-            table.add(
-                f"{action}, by replaying the owner's message in each viewer's and a stranger's session",
-                "refused",
-                ("nothing changed in the store; " if unchanged else "THE STORE CHANGED; ")
-                + "the viewers still see run A only, the strangers the refusal",
-                unchanged
-                and all("Run A shared" in s and OTHER_NAME not in s for s in shown[:2])
-                and all("Overview" not in s and OTHER_NAME not in s for s in shown[2:]),
-            )  # fmt: skip
-
-        # -- a wrong owner token --------------------------------------------------------------------------------
-        stranger.open("?owner=guess-guess-guess-guess-guess&run=run-a", "FLARE Studio")
-        refused_link = REFUSED in stranger.text()
-        stranger.page.locator("input[type=password]").fill("another-wrong-guess-0123456789")
-        stranger.page.get_by_role("button", name="Open").click()
-        stranger.settle(1000)
-        table.add(
-            "wrong owner token", "refused",
-            "plain refusal, in the address and in the token field" if refused_link else stranger.text()[:80],
-            refused_link and "This token is not valid" in stranger.text() and "Run A shared" not in stranger.text(),
-        )  # fmt: skip
-        assert _snapshot(store.root) == before
+def test_sharing_security_table(chromium, exposed_server, store_of_50, capsys):
+    url, owner_token = exposed_server
+    texts = store_of_50.get("run-a").corpus_frame()["text"].tolist()
+    trial = Trial(url, owner_token, store_of_50, snippets_of(texts), chromium)
+    assert len(trial.snippets) >= 40
+    try:
+        owner = _owner_makes_links(trial)
+        _owner_messages(trial, owner)
+        holder = _owner_revokes(trial, owner)
+        trial.before = snapshot(trial.store.root)  # from here on, nothing may change
+        viewer, figures = _three_at_once(trial, owner)
+        _one_run_only(trial, viewer, figures)
+        stranger = _strangers(trial, holder)
+        _downloads(trial, viewer, figures)
+        _replays(trial, viewer, figures)
+        _wrong_owner_token(trial, stranger)
+        assert snapshot(trial.store.root) == trial.before
     finally:
-        for each in sessions:
+        for each in trial.sessions:
             each.close()
-
-    navigated = times[navigated_from:navigated_to]
-    opened = times[:navigated_from] + times[navigated_to:]
+    navigated = trial.times[trial.menu]
+    opened = trial.times[: trial.menu.start] + trial.times[trial.menu.stop :]
     summary = (
-        f"\n{len(store.list())} runs in the store; the owner and two viewers at once. Page time, from a click in "
-        f"the menu to the page drawn ({len(navigated)} pages): median {np.median(navigated):.2f} s, p95 "
-        f"{np.percentile(navigated, 95):.2f} s (target < 2 s). Opening a link, from the address to the page "
+        f"\n{len(trial.store.list())} runs in the store; the owner and two viewers at once. Page time, from a "
+        f"click in the menu to the page drawn ({len(navigated)} pages): median {np.median(navigated):.2f} s, "
+        f"p95 {np.percentile(navigated, 95):.2f} s (target < 2 s). Opening a link, from the address to the page "
         f"drawn (the other {len(opened)} page loads of the test): median {np.median(opened):.2f} s, p95 "
         f"{np.percentile(opened, 95):.2f} s. Load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
     )
     TABLE.parent.mkdir(parents=True, exist_ok=True)
-    TABLE.write_text(table.markdown() + "\n" + summary + "\n")
+    TABLE.write_text(trial.table.markdown() + "\n" + summary + "\n")
     with capsys.disabled():
-        print("\n" + table.markdown() + summary)
-    failed = [row for row in table.rows if not row[3]]
+        print("\n" + trial.table.markdown() + summary)
+    failed = [row for row in trial.table.rows if not row[3]]
     assert not failed, failed
