@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.common import STATUS_ICONS, escape, store
-from dashboard.session import current_access
+from dashboard.session import credential_query, current_access
 from dashboard.sharing import build_and_offer, bundle_bytes, report_bytes, share_links_panel
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
@@ -98,7 +98,7 @@ def live_runs() -> None:
         for s, row in zip(frame["stage"], rows, strict=True)
     ]
     frame.insert(0, "", frame["status"].map(STATUS_ICONS))
-    frame["link"] = "/?run=" + frame["id"]
+    frame["link"] = "/?run=" + frame["id"] + credential_query()
     st.dataframe(
         frame[["", "name", "status", "texts", "models", "created", "stage", "progress", "link", "id"]],
         hide_index=True,

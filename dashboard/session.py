@@ -72,6 +72,15 @@ def session_access() -> Access:
     return access
 
 
+def credential_query() -> str:
+    """``&owner=TOKEN`` when this session came in with the owner token (a link it opens in a new tab is a
+    new session, which needs it again), else ``""``. Share-link sessions never see links to other runs."""
+    credential = st.session_state.get(_CREDENTIAL)
+    if current_access().role == "owner" and credential and credential[0] == OWNER_PARAM:
+        return f"&{OWNER_PARAM}={credential[1]}"
+    return ""
+
+
 def current_access() -> Access:
     """The access this session holds (decided by :func:`session_access`; nobody before that)."""
     return st.session_state.get(_ACCESS) or Access.nobody()

@@ -71,7 +71,9 @@ def _is_owner(at: AppTest) -> bool:
 
 
 def test_the_owner_gets_in_with_the_token_and_no_one_else(store, monkeypatch):
-    assert _is_owner(_app())  # listening on this machine only, no token set: as before
+    at = _app()
+    assert _is_owner(at)  # listening on this machine only, no token set: as before
+    assert all("owner" not in link for link in at.dataframe[-1].value["link"])
     monkeypatch.setenv("FLARE_OWNER_TOKEN", TOKEN)
     at = _app()
     assert [t.value for t in at.title] == ["FLARE Studio"] and not at.sidebar.selectbox
@@ -85,7 +87,12 @@ def test_the_owner_gets_in_with_the_token_and_no_one_else(store, monkeypatch):
     assert _opens_nothing(at)
     _submit(at, TOKEN)
     assert at.query_params["owner"] == TOKEN and _is_owner(at)  # a reload keeps the owner in
-    assert _is_owner(_app({"owner": TOKEN}))
+    at = _app({"owner": TOKEN})
+    assert _is_owner(at)
+    links = (
+        at.dataframe[-1].value["link"].tolist()
+    )  # the Runs table's links open new tabs: the token goes along
+    assert links and all(link.endswith(f"&owner={TOKEN}") for link in links)
 
 
 def test_an_identity_provider_login_opens_it_to_the_listed_owners_only(store, monkeypatch):
