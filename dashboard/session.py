@@ -60,7 +60,7 @@ def session_access() -> Access:
         access = Access.owner()
     st.session_state[_ACCESS] = access
     if share or owner:
-        st.session_state[_CREDENTIAL] = (SHARE_PARAM, share) if share else (OWNER_PARAM, owner)
+        st.session_state[_CREDENTIAL] = (OWNER_PARAM, owner) if owner else (SHARE_PARAM, share)  # as resolved
     credential = st.session_state.get(_CREDENTIAL)
     if access.role == "none":  # a refused credential leaves the address too
         st.session_state.pop(_CREDENTIAL, None)
