@@ -14,6 +14,7 @@ from dashboard.common import (
     run_version,
 )
 from dashboard.findings import show_page_verdict
+from dashboard.session import texts_shown
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.glossary import explain
@@ -62,7 +63,7 @@ if bounds is None:
 else:
     low, high, default, step = bounds
     max_points = st.slider("Points drawn (seeded sample)", low, high, default, step)
-texts = corpus["text"].tolist()
+texts = corpus["text"].tolist() if texts_shown(run.id) else None  # None: a "figures only" link
 st.plotly_chart(figures.collapse_scatter(pairs, model, max_points=max_points, texts=texts), key="scatter")
 download_csv(pairs, f"{run.id}-collapse-{safe_name(model)}")
 
@@ -79,7 +80,9 @@ event = st.dataframe(
     key="top-pairs",
 )
 selected = event.selection.rows if event is not None else []
-if selected:
+if texts is None:
+    st.caption("This link shows figures only: the texts of the pairs and their tokens are left out.")
+elif selected:
     pair = top.iloc[selected[0]]
     text_a, text_b = texts[int(pair["row_i"])], texts[int(pair["row_j"])]
     st.markdown(f"**Text A:** {escape(text_a[:400])}", unsafe_allow_html=True)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import html
-import os
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from dashboard.session import current_access, store
 from flare_core.run.jobs import effective_status
 from flare_core.run.outcomes import problem_sentences
 from flare_core.run.progress import progress_sentence, stage_words
-from flare_core.store.runs import Run, RunNotFound, RunStore, validate_run_id
+from flare_core.store.runs import Run, RunNotFound, validate_run_id
 from flare_core.view.verdict import trust_sentence, verdict_view
 
 #: Material icons (drawn by Streamlit's own font, unlike emoji, which need an emoji font on the viewer's side).
@@ -26,15 +26,6 @@ STATUS_ICONS = {
 }
 
 
-def store() -> RunStore:
-    return RunStore(os.environ.get("FLARE_RUNS_DIR") or "runs")
-
-
-def viewer_only() -> bool:
-    """``FLARE_VIEWER_ONLY=1`` hides upload and run controls (a dashboard shared with colleagues)."""
-    return os.environ.get("FLARE_VIEWER_ONLY", "").lower() in ("1", "true", "yes")
-
-
 def escape(text: Any) -> str:
     """HTML-escape anything shown with ``unsafe_allow_html`` or in a chart hover."""
     return html.escape(str(text), quote=True)
@@ -46,7 +37,14 @@ def _run_label(manifest: dict[str, Any], status: str) -> str:
 
 
 def run_picker() -> None:
-    """Sidebar selector of the current run, shared by all pages and mirrored in ``?run=<id>``."""
+    """Sidebar selector of the current run, shared by all pages and mirrored in ``?run=<id>``; a share
+    link's session gets its one run, whatever the address says."""
+    access = current_access()
+    if not access.allows("list"):
+        st.session_state["run_id"] = access.run_id
+        if access.run_id and st.query_params.get("run") != access.run_id:
+            st.query_params["run"] = access.run_id
+        return
     runs = store().list()
     if not runs:
         st.info("No runs yet. Start one on **New run**.")
@@ -108,6 +106,9 @@ def current_run() -> Run | None:
     if not run_id:
         st.info("No run selected. Start one on **New run** or open the demo run.")
         return None
+    if not current_access().allows("read", run_id):
+        st.error("This run cannot be opened here.")
+        return None
     try:
         return store().get(run_id)
     except (RunNotFound, ValueError) as exc:
@@ -120,15 +121,32 @@ def run_version(run: Run) -> str:
     return run.manifest.get("updated", "")
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+def _scope(run_id: str) -> str:
+    """The key of what this session sees of ``run_id`` (the caches below are shared by every session: a
+    "figures only" link must never get an entry made for the owner); AccessDenied when it sees nothing."""
+    access = current_access()
+    access.require("read", run_id)
+    return access.scope
+
+
 def load_frame(run_id: str, version: str, *parts: str) -> pd.DataFrame | None:
-    """A run artefact as a DataFrame (cached per run id and manifest version); None when missing."""
+    """A run artefact as a DataFrame (cached per run id, manifest version and access); None when missing."""
+    return _load_frame(_scope(run_id), run_id, version, *parts)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load_frame(scope: str, run_id: str, version: str, *parts: str) -> pd.DataFrame | None:
     run = store().get(run_id)
     return run.load_frame(*parts) if run.has(*parts) else None
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
 def load_corpus_frame(run_id: str) -> pd.DataFrame:
+    """The run's corpus (``id``, ``text``, ``label``; "figures only": ``text`` blank, ``n_chars`` its length)."""
+    return _load_corpus_frame(_scope(run_id), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _load_corpus_frame(scope: str, run_id: str) -> pd.DataFrame:
     return store().get(run_id).corpus_frame()
 
 
@@ -212,9 +230,15 @@ def download_csv(frame: pd.DataFrame, name: str, label: str = "Download CSV") ->
     st.download_button(label, safe_csv(frame), file_name=f"{name}.csv", mime="text/csv", key=f"dl-{name}")
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
 def load_sufficiency(run_id: str, version: str, estimator: str) -> dict[str, pd.DataFrame] | None:
-    """Scores, IS matrices and per-pair figures of one estimator (cached per run version)."""
+    """Scores, IS matrices and per-pair figures of one estimator (cached per run version and access)."""
+    return _load_sufficiency(_scope(run_id), run_id, version, estimator)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _load_sufficiency(
+    scope: str, run_id: str, version: str, estimator: str
+) -> dict[str, pd.DataFrame] | None:
     from flare_core.view.results import sufficiency_frames
 
     return sufficiency_frames(store().get(run_id), estimator)
@@ -243,7 +267,11 @@ def _verdict(run: Run, *, checks_expanded: bool) -> None:
     alert(f"**{escape(view.headline)}**  \n{escape(view.summary)}", icon=":material/recommend:")
     if view.next_step:
         st.markdown(escape(view.next_step))
-    if view.basis in ("label-free", "few labels") and not verdict.get("settled"):
+    if (
+        view.basis in ("label-free", "few labels")
+        and not verdict.get("settled")
+        and current_access().allows("label", run.id)
+    ):
         st.page_link(LABELS_PAGE, label="Check with a few labels", icon=":material/label:")
     if view.map_sentence or view.level:
         with st.expander("What the label-free ranking says (the map)", expanded=checks_expanded):

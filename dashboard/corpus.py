@@ -14,6 +14,7 @@ from dashboard.common import (
     run_version,
 )
 from dashboard.findings import show_page_verdict
+from dashboard.session import texts_shown
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.page_verdicts import corpus_verdict
@@ -23,14 +24,17 @@ run = open_analysis_page("Corpus & embeddings")
 manifest = run.manifest
 version = run_version(run)
 corpus = load_corpus_frame(run.id)
+with_texts = texts_shown(run.id)  # a "figures only" link: lengths of the texts, never the texts
+lengths = corpus["text"].str.len() if with_texts else corpus["n_chars"]
 stats = manifest["corpus"].get("stats", {})
 has_labels = manifest["corpus"].get("has_labels")
 show_page_verdict(
-    corpus_verdict(corpus["text"], corpus["label"] if has_labels else None, stats, manifest["models"])
+    corpus_verdict(
+        corpus["text"], corpus["label"] if has_labels else None, stats, manifest["models"], lengths=lengths
+    )
 )
 
 st.subheader("Corpus")
-lengths = corpus["text"].str.len()
 cols = st.columns(4)
 cols[0].metric("Texts", f"{len(corpus):,}")
 cols[1].metric("Median length", f"{int(lengths.median()):,} chars")
@@ -57,14 +61,22 @@ if not mapped:
 n_points = manifest["params"].get("map_points", 3000)
 st.caption(
     f"UMAP (cosine, seeded) of each model's embeddings; above {n_points:,} texts a seeded sample of "
-    f"{n_points:,} is drawn. Hover shows the text; select points with the lasso to list them."
+    f"{n_points:,} is drawn. "
+    + (
+        "Hover shows the text; select points with the lasso to list them."
+        if with_texts
+        else "This link shows figures only: a point names its text's row, not the text."
+    )
 )
 chosen = st.multiselect("Models side by side", mapped, default=mapped[:2], max_selections=2)
 colour_options = ["label"] if has_labels else []
 colour = st.radio("Colour by", colour_options + ["none"], horizontal=True) if colour_options else "none"
 for column, model_id in zip(st.columns(max(len(chosen), 1)), chosen, strict=False):
     points = load_frame(run.id, version, "maps", f"{safe_name(model_id)}.parquet").copy()
-    points["text"] = corpus["text"].iloc[points["row"]].map(lambda t: escape(t[:200])).to_numpy()
+    if with_texts:
+        points["text"] = corpus["text"].iloc[points["row"]].map(lambda t: escape(t[:200])).to_numpy()
+    else:
+        points["text"] = [f"text {int(r) + 1}" for r in points["row"]]
     if has_labels:
         points["label"] = corpus["label"].iloc[points["row"]].astype(str).to_numpy()
     fig = figures.embedding_map(points, model_id, colour="label" if colour == "label" else None)
@@ -79,5 +91,8 @@ for column, model_id in zip(st.columns(max(len(chosen), 1)), chosen, strict=Fals
         if selected:
             st.caption(f"{len(selected)} selected texts")
             st.dataframe(
-                corpus.iloc[selected][["id", "text"] + (["label"] if has_labels else [])], hide_index=True
+                corpus.iloc[selected][
+                    ["id"] + (["text"] if with_texts else []) + (["label"] if has_labels else [])
+                ],
+                hide_index=True,
             )

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import escape, open_analysis_page, show_verdict, viewer_only
+from dashboard.common import escape, open_analysis_page, show_verdict
+from dashboard.session import current_access
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
 from flare_core.answer.write import write_verdict
@@ -35,7 +36,8 @@ st.markdown(
     "tells you when more labels would no longer change it."
 )
 labels = label_store.load_labels(run)
-editable = not viewer_only()
+access = current_access()
+editable = access.allows("label", run.id)
 
 
 def categories_step() -> None:
@@ -51,6 +53,7 @@ def categories_step() -> None:
         help="The kinds of text you want the model to tell apart. At least two.",
     )
     if st.button("Save the categories", key="save-categories"):
+        access.require("label", run.id)
         try:
             label_store.set_categories(run, [c for c in typed.split(",") if c.strip()])
         except ValueError as exc:
@@ -62,6 +65,7 @@ def categories_step() -> None:
             old = st.selectbox("Category", labels.categories, key="rename-old")
             new = st.text_input("New name", key="rename-new")
             if st.button("Rename", key="rename") and new.strip():
+                access.require("label", run.id)
                 try:
                     label_store.rename_category(run, old, new)
                 except ValueError as exc:
@@ -105,6 +109,7 @@ def batch_step() -> None:
     if st.button(f"Save {len(chosen)} label(s)", type="primary", disabled=chosen.empty, key="save-batch"):
         given = {int(r): str(v) for r, v in zip(chosen["row"], chosen["label"], strict=True) if v != SKIP}
         skipped = [int(r) for r, v in zip(chosen["row"], chosen["label"], strict=True) if v == SKIP]
+        access.require("label", run.id)
         try:
             label_store.add_labels(run, given, skipped=skipped, source="page")
         except ValueError as exc:

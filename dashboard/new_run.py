@@ -6,12 +6,13 @@ import os
 
 import streamlit as st
 
-from dashboard.common import escape, follow_run, show_started, store, viewer_only
+from dashboard.common import escape, follow_run, show_started, store
+from dashboard.session import current_access
 from flare_core.answer.label_free import USE_WORDS
 from flare_core.errors import CorpusError
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
-from flare_core.run.inputs import available_models, preview_table
+from flare_core.run.inputs import available_models, max_upload_mb, preview_table
 from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
 from flare_core.run.precheck import (
     CorpusPrecheck,
@@ -21,7 +22,7 @@ from flare_core.run.precheck import (
     precheck_model_ids,
 )
 
-MAX_UPLOAD_MB = int(os.environ.get("FLARE_MAX_UPLOAD_MB", "200"))
+MAX_UPLOAD_MB = max_upload_mb()
 MAX_ROWS = int(os.environ.get("FLARE_MAX_ROWS", "200000"))
 
 
@@ -51,8 +52,8 @@ def precheck_embeddings_file(file_id: str, _data: bytes, file_name: str, n_rows:
 
 
 st.title("New run")
-if viewer_only():
-    st.info("This dashboard is in viewer-only mode: runs cannot be started here.")
+if not current_access().allows("start"):
+    st.info("Runs cannot be started from a shared link.")
     st.stop()
 show_started()
 
@@ -229,6 +230,7 @@ elif blocked:
 if st.button("Start run", type="primary", disabled=bool(blocked)):
     if corpus is None:
         st.stop()
+    current_access().require("start")
     try:
         params = build_params(
             models=models,

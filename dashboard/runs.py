@@ -1,20 +1,23 @@
-"""Runs: every stored run with live progress, cancel and delete."""
+"""Runs: every stored run with live progress, cancel and delete; share links, report and bundle of a run.
+Only the owner opens it (app.py); every action asks the session's access again before it acts."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import STATUS_ICONS, escape, store, viewer_only
+from dashboard.common import STATUS_ICONS, escape, store
+from dashboard.session import credential_query, current_access
+from dashboard.sharing import build_and_offer, bundle_bytes, report_bytes, share_links_panel
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
-from flare_core.store.runs import Run
 from flare_core.view.results import runs_table
 
+access = current_access()
 st.title("Runs")
+if not access.allows("list"):
+    st.info("This page is not part of a shared link.")
+    st.stop()
 st.caption("Runs execute in a background process: you can close this tab and come back later.")
 
 
@@ -48,7 +51,7 @@ def stages_in_order(manifest: dict) -> list[tuple[str, dict]]:
 
 @st.fragment(run_every=2.0)
 def live_runs() -> None:
-    if not viewer_only():
+    if access.allows("start"):
         jobs.dispatch(store())  # start runs waiting in the queue when a slot is free
     rows = runs_table(store())
     for _, message in store().unreadable():  # damaged runs are left out of the table: say which and why
@@ -85,7 +88,8 @@ def live_runs() -> None:
                     hide_index=True,
                     column_config={k: st.column_config.Column(v) for k, v in WORKER_COLUMNS.items()},
                 )
-            if not viewer_only() and st.button("Cancel", key=f"cancel-{row['id']}"):
+            if access.allows("cancel", row["id"]) and st.button("Cancel", key=f"cancel-{row['id']}"):
+                access.require("cancel", row["id"])
                 jobs.cancel(store(), row["id"])
                 st.toast(f"Cancellation requested for {row['id']}")
     frame = pd.DataFrame(rows)
@@ -93,7 +97,7 @@ def live_runs() -> None:
         stage_words(s) if s and row["id"] not in waiting else s
         for s, row in zip(frame["stage"], rows, strict=True)
     ]
-    frame["link"] = "/?run=" + frame["id"]
+    frame["link"] = "/?run=" + frame["id"] + credential_query()
     st.dataframe(
         frame[
             ["name", "status", "problems", "texts", "models", "created", "stage", "progress", "link", "id"]
@@ -109,7 +113,10 @@ def live_runs() -> None:
             with st.container(border=True):
                 st.markdown(f"{STATUS_ICONS[row['status']]} **{escape(row['name'])}** · `{row['id']}`")
                 st.caption(escape(row["problems"]))
-                if not viewer_only() and st.button("Try the failed stages again", key=f"retry-{row['id']}"):
+                if access.allows("resume", row["id"]) and st.button(
+                    "Try the failed stages again", key=f"retry-{row['id']}"
+                ):
+                    access.require("resume", row["id"])
                     submitted = jobs.submit(store(), row["id"])
                     st.toast(submitted["message"])
 
@@ -118,62 +125,28 @@ live_runs()
 
 
 def share_panel() -> None:
-    """Link, HTML report and bundle of the run chosen in the sidebar."""
+    """Share links, HTML report and bundle of the run chosen in the sidebar."""
     run_id = st.session_state.get("run_id")
     if not run_id:
         return
     run = store().get(run_id)
     st.subheader("Share this run")
-    base = (st.context.url or "").split("?")[0].rstrip("/")
-    if base.endswith("/runs"):
-        base = base[: -len("/runs")]
-    st.caption("Anyone who can reach this dashboard opens the run read-only with this link:")
-    st.code(f"{base}/?run={run.id}", language=None)
+    share_links_panel(run)
     strip = st.checkbox("Leave the corpus texts out of the report and bundle", value=False)
     left, right = st.columns(2)
-    _build_and_offer(
+    build_and_offer(
         left, "report", "Build HTML report", "One self-contained file that opens offline in any browser.",
-        lambda: _report_bytes(run, strip), run.id, strip, f"{run.id}-report.html", "text/html",
+        lambda: report_bytes(run, strip), run.id, strip, f"{run.id}-report.html", "text/html",
     )  # fmt: skip
-    _build_and_offer(
+    build_and_offer(
         right, "bundle", "Build run bundle (zip)", "Open the run on another machine with `flare import`.",
-        lambda: _bundle_bytes(run, strip), run.id, strip, f"{run.id}.zip", "application/zip",
+        lambda: bundle_bytes(run, strip), run.id, strip, f"{run.id}.zip", "application/zip",
     )  # fmt: skip
-
-
-def _build_and_offer(
-    column: Any, kind: str, label: str, help: str, build: Callable[[], bytes],
-    run_id: str, strip: bool, file_name: str, mime: str,
-) -> None:  # fmt: skip
-    """A button that builds a file of the run (kept in the session for this run and choice of texts) and,
-    once built, its download button with the file's size."""
-    if column.button(label, help=help):
-        with st.spinner(f"Building the {kind}…"):
-            st.session_state[kind] = (run_id, strip, build())
-    built = st.session_state.get(kind)
-    if built and built[0] == run_id and built[1] == strip:
-        column.download_button(f"Download {kind} ({len(built[2]) / 2**20:.1f} MB)", built[2], file_name, mime)
-
-
-def _report_bytes(run: Run, strip: bool) -> bytes:
-    from flare_core.view.report import build_report
-
-    return build_report(run, include_texts=not strip).encode("utf-8")
-
-
-def _bundle_bytes(run: Run, strip: bool) -> bytes:
-    import tempfile
-    from pathlib import Path
-
-    from flare_core.store.bundle import export_run
-
-    with tempfile.TemporaryDirectory() as tmp:
-        return export_run(run, Path(tmp) / f"{run.id}.zip", include_texts=not strip).read_bytes()
 
 
 share_panel()
 
-if not viewer_only():
+if access.allows("import"):
     with st.expander("Import a run bundle"):
         from flare_core.errors import BundleError
         from flare_core.store.bundle_import import import_run
@@ -182,6 +155,7 @@ if not viewer_only():
             "Run bundle (.zip made by `flare export` or the button above)", type=["zip"]
         )
         if upload is not None and st.button("Import"):
+            access.require("import")
             try:
                 imported = import_run(store(), upload.getvalue())
             except BundleError as exc:
@@ -189,10 +163,12 @@ if not viewer_only():
             else:
                 st.success(f"Imported run `{imported.id}`.")
 
+if access.allows("delete"):
     with st.expander("Delete a run"):
         ids = [m["id"] for m in store().list()]
         victim = st.selectbox("Run to delete", ids, index=None, key="delete-run")
         if victim and st.button("Delete permanently", type="primary"):
+            access.require("delete", victim)
             store().delete(victim)
             st.success(f"Deleted {victim}")
             st.rerun()

@@ -88,3 +88,9 @@ class DamagedFile(RuntimeError):
         super().__init__(message)
         self.path = path
         self.recomputable = recomputable
+
+
+class AccessDenied(Exception):
+    """This session may not do that (a share link is read-only and sees one run); the message says what was
+    refused in words, and nothing about what exists. Deliberately neither an ``OSError`` nor a
+    ``ValueError``: no handler of a failed read or of bad input swallows it."""

@@ -7,8 +7,6 @@ Every command that reports results takes ``--json``; every command takes ``--run
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -458,32 +456,3 @@ def cmd_demo(args: argparse.Namespace) -> int:
     run_id = ensure_demo_run(_store(args), background=args.background)
     print(run_id)
     return 0
-
-
-def cmd_app(args: argparse.Namespace) -> int:
-    app = Path(__file__).resolve().parents[2] / "app.py"
-    if not app.is_file():
-        raise FileNotFoundError(f"the dashboard script {app} is missing; run from a source checkout")
-    env = dict(os.environ)
-    env["FLARE_RUNS_DIR"] = str(_store(args).root.resolve())
-    from flare_core.run import jobs
-
-    jobs.dispatch(_store(args))  # runs that waited in the queue while nothing ran start now
-    if not args.no_demo:
-        from flare_core.run.demo import ensure_demo_run
-
-        run_id = ensure_demo_run(_store(args), background=True)
-        print(f"demo run: {run_id}", file=sys.stderr)
-    return subprocess.call(app_command(app, port=args.port, headless=args.headless, dev=args.dev), env=env)
-
-
-def app_command(app: Path, *, port: int, headless: bool = False, dev: bool = False) -> list[str]:
-    """The ``streamlit run`` command of the dashboard. Outside development (``dev`` False and ``FLARE_DEV``
-    unset) Streamlit's file watcher is off: it would otherwise watch the run store, whose files change all
-    through a run."""
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
-    if not (dev or os.environ.get("FLARE_DEV", "").lower() in ("1", "true", "yes")):
-        cmd += ["--server.fileWatcherType", "none"]
-    if headless:
-        cmd += ["--server.headless", "true"]
-    return cmd

@@ -10,7 +10,6 @@ from typing import Any
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.cli.commands import (
-    cmd_app,
     cmd_benchmark,
     cmd_cancel,
     cmd_collapse,
@@ -28,9 +27,10 @@ from flare_core.cli.commands import (
     cmd_validate,
 )
 from flare_core.cli.label_commands import add_label_parser
+from flare_core.cli.serving import DEFAULT_URL, cmd_app, cmd_share
 from flare_core.compute import EXECUTORS
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
-from flare_core.errors import DamagedFile, RunBusy, RunNotFound
+from flare_core.errors import AccessDenied, DamagedFile, RunBusy, RunNotFound
 from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS, USES
 
 
@@ -259,7 +259,7 @@ def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
 
 
 def _add_sharing(sub: Any, common: argparse.ArgumentParser) -> None:
-    """``flare report``, ``flare export`` and ``flare import``."""
+    """``flare report``, ``flare export``, ``flare share`` and ``flare import``."""
     p = sub.add_parser("report", parents=[common], help="self-contained HTML report of a run")
     p.add_argument("run_id")
     p.add_argument("-o", "--output", type=Path, default=None)
@@ -271,6 +271,26 @@ def _add_sharing(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None)
     p.add_argument("--no-texts", action="store_true", help="strip the corpus texts from the bundle")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "share",
+        parents=[common],
+        help="a link that shows one run to someone else (read-only); list or revoke",
+    )
+    p.add_argument("run_id")
+    p.add_argument("--no-texts", action="store_true", help="figures only: no corpus text on any page or file")
+    p.add_argument("--expires", default=None, help="30m, 12h, 7d, 2w or a date (2026-12-31); default: never")
+    p.add_argument(
+        "--url",
+        default=None,
+        help=f"the dashboard's address in the link (default: $FLARE_PUBLIC_URL or {DEFAULT_URL})",
+    )
+    p.add_argument("--list", action="store_true", help="list the run's links (never their tokens)")
+    p.add_argument(
+        "--revoke", default=None, metavar="TOKEN_PREFIX", help="revoke the link named so by --list"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_share)
 
     p = sub.add_parser("import", parents=[common], help="add a run bundle (zip) to the run store")
     p.add_argument("bundle", type=Path)
@@ -286,6 +306,12 @@ def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("app", parents=[common], help="open the dashboard")
     p.add_argument("--port", type=int, default=8501)
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only); any other, e.g. 0.0.0.0, lets "
+        "others reach it and asks the owner for a token (FLARE_OWNER_TOKEN, or one printed at start-up)",
+    )
     p.add_argument("--headless", action="store_true", help="do not open a browser")
     p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
     p.add_argument(
@@ -334,6 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except RunNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except AccessDenied as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RunBusy as exc:

@@ -32,3 +32,20 @@ def preview_table(
     text, label and pair columns guessed for it (:func:`~flare_core.data.columns.detect_columns`)."""
     frame, info = read_table(source, name=name, max_bytes=max_bytes)
     return frame, info, detect_columns(frame)
+
+
+#: The largest corpus upload, in MB, unless ``FLARE_MAX_UPLOAD_MB`` says otherwise.
+DEFAULT_MAX_UPLOAD_MB = 200
+
+
+def max_upload_mb() -> int:
+    """The largest upload the dashboard reads (``FLARE_MAX_UPLOAD_MB``, default ``DEFAULT_MAX_UPLOAD_MB``);
+    ``flare app`` gives Streamlit the same limit, so no larger file is even received."""
+    value = os.environ.get("FLARE_MAX_UPLOAD_MB", "").strip() or str(DEFAULT_MAX_UPLOAD_MB)
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise ValueError(f"FLARE_MAX_UPLOAD_MB must be a positive whole number of megabytes, got {value!r}")
+    return limit

@@ -9,7 +9,8 @@ A bundle holds the run folder's manifest and artefacts (``manifest.json``, ``*.p
     sufficiency/flow/scores.parquet
     ...
 
-Worker files (``worker.log``, ``worker.heartbeat``, ``cancel.requested``), unfinished ``.tmp-*`` files
+Worker files (``worker.log``, ``worker.heartbeat``, ``cancel.requested``), the run's share links
+(``shares.json``: a link is for this machine's dashboard only), unfinished ``.tmp-*`` files
 and every file of another kind (torch checkpoints ``*.pt`` kept for resuming, logs) are left out: a
 bundle never contains a pickle.
 
@@ -40,9 +41,11 @@ from flare_core.store.runs import (
     MANIFEST,
     Run,
 )
+from flare_core.store.shares import SHARES
+from flare_core.store.texts import strip_frame
 
 ALLOWED_SUFFIXES = (".json", ".parquet", ".npy")
-SKIPPED_NAMES = ("worker.log", "worker.heartbeat", "cancel.requested")
+SKIPPED_NAMES = ("worker.log", "worker.heartbeat", "cancel.requested", SHARES)  # share links stay home
 MAX_DEPTH = 5
 MAX_MEMBERS = 100_000
 MAX_RATIO = 200.0
@@ -56,11 +59,6 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member dates: the same run gives the 
 # -- export ---------------------------------------------------------------------------------------------------
 
 
-def _is_text_column(name: str) -> bool:
-    lowered = str(name).lower()
-    return lowered == "text" or lowered.startswith("text_") or lowered.endswith("_text") or lowered == "texts"
-
-
 def _bundle_members(run: Run) -> Iterator[tuple[str, Path]]:
     """``(archive name, file path)`` of every file of the run that belongs in a bundle, sorted."""
     for path in sorted(run.path.rglob("*")):
@@ -72,23 +70,6 @@ def _bundle_members(run: Run) -> Iterator[tuple[str, Path]]:
         if len(parts) > MAX_DEPTH or not all(_ARTEFACT_PART.fullmatch(p) and ".." not in p for p in parts):
             continue  # .tmp-* files, staging folders and names the importer would refuse
         yield "/".join(parts), path
-
-
-def _strip_frame(frame: pd.DataFrame, corpus_texts: set[str], is_corpus: bool) -> pd.DataFrame:
-    """Blank the corpus ``text`` column, or drop any text column (by name or by content) elsewhere."""
-    if is_corpus:
-        out = frame.copy()
-        if "text" in out.columns:
-            out["text"] = ""
-        return out
-    drop = []
-    for column in frame.columns:
-        if not (frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column])):
-            continue  # numbers (e.g. a text index) are kept
-        values = frame[column].dropna()
-        if _is_text_column(column) or any(isinstance(v, str) and v and v in corpus_texts for v in values):
-            drop.append(column)
-    return frame.drop(columns=drop)
 
 
 def _parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -141,7 +122,7 @@ def export_run(run: Run, out: str | os.PathLike, *, include_texts: bool = True) 
                 elif not include_texts and name.endswith(".parquet"):
                     frame = pd.read_parquet(path)
                     data = _parquet_bytes(
-                        _strip_frame(frame, corpus_texts, is_corpus=name == "corpus.parquet")
+                        strip_frame(frame, corpus_texts, is_corpus=name == "corpus.parquet")
                     )
                 else:
                     data = path.read_bytes()

@@ -50,6 +50,7 @@ from flare_core.store.runs import (
     utc_now,
     validate_run_id,
 )
+from flare_core.store.shares import SHARES
 
 # -- checks of the archive ---
 
@@ -109,6 +110,10 @@ def _check_name(info: zipfile.ZipInfo) -> tuple[str, ...] | None:
         raise BundleError(
             f"bundle member {name!r} has a file type that bundles never contain "
             f"(allowed: {', '.join(ALLOWED_SUFFIXES)}): refused"
+        )
+    if parts == (SHARES,):
+        raise BundleError(
+            f"bundle member {name!r} holds share links, which never travel in a bundle: refused"
         )
     if info.flag_bits & 0x1:
         raise BundleError(f"bundle member {name!r} is encrypted: refused")

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.store import atomic
+from flare_core.store.texts import TextMatcher
 
 MAX_TABLE_ROWS = 200
 
@@ -111,29 +112,22 @@ def truncate(text: str, limit: int) -> str:
 
 
 class CorpusTexts:
-    """The run's corpus texts, and the means to keep them out of a report that must not show them."""
+    """The run's corpus texts, and the means to keep them out of a report that must not show them (the rule
+    of :mod:`flare_core.store.texts`)."""
 
     def __init__(self, texts: Sequence[str], include: bool) -> None:
-        self.texts = [str(t) for t in texts]
+        self._matcher = TextMatcher(texts)
+        self.texts = self._matcher.texts
         self.include = include and any(self.texts)
-        self._exact = {t for t in self.texts if t}
-        self._haystack = "\x00".join(self.texts)
 
     def get(self, row: int, limit: int) -> str | None:
         if not self.include or not 0 <= row < len(self.texts):
             return None
         return truncate(self.texts[row], limit)
 
-    def _is_text(self, value: str) -> bool:
-        if value in self._exact:
-            return True
-        cleaned = value.rstrip("…").strip()
-        return len(cleaned) >= 24 and cleaned in self._haystack
-
     def scrub(self, obj: Any) -> Any:
         """``obj`` with any string that is (part of) a corpus text replaced, unless texts are included."""
-        if self.include or not self._exact:
-            return obj
+        return obj if self.include else self._matcher.scrub(obj)
         if isinstance(obj, str):
             return "[corpus text removed]" if self._is_text(obj) else obj
         if isinstance(obj, dict):

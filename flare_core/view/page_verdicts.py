@@ -172,14 +172,19 @@ def corpus_verdict(
     labels: pd.Series | None = None,
     stats: Mapping[str, Any] | None = None,
     models: Sequence[Mapping[str, Any]] = (),
+    *,
+    lengths: pd.Series | None = None,
 ) -> PageVerdict:
     """The Corpus page's verdict: how many texts and how long (characters), the labels and their
     balance, then what was dropped or repeated and how many models embedded the texts (``stats`` is the
-    manifest's corpus statistics, ``models`` its model entries)."""
+    manifest's corpus statistics, ``models`` its model entries). ``lengths`` (characters per text) stand
+    in for the texts' own when these are hidden (a "figures only" share link)."""
     if not isinstance(texts, pd.Series):
         raise ValueError(f"texts must be a pandas Series, got {type(texts).__name__}")
+    if lengths is not None and (not isinstance(lengths, pd.Series) or len(lengths) != len(texts)):
+        raise ValueError(f"lengths must be a pandas Series of {len(texts)} lengths, one per text")
     stats = stats or {}
-    lengths = texts.fillna("").astype(str).str.len()
+    lengths = texts.fillna("").astype(str).str.len() if lengths is None else lengths.astype(int)
     if lengths.empty:
         return PageVerdict("This run's corpus holds no text.", "")
     headline = (

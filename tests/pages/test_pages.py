@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.pages.test_access_pages import _opens_nothing
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.slow
 
@@ -206,15 +208,16 @@ def test_bad_run_link_is_refused(fixture_store, monkeypatch, labelled_run):
     assert any("invalid run id" in e.value for e in at.error)
 
 
-def test_viewer_only_mode_hides_run_controls(fixture_store, monkeypatch, labelled_run):
+def test_viewer_only_mode_opens_nothing_without_a_share_link(fixture_store, monkeypatch, labelled_run):
     monkeypatch.setenv("FLARE_RUNS_DIR", str(fixture_store.root))
     monkeypatch.setenv("FLARE_VIEWER_ONLY", "1")
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["run"] = labelled_run.id
     at.run()
     assert not at.exception
-    with pytest.raises(Exception):  # noqa: B017, PT011 - the page is not registered at all
-        at.switch_page("dashboard/new_run.py").run()
+    assert [t.value for t in at.title] == ["FLARE Studio"]
+    assert [i.value for i in at.info] == ["This dashboard opens with a share link from its owner."]
+    assert _opens_nothing(at)  # no page is registered at all
     assert os.environ["FLARE_VIEWER_ONLY"] == "1"
 
 

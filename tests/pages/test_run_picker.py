@@ -12,7 +12,9 @@ def _sidebar() -> None:
     import streamlit as st
 
     from dashboard.common import run_picker
+    from dashboard.session import session_access
 
+    session_access()  # as app.py does first: this machine only, so the owner
     with st.sidebar:
         run_picker()
 

@@ -1,6 +1,8 @@
-"""A viewer-only dashboard (``FLARE_VIEWER_ONLY=1``) changes nothing: every page, opened with every query
-parameter and with every button and widget it shows operated, leaves the run store exactly as it was (no
-run started, cancelled, deleted or imported; no file written)."""
+"""Sessions that may only look change nothing: a dashboard with ``FLARE_VIEWER_ONLY=1`` (share links only,
+no owner), opened with share links (with texts and figures only), with every query parameter and with
+every button and widget it shows operated, leaves the run store exactly as it was (no run started,
+cancelled, deleted, imported or shared; no file written). Without a link, or with the owner token, it
+opens nothing."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flare_core.run import jobs
+from flare_core.store import shares
 from flare_core.store.runs import RunStore
+from tests.pages.test_access_pages import _opens_nothing
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGES = [
@@ -26,9 +30,9 @@ PAGES = [
     "dashboard/collapse.py",
     "dashboard/layers.py",
     "dashboard/validation.py",
-    "dashboard/runs.py",
 ]
-MUTATING_KEYS = ("cancel-", "delete-run", "import", "start")
+MUTATING_KEYS = ("cancel-", "delete-run", "import", "start", "share-")
+OWNER_TOKEN = "owner-token-that-must-not-work-here"
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -46,43 +50,68 @@ def _copy(run, store: RunStore, run_id: str):
     return copy
 
 
+def _open(page: str, params: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if page != "dashboard/overview.py":
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, (page, params, [e.value for e in at.exception])
+    return at
+
+
 @pytest.mark.slow
-def test_no_page_parameter_or_widget_changes_anything_in_viewer_only_mode(
-    tmp_path, monkeypatch, labelled_run
-):
+def test_no_page_parameter_or_widget_of_a_share_link_changes_anything(tmp_path, monkeypatch, labelled_run):
     store = RunStore(tmp_path / "runs")
     shutil.copytree(labelled_run.path, store.root / labelled_run.id)
     waiting, running = (_copy(labelled_run, store, name) for name in ("waiting", "running"))
     waiting.update(
         status="queued", pid=None, queue={"submitted": time.time_ns()}
-    )  # a Runs page would start it
+    )  # the Runs page would start it
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     running.update(status="running", pid=sleeper.pid, host=socket.gethostname(), pid_start_time=None)
     (running.path / jobs.HEARTBEAT).write_text(repr(time.time() + 3600))
+    links = {texts: shares.create_link(store, labelled_run.id, texts=texts)[0] for texts in (True, False)}
     monkeypatch.setenv("FLARE_RUNS_DIR", str(store.root))
     monkeypatch.setenv("FLARE_VIEWER_ONLY", "1")
+    monkeypatch.setenv("FLARE_OWNER_TOKEN", OWNER_TOKEN)
     before = _snapshot(store.root)
     hostile = {"delete": running.id, "cancel": running.id, "import": "/etc/passwd", "start": "1",
-               "page": "new_run", "resume": running.id}  # fmt: skip
+               "page": "new_run", "resume": running.id, "run": running.id}  # fmt: skip
     try:
-        for page in PAGES:
-            for params in ({"run": labelled_run.id}, {"run": running.id, **hostile}, {"run": "../../etc"}):
-                at = AppTest.from_file(APP, default_timeout=120)
-                for key, value in params.items():
-                    at.query_params[key] = value
-                at.run()
-                if page != "dashboard/overview.py":
-                    at.switch_page(page)
-                    at.run()
-                assert not at.exception, (page, params, [e.value for e in at.exception])
-                keys = [w.key or "" for w in [*at.button, *at.selectbox, *at.checkbox, *at.text_input]]
-                assert not [k for k in keys if k.startswith(MUTATING_KEYS)], (page, keys)
-                for button in list(at.button):
-                    button.click()
-                    at.run()
-                    assert not at.exception, (page, button.label)
-        with pytest.raises(Exception):  # noqa: B017, PT011 - the New run page is not registered at all
-            AppTest.from_file(APP, default_timeout=120).run().switch_page("dashboard/new_run.py").run()
+        for token in links.values():
+            built = False
+            for page in PAGES:
+                for params in (
+                    {"share": token},
+                    {"share": token, **hostile},
+                    {"share": token, "run": "../../etc"},
+                ):
+                    at = _open(page, params)
+                    assert [t.value for t in at.title] == [at.title[0].value] and at.title[
+                        0
+                    ].value != "FLARE Studio"
+                    assert at.session_state["run_id"] == labelled_run.id  # the link's run, whatever was asked
+                    keys = [w.key or "" for w in [*at.button, *at.selectbox, *at.checkbox, *at.text_input]]
+                    assert not [k for k in keys if k.startswith(MUTATING_KEYS)], (page, keys)
+                    assert not at.sidebar.selectbox  # no picker of runs
+                    for button in list(at.button):
+                        if button.key == "build-report" and built:
+                            continue  # the report is built once per link (below: downloaded, not written)
+                        built = built or button.key == "build-report"
+                        button.click()
+                        at.run()
+                        assert not at.exception, (page, button.label)
+                    for page_off_limits in ("dashboard/runs.py", "dashboard/new_run.py"):
+                        with pytest.raises(ValueError, match="Could not find a navigation page"):
+                            at.switch_page(page_off_limits)
+            assert built, "a link's session offers its run's report"
+        for params in ({}, {"run": labelled_run.id}, {"owner": OWNER_TOKEN}):  # no link: nothing opens
+            at = _open("dashboard/overview.py", params)
+            assert [t.value for t in at.title] == ["FLARE Studio"]
+            assert not at.text_input and _opens_nothing(at)  # no owner login here, and no page
         assert _snapshot(store.root) == before
         assert jobs.waiting_runs(store) == [waiting.id] and not waiting.manifest.get("pid")
         assert jobs.effective_status(running) == "running" and not running.cancel_requested()

@@ -1,0 +1,135 @@
+"""This browser session's access (owner, a share link's viewer, or nobody) and the run store it reads.
+
+The access is decided on every full rerun from the link the session presents (``?share=TOKEN``,
+``?owner=TOKEN``) and what it held before (:func:`flare_core.store.access.resolve_access`), and kept in
+the session's state, which lives on the server: a widget, a query parameter or a replayed message can
+change what the session presents, never what a credential gives. Every page reads runs through
+:func:`store`, the store of this access.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from flare_core.store.access import Access, is_local_address, owner_token_matches, resolve_access
+from flare_core.store.runs import RunStore
+
+SHARE_PARAM = "share"
+OWNER_PARAM = "owner"
+_ACCESS = "flare-access"
+_CREDENTIAL = "flare-credential"
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+def root_store() -> RunStore:
+    """The whole run store, unscoped: only for deciding a session's access."""
+    return RunStore(os.environ.get("FLARE_RUNS_DIR") or "runs")
+
+
+def owner_mode() -> str:
+    """``off`` with ``FLARE_VIEWER_ONLY=1`` (share links only); ``token`` when an owner token is set or the
+    server listens on an address others can reach; else ``open`` (this machine only: the owner)."""
+    if _truthy("FLARE_VIEWER_ONLY"):
+        return "off"
+    if os.environ.get("FLARE_OWNER_TOKEN") or not is_local_address(st.get_option("server.address")):
+        return "token"
+    return "open"
+
+
+def session_access() -> Access:
+    """Decide this session's access now (app.py calls it once per full rerun) and keep the credential in
+    the address, so that a reload or another page keeps it."""
+    held = st.session_state.get(_ACCESS)
+    share = st.query_params.get(SHARE_PARAM)
+    owner = st.query_params.get(OWNER_PARAM)
+    mode = owner_mode()
+    access = resolve_access(
+        root_store(),
+        mode=mode,
+        held=held,
+        share=share,
+        owner=owner,
+        owner_token=os.environ.get("FLARE_OWNER_TOKEN"),
+    )
+    if access.role == "none" and _logged_in_owner(mode):
+        access = Access.owner()
+    st.session_state[_ACCESS] = access
+    if share or owner:
+        st.session_state[_CREDENTIAL] = (OWNER_PARAM, owner) if owner else (SHARE_PARAM, share)  # as resolved
+    credential = st.session_state.get(_CREDENTIAL)
+    if access.role == "none":  # a refused credential leaves the address too
+        st.session_state.pop(_CREDENTIAL, None)
+        for name in (SHARE_PARAM, OWNER_PARAM):
+            if name in st.query_params:
+                del st.query_params[name]
+    elif credential and st.query_params.get(credential[0]) != credential[1]:
+        st.query_params[credential[0]] = credential[1]
+    return access
+
+
+def credential_query() -> str:
+    """``&owner=TOKEN`` when this session came in with the owner token (a link it opens in a new tab is a
+    new session, which needs it again), else ``""``. Share-link sessions never see links to other runs."""
+    credential = st.session_state.get(_CREDENTIAL)
+    if current_access().role == "owner" and credential and credential[0] == OWNER_PARAM:
+        return f"&{OWNER_PARAM}={credential[1]}"
+    return ""
+
+
+def current_access() -> Access:
+    """The access this session holds (decided by :func:`session_access`; nobody before that)."""
+    return st.session_state.get(_ACCESS) or Access.nobody()
+
+
+def store() -> RunStore:
+    """The run store as this session may see it: all of it for the owner, one run for a share link."""
+    return current_access().store(root_store())
+
+
+def texts_shown(run_id: str) -> bool:
+    """Whether this session sees the corpus texts of ``run_id`` (not through a "figures only" link)."""
+    return current_access().allows("texts", run_id)
+
+
+def owner_emails() -> list[str]:
+    """The e-mail addresses of ``FLARE_OWNER_EMAILS`` (comma-separated), lower-cased."""
+    return [e.strip().lower() for e in os.environ.get("FLARE_OWNER_EMAILS", "").split(",") if e.strip()]
+
+
+def _logged_in_owner(mode: str) -> bool:
+    """Whether an identity provider (Streamlit's ``st.login``) signed in one of ``FLARE_OWNER_EMAILS``."""
+    if mode != "token" or not owner_emails():
+        return False
+    try:
+        user = st.user.to_dict()
+    except Exception:  # noqa: BLE001 - no [auth] section configured: no login
+        return False
+    return bool(user.get("is_logged_in")) and str(user.get("email", "")).lower() in owner_emails()
+
+
+def refusal_page(access: Access) -> None:
+    """The whole page of a session that may see nothing: why in one plain sentence, and the owner's way in."""
+    st.title("FLARE Studio")
+    if access.refused:
+        st.error(
+            "This link is not valid. Ask the person who shared it for a new one.", icon=":material/block:"
+        )
+    else:
+        st.info("This dashboard opens with a share link from its owner.", icon=":material/lock:")
+    mode = owner_mode()
+    if mode != "token":
+        return
+    if owner_emails():
+        st.button("Log in", on_click=st.login, help="Sign in with the identity provider of this dashboard.")
+    with st.form("owner-login", clear_on_submit=True, border=False):
+        token = st.text_input("Owner token", type="password", help="Printed by `flare app` when it started.")
+        if st.form_submit_button("Open") and token:
+            if owner_token_matches(token, os.environ.get("FLARE_OWNER_TOKEN")):
+                st.query_params[OWNER_PARAM] = token
+                st.rerun()
+            st.error("This token is not valid.", icon=":material/block:")
