@@ -1,0 +1,150 @@
+"""The whole few-labels task in a real headless Chromium against ``flare app``: on a run without labels,
+name two categories, label 16 texts in the page's table, see the answer and the chances change; kill the
+server, start it again and find the 16 labels and the same answer; export the run from the Runs page,
+import the bundle elsewhere and find the labels there too.
+
+The run holds planted embeddings (``tests.support.planted``): ``clear`` separates the classes, ``noise``
+(the widest) does not, so the label-free choice is ``noise`` and the labels must move the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from flare_core.answer.from_labels import next_texts
+from flare_core.answer.labels import load_labels
+
+try:
+    from tests.pages.test_browser import CHROMIUM, FLAGS
+    from tests.support import flare, planted_run
+except ImportError:  # pytest put tests/ itself on sys.path
+    from pages.test_browser import CHROMIUM, FLAGS  # type: ignore[no-redef]
+    from support import flare, planted_run  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-output" / "screenshots"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (bash install.sh --with-browser)"),
+]
+
+
+def _serve(runs_dir: Path) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flare_core.cli", "app", "--headless", "--no-demo", "--port", str(port),
+         "--runs-dir", str(runs_dir)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail("the dashboard did not start within 90 s")
+
+
+def _open_labels(page, url: str, run_id: str) -> None:
+    page.goto(f"{url}/labels?run={run_id}", wait_until="domcontentloaded", timeout=60_000)
+    page.get_by_text("1. The categories").wait_for(timeout=90_000)
+
+
+def _shown_answer(page) -> str:
+    box = page.locator(".st-key-labels-verdict")
+    box.wait_for(timeout=60_000)
+    return box.inner_text()
+
+
+def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    run, truth = planted_run(tmp_path, with_labels=False)
+    runs_dir = run.path.parent
+    before = json.loads(run.artefact("verdict.json").read_text())
+    assert before["basis"] == "label-free" and before["recommended"] == "noise"
+    category = {"sport": "sport", "politics": "politics", "tech": "politics"}  # two categories
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    proc, url = _serve(runs_dir)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
+            _open_labels(page, url, run.id)
+            page.get_by_role("textbox", name="Categories, separated by commas").fill("sport, politics")
+            page.keyboard.press("Enter")
+            page.get_by_role("button", name="Save the categories").click()
+            page.get_by_text("0 texts labelled so far").wait_for(timeout=60_000)
+            assert load_labels(run).categories == ["sport", "politics"]
+            # the table shows the texts the product chose: label each by its true class, cell by cell
+            rows = next_texts(run, load_labels(run), 16)["row"].tolist()
+            grid = page.locator('[data-testid="stDataFrameResizable"]').first
+            grid.wait_for(timeout=60_000)
+            box = grid.bounding_box()
+            row_height = (box["height"] - 40) / 16
+            for i, row in enumerate(rows):
+                page.mouse.dblclick(
+                    box["x"] + box["width"] - 80, box["y"] + 35 + row_height * i + row_height / 2
+                )
+                page.wait_for_timeout(250)
+                page.keyboard.type(category[truth[row]])
+                page.keyboard.press("Enter")
+                page.wait_for_timeout(250)
+            page.get_by_role("button", name="Save 16 label(s)").click()
+            page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
+            saved = load_labels(run)
+            assert saved.latest() == {r: category[truth[r]] for r in rows}  # what was picked in the table
+            answer = _shown_answer(page)
+            after = json.loads(run.artefact("verdict.json").read_text())
+            assert after["basis"] == "few labels" and after["headline"] in answer
+            assert after["headline"] != before["headline"] and "clear" in after["headline"]
+            assert "probability" in answer  # the chance that the leader is the best, in words
+            page.screenshot(path=str(SHOTS / "labels-after-16.png"), full_page=True)
+
+            os.killpg(proc.pid, signal.SIGKILL)  # the server dies; the labels were saved with the run
+            proc.wait(timeout=20)
+            proc, url = _serve(runs_dir)
+            _open_labels(page, url, run.id)
+            page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
+            assert after["headline"] in _shown_answer(page)
+            assert json.loads(run.artefact("verdict.json").read_text()) == after
+
+            page.goto(f"{url}/runs?run={run.id}", wait_until="domcontentloaded", timeout=60_000)
+            page.get_by_role("button", name="Build run bundle (zip)").click()
+            with page.expect_download(timeout=90_000) as download:
+                page.get_by_role("button", name="Download bundle").click()
+            bundle = tmp_path / "bundle.zip"
+            download.value.save_as(bundle)
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+
+            elsewhere = tmp_path / "elsewhere"  # another machine's store: the bundle imported there
+            flare("import", str(bundle), runs_dir=elsewhere)
+            proc, url = _serve(elsewhere)
+            _open_labels(page, url, run.id)
+            page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
+            assert after["headline"] in _shown_answer(page)
+            browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    imported = json.loads(flare("show", run.id, "--json", runs_dir=elsewhere).stdout)
+    assert imported["labels_given"]["entries"] == saved.entries
