@@ -1,6 +1,14 @@
 """Which texts to ask the user to label next, to tell the candidate models apart with few labels.
 
-``embeddings`` maps a model name to its (N, d) matrix of the same N texts.
+``embeddings`` maps a model name to its (N, d) matrix of the same N texts. Two strategies:
+
+- ``"random"``: a seeded random sample of the unlabelled rows;
+- ``"diverse"``: k-means++ seeding (D² sampling) in a joint space of every model's embedding
+  projected to at most :data:`JOINT_DIMS` axes and whitened, the labelled rows counting as centres already
+  chosen: the batch covers the corpus where the labels do not yet reach;
+- ``"disagree"``: the first batch as ``"diverse"``; later, rows where the models' probes trained on
+  the labels so far predict different classes (vote entropy), spread out by the same D² sampling among
+  the most disputed rows.
 """
 
 from __future__ import annotations
@@ -9,8 +17,87 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from flare_core.analyses.label_scores import unit_rows
 from flare_core.analyses.probes import check_embeddings, check_rows
-from flare_core.checks import check_int
+from flare_core.checks import check_choice, check_int
+
+#: Axes per model in the joint space of the diversity sampling.
+JOINT_DIMS = 32
+#: The disputed pool is this many times the batch size.
+POOL_FACTOR = 4
+STRATEGIES = ("random", "diverse", "disagree")
+#: The strategy :func:`next_rows` uses unless told otherwise.
+DEFAULT_STRATEGY = "random"
+
+
+def joint_space(embeddings: Mapping[str, np.ndarray], dims: int = JOINT_DIMS, seed: int = 0) -> np.ndarray:
+    """Every model's rows (N, d) L2-normalised, centred, reduced to at most ``dims`` axes by a seeded
+    Gaussian projection and whitened, scaled by 1/√(models · axes), side by side: (N, Σ axes).
+
+    A random projection keeps the cost at O(N d dims) per model, so a batch can be chosen in well under a
+    second; whitening then gives every kept direction the same weight."""
+    parts = []
+    rng = np.random.default_rng(seed)
+    for x in embeddings.values():
+        centred = unit_rows(x) - unit_rows(x).mean(axis=0)
+        if centred.shape[1] > dims:
+            centred = centred @ rng.normal(size=(centred.shape[1], dims))
+        cov = centred.T @ centred / centred.shape[0]
+        values, vectors = np.linalg.eigh(cov)
+        keep = values > 1e-10 * max(values.max(), 1e-300)
+        if not keep.any():
+            continue
+        white = centred @ (vectors[:, keep] / np.sqrt(values[keep]))
+        parts.append(white / np.sqrt(keep.sum()))
+    joint = np.hstack(parts) if parts else np.zeros((next(iter(embeddings.values())).shape[0], 1))
+    return joint / np.sqrt(max(len(parts), 1))
+
+
+def d2_sample(space: np.ndarray, candidates: np.ndarray, centres: np.ndarray, n: int, rng) -> np.ndarray:
+    """``n`` rows of ``candidates`` drawn by k-means++ D² sampling in ``space`` (N, D), each draw adding a
+    centre; ``centres`` are the rows chosen before (may be empty, then the first draw is uniform)."""
+    chosen: list[int] = []
+    pool = candidates.copy()
+    if centres.size:
+        diff = space[pool][:, None, :] - space[centres][None, :, :]
+        dist = (diff**2).sum(axis=2).min(axis=1)
+    else:
+        dist = np.full(pool.shape[0], np.inf)
+    for _ in range(min(n, pool.shape[0])):
+        if np.isinf(dist).all() or dist.sum() <= 0:
+            pick = int(rng.integers(pool.shape[0]))
+        else:
+            pick = int(rng.choice(pool.shape[0], p=dist / dist.sum()))
+        chosen.append(int(pool[pick]))
+        new = ((space[pool] - space[pool[pick]]) ** 2).sum(axis=1)
+        dist = np.minimum(dist, new)
+        pool, dist = np.delete(pool, pick), np.delete(dist, pick)
+    return np.asarray(chosen, dtype=np.int64)
+
+
+def _ridge_predictions(
+    x: np.ndarray, rows: np.ndarray, codes: np.ndarray, penalty: float = 1.0
+) -> np.ndarray:
+    """Class predicted for every row of ``x`` (N, d) by a ridge classifier on one-hot targets fitted on
+    ``x[rows]`` (k, d) in its dual form (a k × k solve)."""
+    unit = unit_rows(x)
+    train = unit[rows]
+    mean = train.mean(axis=0)
+    onehot = np.eye(int(codes.max()) + 1)[codes]
+    target = onehot - onehot.mean(axis=0)
+    kernel = (train - mean) @ (train - mean).T
+    dual = np.linalg.solve(kernel + penalty * np.eye(rows.shape[0]), target)
+    scores = (unit - mean) @ ((train - mean).T @ dual) + onehot.mean(axis=0)
+    return scores.argmax(axis=1)
+
+
+def vote_entropy(embeddings: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Entropy (N,) of the classes the models' probes, fitted on the labelled ``rows``, give each text."""
+    votes = np.stack([_ridge_predictions(x, rows, codes) for x in embeddings.values()], axis=1)
+    n_classes = int(codes.max()) + 1
+    counts = np.stack([(votes == c).sum(axis=1) for c in range(n_classes)], axis=1) / votes.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.nansum(np.where(counts > 0, counts * np.log(counts), 0.0), axis=1)
 
 
 def next_rows(
@@ -21,21 +108,33 @@ def next_rows(
     *,
     seed: int = 0,
     exclude: Sequence[int] = (),
+    strategy: str | None = None,
 ) -> np.ndarray:
     """The ``n`` rows (int64, shape (n,) or fewer when the corpus runs out) to label next.
 
     ``labelled_rows`` (k,) are labelled with ``labels`` (k,); no row of them or of ``exclude`` (rows the
-    user skipped) is returned. Raises ``ValueError`` for rows outside the corpus or mismatched lengths.
+    user skipped) is returned. ``strategy`` is one of :data:`STRATEGIES` (default
+    :data:`DEFAULT_STRATEGY`). Raises ``ValueError`` for rows outside the corpus or mismatched lengths.
     """
     xs = check_embeddings(embeddings)
     n_texts = next(iter(xs.values())).shape[0]
     n = check_int(n, "n", min_value=1)
+    strategy = check_choice(strategy or DEFAULT_STRATEGY, "strategy", STRATEGIES)
     labelled = check_rows(labelled_rows, n_texts, "labelled_rows")
     if len(labels) != labelled.shape[0]:
         raise ValueError(
             f"labels has {len(labels)} entries but labelled_rows has {labelled.shape[0]}: one label per row"
         )
-    skipped = np.unique(check_rows(np.unique(np.asarray(exclude, dtype=np.int64)), n_texts, "exclude"))
+    skipped = check_rows(np.unique(np.asarray(exclude, dtype=np.int64)), n_texts, "exclude")
     free = np.setdiff1d(np.arange(n_texts), np.concatenate([labelled, skipped]))
     rng = np.random.default_rng([seed, labelled.shape[0]])
-    return rng.permutation(free)[:n].astype(np.int64)
+    if strategy == "random" or free.size <= n:
+        return rng.permutation(free)[:n].astype(np.int64)
+    space = joint_space(xs)
+    codes = np.unique(np.asarray(labels).astype(str), return_inverse=True)[1].reshape(-1)
+    if strategy == "diverse" or np.unique(codes).size < 2:
+        return d2_sample(space, free, labelled, n, rng)
+    entropy = vote_entropy(xs, labelled, codes)[free]
+    size = int(min(free.size, POOL_FACTOR * n))
+    pool = free[np.argsort(-entropy, kind="stable")[:size]]
+    return d2_sample(space, pool, labelled, n, rng)

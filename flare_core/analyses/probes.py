@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import StratifiedKFold
 
+from flare_core.analyses.label_scores import cv_correct, fit_predict, unit_rows
+from flare_core.analyses.label_scores import folds as make_folds
 from flare_core.checks import check_int, check_labels, check_matrix
 
 #: Regularisation strengths of the logistic-regression probe, chosen among inside the training folds.
@@ -90,19 +91,6 @@ def _class_codes(labels: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
 # computation
 
 
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """Rows of ``x`` (n, d) scaled to unit L2 norm (all-zero rows stay zero)."""
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
-def _fit_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, c: float) -> np.ndarray:
-    """Labels predicted for ``test_x`` by a logistic regression fitted on the training rows."""
-    if np.unique(train_y).size < 2:
-        return np.full(test_x.shape[0], train_y[0])
-    model = LogisticRegression(C=c, max_iter=1000)
-    return model.fit(train_x, train_y).predict(test_x)
-
-
 def _inner_choice(x: np.ndarray, y: np.ndarray, seed: int) -> float:
     """The C of :data:`C_GRID` with the best 3-fold accuracy on ``x`` (n, d), ``y`` (n,) alone."""
     n_splits = int(min(3, np.bincount(y)[np.unique(y)].min()))
@@ -110,16 +98,9 @@ def _inner_choice(x: np.ndarray, y: np.ndarray, seed: int) -> float:
         return 1.0
     folds = list(StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(x, y))
     scores = [
-        np.mean([np.mean(_fit_predict(x[tr], y[tr], x[te], c) == y[te]) for tr, te in folds]) for c in C_GRID
+        np.mean([np.mean(fit_predict(x[tr], y[tr], x[te], c) == y[te]) for tr, te in folds]) for c in C_GRID
     ]
     return float(C_GRID[int(np.argmax(scores))])
-
-
-def _folds(y: np.ndarray, n_splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Stratified folds where every class has ``n_splits`` members, else plain shuffled folds."""
-    if np.bincount(y)[np.unique(y)].min() >= n_splits:
-        return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(y, y))
-    return list(KFold(n_splits, shuffle=True, random_state=seed).split(y))
 
 
 def _nested_predictions(x: np.ndarray, y: np.ndarray, folds: list, seed: int) -> np.ndarray:
@@ -127,7 +108,7 @@ def _nested_predictions(x: np.ndarray, y: np.ndarray, folds: list, seed: int) ->
     pred = np.empty_like(y)
     for train, test in folds:
         c = _inner_choice(x[train], y[train], seed)
-        pred[test] = _fit_predict(x[train], y[train], x[test], c)
+        pred[test] = fit_predict(x[train], y[train], x[test], c)
     return pred
 
 
@@ -172,7 +153,7 @@ def compare_with_labels(
             f"{', '.join(repr(str(values[i])) for i in np.flatnonzero(counts < 2))} has 1"
         )
     n_splits = int(min(FOLDS, counts.min()))
-    splits = [_folds(codes, n_splits, seed + r) for r in range(REPEATS)]
+    splits = [make_folds(codes, n_splits, seed + r) for r in range(REPEATS)]
     tests = [test for folds in splits for _, test in folds]
     per_fold, accuracy, f1 = {}, {}, {}
     for name, x in xs.items():
@@ -224,15 +205,6 @@ def _few_label_inputs(
     return xs, rows, codes, values
 
 
-def _cv_correct(x: np.ndarray, y: np.ndarray, seed: int, c: float = 1.0) -> np.ndarray:
-    """Out-of-fold correctness (k,) of a logistic regression on ``x`` (k, d): up to 5 folds."""
-    n_splits = int(min(FOLDS, y.shape[0]))
-    correct = np.zeros(y.shape[0], dtype=bool)
-    for train, test in _folds(y, n_splits, seed):
-        correct[test] = _fit_predict(x[train], y[train], x[test], c) == y[test]
-    return correct
-
-
 def _p_best(scores: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS) -> np.ndarray:
     """Chance (M,) that each model is best: a paired bootstrap over the rows of ``scores`` (k, M), ties
     shared equally."""
@@ -257,7 +229,7 @@ def few_label_estimates(
     """
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
-    correct = np.stack([_cv_correct(unit_rows(xs[m][rows]), codes, seed) for m in names], axis=1)
+    correct = np.stack([cv_correct(unit_rows(xs[m][rows]), codes, seed=seed) for m in names], axis=1)
     k = correct.shape[0]
     hits = correct.sum(axis=0)
     # Jeffreys interval, closed at 0 and 1 when every label was missed or hit

@@ -1,0 +1,149 @@
+"""Scores of one model's embeddings from a few labelled texts: how well a probe trained on them would do.
+
+Each function takes the labelled rows ``x`` (k, d) of one model and their integer class codes ``y`` (k,)
+and returns a number where higher means "better with plenty of labels" (or per-row values whose mean is
+that number):
+
+- :func:`cv_correct`: out-of-fold correctness of a logistic-regression probe (k,);
+- :func:`logme`: LogME (You et al., ICML 2021), the log evidence of a Bayesian linear model per text;
+- :func:`knn_loo_correct`: leave-one-out correctness of a cosine nearest-neighbour vote (k,).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold, StratifiedKFold
+
+#: LogME's fixed-point iteration stops when alpha/beta moves by less than this share.
+LOGME_TOL = 1e-3
+LOGME_MAX_ITER = 100
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` (n, d) scaled to unit L2 norm (all-zero rows stay zero)."""
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def folds(y: np.ndarray, n_splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Stratified folds of ``y`` (k,) where every class has ``n_splits`` members, else shuffled folds."""
+    if np.bincount(y)[np.unique(y)].min() >= n_splits:
+        return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(y, y))
+    return list(KFold(n_splits, shuffle=True, random_state=seed).split(y))
+
+
+def fit_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, c: float) -> np.ndarray:
+    """Labels predicted for ``test_x`` (m, d) by a logistic regression fitted on the training rows; the
+    one class seen when the training rows hold only one."""
+    if np.unique(train_y).size < 2:
+        return np.full(test_x.shape[0], train_y[0])
+    return LogisticRegression(C=c, max_iter=1000).fit(train_x, train_y).predict(test_x)
+
+
+def cv_correct(
+    x: np.ndarray, y: np.ndarray, *, c: float = 1.0, n_splits: int = 5, seed: int = 0
+) -> np.ndarray:
+    """Out-of-fold correctness (k,) of a logistic regression (``C = c``) on ``x`` (k, d): at most
+    ``n_splits`` folds, stratified when every class allows it."""
+    n_splits = int(min(n_splits, y.shape[0]))
+    correct = np.zeros(y.shape[0], dtype=bool)
+    for train, test in folds(y, n_splits, seed):
+        correct[test] = fit_predict(x[train], y[train], x[test], c) == y[test]
+    return correct
+
+
+def knn_loo_correct(x: np.ndarray, y: np.ndarray, *, neighbours: int = 5) -> np.ndarray:
+    """Leave-one-out correctness (k,) of a vote of the ``neighbours`` most cosine-similar other labelled
+    rows, each vote weighted by its similarity (ties go to the lower class code)."""
+    unit = unit_rows(x)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -np.inf)
+    m = int(min(neighbours, y.shape[0] - 1))
+    if m < 1:
+        return np.zeros(y.shape[0], dtype=bool)
+    near = np.argpartition(-sims, m - 1, axis=1)[:, :m]
+    weights = np.take_along_axis(sims, near, axis=1) + 1.0  # cosine in [-1, 1] -> weight in [0, 2]
+    votes = np.zeros((y.shape[0], int(y.max()) + 1))
+    np.add.at(votes, (np.arange(y.shape[0])[:, None], y[near]), weights)
+    return votes.argmax(axis=1) == y
+
+
+def _logme_fit(u: np.ndarray, sigma: np.ndarray, d: int, target: np.ndarray) -> tuple[float, float, float]:
+    """LogME's maximum evidence for ``target`` (n,) given the left singular vectors ``u`` (n, r) and the
+    squared singular values ``sigma`` (r,) of the (n, d) features: ``(evidence / n, alpha, beta)``."""
+    n = target.shape[0]
+    proj = u.T @ target
+    proj2 = proj**2
+    outside = max(float(target @ target - proj2.sum()), 0.0)  # part of the target outside the span
+    alpha, beta = 1.0, 1.0
+    for _ in range(LOGME_MAX_ITER):
+        t = alpha / beta
+        gamma = float((sigma / (sigma + t)).sum())
+        m2 = float((sigma * proj2 / (sigma + t) ** 2).sum())
+        res2 = float((proj2 * (t / (sigma + t)) ** 2).sum()) + outside
+        alpha = gamma / (m2 + 1e-5)
+        beta = (n - gamma) / (res2 + 1e-5)
+        if abs(alpha / beta - t) / t < LOGME_TOL:
+            break
+    t = alpha / beta
+    m2 = float((sigma * proj2 / (sigma + t) ** 2).sum())
+    res2 = float((proj2 * (t / (sigma + t)) ** 2).sum()) + outside
+    log_det = float(np.log(alpha + beta * sigma).sum()) + (d - sigma.shape[0]) * np.log(alpha)
+    evidence = (
+        0.5 * d * np.log(alpha)
+        + 0.5 * n * np.log(beta)
+        - 0.5 * alpha * m2
+        - 0.5 * beta * res2
+        - 0.5 * log_det
+        - 0.5 * n * np.log(2 * np.pi)
+    )
+    return float(evidence / n), float(alpha), float(beta)
+
+
+def logme_evidence(f: np.ndarray, target: np.ndarray) -> tuple[float, float, float]:
+    """Maximum log evidence of ``target`` (n,) under y = f w + noise, w ~ N(0, I/alpha), noise
+    ~ N(0, 1/beta), with ``f`` (n, D): returns ``(evidence / n, alpha, beta)``.
+
+    The fixed-point updates of alpha and beta are those of You et al. (2021, Algorithm 1), computed on
+    the SVD of ``f`` so that D > n costs no more than n > D.
+    """
+    u, s, _ = np.linalg.svd(f, full_matrices=False)
+    return _logme_fit(u, s**2, f.shape[1], target)
+
+
+def logme(x: np.ndarray, y: np.ndarray) -> float:
+    """LogME of ``x`` (k, d) for class codes ``y`` (k,): the mean over classes of the per-text log evidence
+    of the class's one-hot column (You et al. 2021); one SVD serves every class."""
+    u, s, _ = np.linalg.svd(x, full_matrices=False)
+    sigma = s**2
+    return float(
+        np.mean([_logme_fit(u, sigma, x.shape[1], (y == c).astype(np.float64))[0] for c in np.unique(y)])
+    )
+
+
+def ridge_loo_correct(
+    x: np.ndarray, y: np.ndarray, *, penalties: tuple[float, ...] = (0.1, 1.0, 10.0)
+) -> np.ndarray:
+    """Leave-one-out correctness (k,) of a ridge classifier on one-hot targets, in closed form.
+
+    With the centred kernel K = X Xᵀ (k, k) = Q Λ Qᵀ, the hat matrix of penalty λ is H = Q Λ/(Λ+λ) Qᵀ and
+    the prediction for row i without it is (Ŷ_i − H_ii Y_i) / (1 − H_ii) (plus the class means). The
+    penalty is the one with the most leave-one-out hits, the smallest on ties... this is a choice made on
+    the same rows, so it is mildly optimistic.
+    """
+    k = y.shape[0]
+    onehot = np.eye(int(y.max()) + 1)[y]
+    xc = x - x.mean(axis=0)
+    yc = onehot - onehot.mean(axis=0)
+    lam, q = np.linalg.eigh(xc @ xc.T)
+    lam = np.maximum(lam, 0.0)
+    best = None
+    for penalty in penalties:
+        shrink = lam / (lam + penalty)
+        hat_diag = np.minimum((q**2) @ shrink + 1.0 / k, 1.0 - 1e-9)
+        fitted = q @ (shrink[:, None] * (q.T @ yc)) + onehot.mean(axis=0)
+        loo = onehot - (onehot - fitted) / (1.0 - hat_diag)[:, None]
+        correct = loo.argmax(axis=1) == y
+        if best is None or correct.sum() > best.sum():
+            best = correct
+    return best
