@@ -59,8 +59,9 @@ def d2_sample(space: np.ndarray, candidates: np.ndarray, centres: np.ndarray, n:
     chosen: list[int] = []
     pool = candidates.copy()
     if centres.size:
-        diff = space[pool][:, None, :] - space[centres][None, :, :]
-        dist = (diff**2).sum(axis=2).min(axis=1)
+        a, b = space[pool], space[centres]
+        dist = (a**2).sum(axis=1)[:, None] + (b**2).sum(axis=1)[None, :] - 2.0 * a @ b.T
+        dist = np.maximum(dist.min(axis=1), 0.0)
     else:
         dist = np.full(pool.shape[0], np.inf)
     for _ in range(min(n, pool.shape[0])):

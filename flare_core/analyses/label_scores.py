@@ -11,7 +11,11 @@ that number):
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
+from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
 
@@ -147,3 +151,68 @@ def ridge_loo_correct(
         if best is None or correct.sum() > best.sum():
             best = correct
     return best
+
+
+def knn_graph(x: np.ndarray, neighbours: int = 10) -> sparse.csr_matrix:
+    """Symmetric normalised affinity D^-½ W D^-½ (N, N), sparse, of the cosine ``neighbours``-nearest-
+    neighbour graph of all rows of ``x`` (N, d); W holds each kept cosine (clipped at 0)."""
+    unit = unit_rows(x)
+    n = x.shape[0]
+    m = int(min(neighbours, n - 1))
+    near = np.empty((n, m), dtype=np.int64)
+    for start in range(0, n, 1024):  # blocks keep the similarity matrix at 1024 x N
+        sims = unit[start : start + 1024] @ unit.T
+        sims[np.arange(sims.shape[0]), np.arange(start, start + sims.shape[0])] = -np.inf
+        near[start : start + 1024] = np.argpartition(-sims, m - 1, axis=1)[:, :m]
+    weights = np.maximum(np.einsum("id,ijd->ij", unit, unit[near]), 0.0) + 1e-6
+    w = sparse.csr_matrix((weights.ravel(), near.ravel(), np.arange(0, n * m + 1, m)), shape=(n, n))
+    w = w.maximum(w.T)
+    inv = 1.0 / np.sqrt(np.maximum(np.asarray(w.sum(axis=1)).ravel(), 1e-12))
+    return sparse.diags(inv) @ w @ sparse.diags(inv)
+
+
+#: Graphs kept between calls (a few models of one corpus), keyed by the embedding's content.
+GRAPH_CACHE_SIZE = 32
+_GRAPHS: OrderedDict[tuple, sparse.csr_matrix] = OrderedDict()
+
+
+def cached_knn_graph(x: np.ndarray, neighbours: int = 10) -> sparse.csr_matrix:
+    """:func:`knn_graph` of ``x`` (N, d), computed once per content: a batch of labels arrives every few
+    seconds for the same embeddings, and the graph does not depend on the labels."""
+    arr = np.ascontiguousarray(x)
+    key = (
+        arr.shape,
+        str(arr.dtype),
+        neighbours,
+        hashlib.blake2b(arr.view(np.uint8), digest_size=16).hexdigest(),
+    )
+    if key in _GRAPHS:
+        _GRAPHS.move_to_end(key)
+        return _GRAPHS[key]
+    graph = knn_graph(arr, neighbours)
+    _GRAPHS[key] = graph
+    while len(_GRAPHS) > GRAPH_CACHE_SIZE:
+        _GRAPHS.popitem(last=False)
+    return graph
+
+
+def propagation_loo_correct(
+    graph: sparse.spmatrix, rows: np.ndarray, y: np.ndarray, *, alpha: float = 0.9, steps: int = 20
+) -> np.ndarray:
+    """Leave-one-out correctness (k,) of label spreading (Zhou et al. 2004) over ``graph`` (N, N) of all
+    texts: each labelled row's class as spread to it from the other ``k - 1`` labelled ``rows``.
+
+    The spread of every labelled row is computed once, Z = Σ_t αᵗ Sᵗ E_rows (``steps`` terms), so leaving
+    a row out is dropping its own column."""
+    seeds = np.zeros((graph.shape[0], rows.shape[0]))
+    seeds[rows, np.arange(rows.shape[0])] = 1.0
+    spread, term = seeds.copy(), seeds
+    for _ in range(steps):
+        term = alpha * (graph @ term)
+        spread += term
+    among = spread[rows]  # (k, k): how much labelled row j reaches labelled row i
+    np.fill_diagonal(among, 0.0)
+    onehot = np.eye(int(y.max()) + 1)[y]
+    # classes are weighed by their share of the labels, so a frequent class does not win by its count
+    scores = (among @ onehot) / np.maximum(onehot.sum(axis=0), 1.0)
+    return scores.argmax(axis=1) == y

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_predict
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, StratifiedShuffleSplit, cross_val_predict
 from sklearn.preprocessing import normalize
 
 from flare_core.analyses import probes
@@ -36,7 +36,7 @@ def test_full_label_accuracy_is_sklearns_nested_cross_validation():
     for name, x in pool.items():
         accs = []
         for r in range(probes.REPEATS):
-            inner = StratifiedKFold(3, shuffle=True, random_state=3)
+            inner = StratifiedShuffleSplit(1, test_size=1 / 3, random_state=3)
             search = GridSearchCV(LogisticRegression(max_iter=1000), {"C": list(probes.C_GRID)}, cv=inner)
             outer = StratifiedKFold(probes.FOLDS, shuffle=True, random_state=3 + r)
             accs.append(np.mean(cross_val_predict(search, normalize(x), codes, cv=outer) == codes))
@@ -118,20 +118,30 @@ def test_few_labels_refuse_bad_rows_and_one_class():
 # ------------------------------------------------------------------------------------------ advice
 
 
-def _estimates(p_best: list[float], estimate: list[float]) -> pd.DataFrame:
-    return pd.DataFrame({"model": ["m1", "m2", "m3"], "estimate": estimate, "p_best": p_best})
+def _estimates(p_best, estimate, p_near, diff_sd=(0.0, 0.3, 0.3)) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": ["m1", "m2", "m3"],
+            "estimate": estimate,
+            "p_best": p_best,
+            "p_near": p_near,
+            "diff_sd": diff_sd,
+        }
+    )
 
 
 def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
-    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5]), 32)
+    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5], [0.97, 0.1, 0.0]), 32)
     assert advice["settled"] and advice["best"] == "m1" and advice["more_labels"] is None
-    assert "m1" in advice["text"] and "95%" in advice["text"]
-    advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5]), 32)
-    assert not advice["settled"] and advice["more_labels"] > 0 and "more labels" in advice["text"]
+    assert advice["either"] == ["m1"] and "m1" in advice["text"] and "95%" in advice["text"]
+    advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5], [0.7, 0.5, 0.0]), 32)
+    assert not advice["settled"] and "more labels" in advice["text"]
+    # the lead of 5 points stands 1.645 standard errors at (1.645 * 0.3 / 0.05)^2 = 97.4 labels: 72 more
+    assert advice["more_labels"] == 72 and "72 more labels" in advice["text"]
 
 
 def test_advice_names_near_ties_as_either():
-    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.895, 0.5]), 64)
+    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.895, 0.5], [0.95, 0.93, 0.0]), 64)
     assert advice["settled"] and advice["either"] == ["m1", "m2"] and "either will do" in advice["text"]
 
 

@@ -1,0 +1,147 @@
+"""Study: choosing a model from labels, judged on the benchmark's classification corpora.
+
+Reads the embeddings cached by ``bench/label_free_scores.py`` (the candidates of the benchmark pool, 128
+tokens) and prints, per corpus and averaged over corpora, the tables of
+:mod:`flare_core.run.benchmark_labels`:
+
+1. few labels: k = 16 … 128 labelled texts, 30 seeded draws per k; the product's texts (batches of 16
+   chosen by ``next_rows``) against random texts, each with the product's estimator, and each single
+   baseline (cross-validated LR, LogME, kNN leave-one-out) on random texts: share of draws within 2
+   points of the best model and mean points lost;
+2. the stopping advice: among draws where it says "settled", the share within 2 points;
+3. full labels: the pick of ``compare_with_labels`` on one half of the texts judged on the other half.
+
+Usage::
+
+    .venv/bin/python bench/few_labels.py [--corpora bbc-news,...] [--draws 30] [--splits 5]
+        [--cache-dir /work/cache/bench-emb] [--json few_labels.json]
+
+Each corpus takes a few minutes on one core (set OMP_NUM_THREADS=1 when other work shares the cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from label_free_scores import corpus_embeddings  # noqa: E402
+
+from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, load_benchmark_corpus  # noqa: E402
+from flare_core.encoders import get_spec  # noqa: E402
+from flare_core.run.benchmark import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
+from flare_core.run.benchmark_labels import (  # noqa: E402
+    few_label_draws,
+    few_label_table,
+    full_label_table,
+    stopping_table,
+)
+
+
+def classification_corpora() -> list[str]:
+    return [name for name in BENCHMARK_CORPORA if load_benchmark_corpus(name).pairs is None]
+
+
+def run_corpus(name: str, cache_dir: Path, draws: int, splits: int) -> dict:
+    candidates = [m for m in default_models() if get_spec(m).role == "candidate"]
+    bench, embeddings = corpus_embeddings(name, candidates, cache_dir, BENCHMARK_MAX_LENGTH)
+    labels = bench.frame["label"].astype(str).tolist()
+    start = time.perf_counter()
+    draws_frame = few_label_draws(embeddings, labels, draws=draws)
+    full = full_label_table(embeddings, labels, splits=splits)
+    print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    return {
+        "draws": draws_frame.to_dict(orient="records"),
+        "full": full.assign(tied=full["tied"].map(list)).to_dict(orient="records"),
+    }
+
+
+def markdown(frame: pd.DataFrame, index: str, columns: str, value: str, fmt: str) -> str:
+    table = frame.pivot_table(index=index, columns=columns, values=value, aggfunc="mean", sort=False)
+    head = "| " + " | ".join([index, *[str(c) for c in table.columns]]) + " |"
+    lines = [head, "|" + "---|" * (len(table.columns) + 1)]
+    for row, values in table.iterrows():
+        lines.append("| " + " | ".join([str(row), *[format(v, fmt) for v in values]]) + " |")
+    return "\n".join(lines)
+
+
+def report(results: dict[str, dict]) -> str:
+    parts = []
+    tables = []
+    for name, result in results.items():
+        draws = pd.DataFrame(result["draws"])
+        table = few_label_table(draws).assign(corpus=name)
+        table["method"] = table["estimator"] + " on " + table["texts"] + " texts"
+        tables.append(table)
+        stop = stopping_table(draws).assign(corpus=name)
+        full = pd.DataFrame(result["full"])
+        parts.append(f"### {name}\n")
+        parts.append(
+            "share of draws within 2 points (%)\n\n"
+            + markdown(table.assign(pct=100 * table["share_within"]), "method", "k", "pct", ".0f")
+        )
+        parts.append("mean points lost\n\n" + markdown(table, "method", "k", "mean_points_lost", ".2f"))
+        parts.append("stopping advice (product's texts)\n\n" + stop.to_markdown(index=False, floatfmt=".2f"))
+        parts.append(
+            f"full labels, pick on one half judged on the other ({len(full)} splits): mean points lost "
+            f"{full['points_lost'].mean():.2f}, worst {full['points_lost'].max():.2f}; picks "
+            f"{full['pick'].value_counts().to_dict()}; ties named {sum(len(t) > 0 for t in full['tied'])} of {len(full)}"
+        )
+    every = pd.concat(tables)
+    mean = (
+        every.groupby(["method", "k"], sort=False)[["share_within", "mean_points_lost"]].mean().reset_index()
+    )
+    parts.insert(
+        0,
+        "## Mean over corpora\n\nshare of draws within 2 points (%)\n\n"
+        + markdown(mean.assign(pct=100 * mean["share_within"]), "method", "k", "pct", ".0f"),
+    )
+    parts.insert(1, "mean points lost\n\n" + markdown(mean, "method", "k", "mean_points_lost", ".2f"))
+    return "\n\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--corpora", default=None, help="comma-separated; default: every classification corpus"
+    )
+    parser.add_argument("--draws", type=int, default=30)
+    parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--cache-dir", type=Path, default=Path("runs/.bench-emb-cache"))
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="write every draw to this file (and read it back with --report-only)",
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the tables of --json without computing"
+    )
+    args = parser.parse_args(argv)
+    if args.report_only:
+        results = json.loads(args.json.read_text(encoding="utf-8"))
+    else:
+        names = args.corpora.split(",") if args.corpora else classification_corpora()
+        results = {name: run_corpus(name, args.cache_dir, args.draws, args.splits) for name in names}
+        if args.json:
+            args.json.write_text(json.dumps(results, default=_plain), encoding="utf-8")
+    print(report(results))
+    return results
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__}")
+
+
+if __name__ == "__main__":
+    main()
