@@ -56,20 +56,28 @@ def cv_correct(
     return correct
 
 
-def knn_loo_correct(x: np.ndarray, y: np.ndarray, *, neighbours: int = 5) -> np.ndarray:
-    """Leave-one-out correctness (k,) of a vote of the ``neighbours`` most cosine-similar other labelled
-    rows, each vote weighted by its similarity (ties go to the lower class code)."""
+def knn_loo_scores(x: np.ndarray, y: np.ndarray, *, neighbours: int = 5) -> np.ndarray:
+    """Leave-one-out vote shares (k, C): each row's ``neighbours`` most cosine-similar other labelled rows
+    vote for their class, each vote weighted by 1 + cosine (so in [0, 2])."""
     unit = unit_rows(x)
     sims = unit @ unit.T
     np.fill_diagonal(sims, -np.inf)
     m = int(min(neighbours, y.shape[0] - 1))
-    if m < 1:
-        return np.zeros(y.shape[0], dtype=bool)
-    near = np.argpartition(-sims, m - 1, axis=1)[:, :m]
-    weights = np.take_along_axis(sims, near, axis=1) + 1.0  # cosine in [-1, 1] -> weight in [0, 2]
     votes = np.zeros((y.shape[0], int(y.max()) + 1))
+    if m < 1:
+        return votes
+    near = np.argpartition(-sims, m - 1, axis=1)[:, :m]
+    weights = np.take_along_axis(sims, near, axis=1) + 1.0
     np.add.at(votes, (np.arange(y.shape[0])[:, None], y[near]), weights)
-    return votes.argmax(axis=1) == y
+    return votes / np.maximum(votes.sum(axis=1, keepdims=True), 1e-300)
+
+
+def knn_loo_correct(x: np.ndarray, y: np.ndarray, *, neighbours: int = 5) -> np.ndarray:
+    """Leave-one-out correctness (k,) of the similarity-weighted vote of :func:`knn_loo_scores` (ties go
+    to the lower class code; a row with no other labelled row counts as wrong)."""
+    if y.shape[0] < 2:
+        return np.zeros(y.shape[0], dtype=bool)
+    return knn_loo_scores(x, y, neighbours=neighbours).argmax(axis=1) == y
 
 
 def _logme_fit(u: np.ndarray, sigma: np.ndarray, d: int, target: np.ndarray) -> tuple[float, float, float]:
@@ -123,6 +131,19 @@ def logme(x: np.ndarray, y: np.ndarray) -> float:
     return float(
         np.mean([_logme_fit(u, sigma, x.shape[1], (y == c).astype(np.float64))[0] for c in np.unique(y)])
     )
+
+
+def ridge_loo_scores(x: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
+    """Leave-one-out class scores (k, C) of a ridge classifier on one-hot targets (closed form, see
+    :func:`ridge_loo_correct`)."""
+    k = y.shape[0]
+    onehot = np.eye(int(y.max()) + 1)[y]
+    xc = x - x.mean(axis=0)
+    lam, q = np.linalg.eigh(xc @ xc.T)
+    shrink = np.maximum(lam, 0.0) / (np.maximum(lam, 0.0) + penalty)
+    hat_diag = np.minimum((q**2) @ shrink + 1.0 / k, 1.0 - 1e-9)
+    fitted = q @ (shrink[:, None] * (q.T @ (onehot - onehot.mean(axis=0)))) + onehot.mean(axis=0)
+    return onehot - (onehot - fitted) / (1.0 - hat_diag)[:, None]
 
 
 def ridge_loo_correct(
@@ -196,14 +217,15 @@ def cached_knn_graph(x: np.ndarray, neighbours: int = 10) -> sparse.csr_matrix:
     return graph
 
 
-def propagation_loo_correct(
+def propagation_loo_scores(
     graph: sparse.spmatrix, rows: np.ndarray, y: np.ndarray, *, alpha: float = 0.9, steps: int = 20
 ) -> np.ndarray:
-    """Leave-one-out correctness (k,) of label spreading (Zhou et al. 2004) over ``graph`` (N, N) of all
-    texts: each labelled row's class as spread to it from the other ``k - 1`` labelled ``rows``.
+    """Leave-one-out class shares (k, C) of label spreading (Zhou et al. 2004) over ``graph`` (N, N) of
+    all texts: the share of each class in what reaches each labelled row from the other ``k - 1``.
 
     The spread of every labelled row is computed once, Z = Σ_t αᵗ Sᵗ E_rows (``steps`` terms), so leaving
-    a row out is dropping its own column."""
+    a row out is dropping its own column. Classes are weighed by their share of the labels, so a frequent
+    class does not win by its count."""
     seeds = np.zeros((graph.shape[0], rows.shape[0]))
     seeds[rows, np.arange(rows.shape[0])] = 1.0
     spread, term = seeds.copy(), seeds
@@ -213,6 +235,18 @@ def propagation_loo_correct(
     among = spread[rows]  # (k, k): how much labelled row j reaches labelled row i
     np.fill_diagonal(among, 0.0)
     onehot = np.eye(int(y.max()) + 1)[y]
-    # classes are weighed by their share of the labels, so a frequent class does not win by its count
     scores = (among @ onehot) / np.maximum(onehot.sum(axis=0), 1.0)
-    return scores.argmax(axis=1) == y
+    return scores / np.maximum(scores.sum(axis=1, keepdims=True), 1e-300)
+
+
+def propagation_loo_correct(graph: sparse.spmatrix, rows: np.ndarray, y: np.ndarray, **kwargs) -> np.ndarray:
+    """Leave-one-out correctness (k,) of label spreading (:func:`propagation_loo_scores`)."""
+    return propagation_loo_scores(graph, rows, y, **kwargs).argmax(axis=1) == y
+
+
+def margins(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per row of ``scores`` (k, C): the true class's score minus the best other class's, clipped to
+    [-1, 1] (k,). A soft version of correctness: positive when right, larger when surely right."""
+    rows = np.arange(y.shape[0])
+    others = np.where(np.eye(scores.shape[1], dtype=bool)[y], -np.inf, scores).max(axis=1)
+    return np.clip(scores[rows, y] - others, -1.0, 1.0)

@@ -34,8 +34,9 @@ FOLDS, REPEATS = 5, 2
 BALANCE_RATIO = 0.5
 #: Draws of the bootstrap behind the few-label chances.
 BOOTSTRAP_DRAWS = 2000
-#: A model "will do" when it is within this many accuracy points of the best.
-NEAR_POINTS = 2.0
+#: A model "will do" when its mean margin is within this of the best's (on [-1, 1], where a text
+#: moving from wrong to right moves the mean by about 2/k: roughly 2 accuracy points).
+NEAR_MARGIN = 0.04
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -214,46 +215,54 @@ def _bootstrap(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A paired bootstrap over the rows of ``scores`` (k, M): the resampled means (draws, M), each
     model's chance (M,) of the highest mean (ties shared equally) and its chance (M,) of a mean within
-    :data:`NEAR_POINTS` of the highest."""
+    :data:`NEAR_MARGIN` of the highest."""
     rng = np.random.default_rng(seed)
     k = scores.shape[0]
     sample = rng.integers(0, k, size=(draws, k))
     means = scores[sample].mean(axis=1)
     highest = means.max(axis=1, keepdims=True)
     top = means >= highest - 1e-12
-    near = means >= highest - NEAR_POINTS / 100.0 - 1e-12
+    near = means >= highest - NEAR_MARGIN - 1e-12
     return means, (top / top.sum(axis=1, keepdims=True)).mean(axis=0), near.mean(axis=0)
 
 
-#: The leave-one-out probes whose per-text correctness the product's estimate averages.
-PRODUCT_PROBES = ("ridge", "knn", "propagation")
+#: The leave-one-out probes whose per-text margins the product's choice averages.
+PRODUCT_PROBES = ("ridge",)
+#: The ridge probe's penalty on L2-normalised rows.
+RIDGE_PENALTY = 1.0
+PROBES = ("cv-lr", "ridge", "knn", "propagation")
 
 
-def probe_correctness(
+def probe_scores(
     xs: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray, probe: str, seed: int = 0
-) -> np.ndarray:
-    """Correctness (k, M) of one probe on each labelled row, the row left out of its own prediction.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Correctness and margin (both (k, M)) of one probe on each labelled row, the row left out of its
+    own prediction; the margin is the true class's score minus the best other class's, in [-1, 1].
 
     ``xs[m]`` is (N, d); ``rows`` (k,) the labelled rows, ``codes`` (k,) their classes. Probes:
-    ``"cv-lr"`` (5-fold logistic regression), ``"ridge"`` (closed-form leave-one-out ridge),
-    ``"knn"`` (5 nearest labelled neighbours), ``"propagation"`` (label spreading over all N texts'
-    10-nearest-neighbour graph, which is how the unlabelled texts take part)."""
-    columns = []
+    ``"cv-lr"`` (5-fold logistic regression; its margin is ±1), ``"ridge"`` (closed-form leave-one-out
+    ridge on one-hot targets, penalty :data:`RIDGE_PENALTY`), ``"knn"`` (5 nearest labelled
+    neighbours' weighted vote), ``"propagation"`` (label spreading over all N texts' 10-nearest-neighbour
+    graph, which is how the unlabelled texts take part)."""
+    if probe not in PROBES:
+        raise ValueError(f"unknown probe {probe!r}; choose from {PROBES}")
+    correct, margin = [], []
     for x in xs.values():
         unit = unit_rows(x[rows])
         if probe == "cv-lr":
-            columns.append(cv_correct(unit, codes, seed=seed))
-        elif probe == "ridge":
-            columns.append(label_scores.ridge_loo_correct(unit, codes))
+            hits = cv_correct(unit, codes, seed=seed)
+            correct.append(hits)
+            margin.append(2.0 * hits - 1.0)
+            continue
+        if probe == "ridge":
+            shares = label_scores.ridge_loo_scores(unit, codes, RIDGE_PENALTY)
         elif probe == "knn":
-            columns.append(label_scores.knn_loo_correct(unit, codes))
-        elif probe == "propagation":
-            columns.append(
-                label_scores.propagation_loo_correct(label_scores.cached_knn_graph(x), rows, codes)
-            )
+            shares = label_scores.knn_loo_scores(unit, codes)
         else:
-            raise ValueError(f"unknown probe {probe!r}")
-    return np.stack(columns, axis=1).astype(np.float64)
+            shares = label_scores.propagation_loo_scores(label_scores.cached_knn_graph(x), rows, codes)
+        correct.append(shares.argmax(axis=1) == codes)
+        margin.append(label_scores.margins(shares, codes))
+    return np.stack(correct, axis=1).astype(np.float64), np.stack(margin, axis=1)
 
 
 def few_label_estimates(
@@ -262,39 +271,46 @@ def few_label_estimates(
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows.
 
     ``embeddings[m]`` is (N, d) for all N texts; ``labels[i]`` labels text ``rows[i]`` (k of them).
-    Each labelled text gets, per model, the share of the probes of :data:`PRODUCT_PROBES` that classify
-    it right without it (k, M); a model's ``estimate`` is the mean over the texts, its interval and its
-    chance of being the best come from one paired bootstrap over the texts (every model judged on the
-    same resampled texts, ties shared).
+    Each labelled text is classified by the probes of :data:`PRODUCT_PROBES` trained on the other k - 1
+    (closed form, no refit): per model its correctness and its margin (the true class's score minus the
+    best other's, in [-1, 1]). Models are ranked by the mean margin (``score``): it uses how surely a
+    text is right, not only whether, so it separates models with far fewer labels than accuracy does.
+    ``estimate`` is the leave-one-out accuracy at k labels, which runs below the accuracy with plenty of
+    labels (it is the honest figure the labels support); its interval, and the chances of being best,
+    come from paired bootstraps over the texts (every model judged on the same resampled texts).
 
-    Returns one row per model, best estimate first: ``model, estimate`` (0..1), ``ci_low, ci_high`` (95%),
-    ``p_best`` (chance it is the best; the column sums to 1), ``p_near`` (chance it is within
-    :data:`NEAR_POINTS` of the best), ``diff_sd`` (standard deviation over the texts of the leader's
-    score minus this model's); ``attrs``: ``method``, ``n_labels``, ``n_classes``. Works with a single
-    label in a class and with many classes of a few labels each.
+    Returns one row per model, best ``score`` first: ``model, estimate`` (0..1), ``ci_low, ci_high``
+    (95%), ``p_best`` (chance its score is the highest; the column sums to 1), ``score``, ``p_near``
+    (chance its score is within :data:`NEAR_MARGIN` of the highest), ``diff_sd`` (standard deviation over
+    the texts of the leader's margin minus this model's); ``attrs``: ``method``, ``n_labels``,
+    ``n_classes``. Works with a single label in a class and with many classes of a few labels each.
     Raises ``ValueError`` for unknown or repeated rows, a label count that does not match, or fewer
     than two classes.
     """
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
-    scores = np.mean([probe_correctness(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES], axis=0)
-    means, p_best, p_near = _bootstrap(scores, seed)
-    estimate = scores.mean(axis=0)
-    leader = int(np.argmax(estimate))
+    parts = [probe_scores(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
+    correct = np.mean([c for c, _ in parts], axis=0)
+    margin = np.mean([m for _, m in parts], axis=0)
+    accuracy_means, _, _ = _bootstrap(correct, seed)
+    _, p_best, p_near = _bootstrap(margin, seed)
+    score = margin.mean(axis=0)
+    leader = int(np.argmax(score))
     frame = pd.DataFrame(
         {
             "model": names,
-            "estimate": estimate,
-            "ci_low": np.quantile(means, 0.025, axis=0),
-            "ci_high": np.quantile(means, 0.975, axis=0),
+            "estimate": correct.mean(axis=0),
+            "ci_low": np.quantile(accuracy_means, 0.025, axis=0),
+            "ci_high": np.quantile(accuracy_means, 0.975, axis=0),
             "p_best": p_best,
+            "score": score,
             "p_near": p_near,
-            "diff_sd": (scores[:, [leader]] - scores).std(axis=0, ddof=1) if scores.shape[0] > 1 else 0.0,
+            "diff_sd": (margin[:, [leader]] - margin).std(axis=0, ddof=1) if margin.shape[0] > 1 else 0.0,
         }
     )
-    frame = frame.sort_values(["estimate", "p_best"], ascending=False, kind="stable").reset_index(drop=True)
+    frame = frame.sort_values(["score", "p_best"], ascending=False, kind="stable").reset_index(drop=True)
     frame.attrs.update(
-        method="mean leave-one-out correctness of " + ", ".join(PRODUCT_PROBES) + " probes; paired bootstrap",
+        method="leave-one-out margins of the " + ", ".join(PRODUCT_PROBES) + " probe(s); paired bootstrap",
         n_labels=int(rows.shape[0]),
         n_classes=int(values.size),
     )
@@ -304,11 +320,13 @@ def few_label_estimates(
 # ----------------------------------------------------------------------------------------------------
 # stopping advice
 
-#: The chance (of the leader being within :data:`NEAR_POINTS` of the best) at which the question counts
-#: as settled; chosen on the benchmark so that settled draws land within 2 points in >= 90% of draws.
+#: The chance (of the leader's score being within :data:`NEAR_MARGIN` of the highest) at which the
+#: question counts as settled; chosen on the benchmark so that settled draws land within 2 points of
+#: the best model in >= 90% of draws.
 SETTLED_P = 0.9
-#: Models whose estimate is within this many points of the leader, and near the best, "will do".
-EITHER_POINTS = 1.0
+#: Models whose score is within this of the leader's, and as surely near the best, "will do" (about
+#: one accuracy point).
+EITHER_MARGIN = 0.02
 #: The advice asks for labels in multiples of this, and for at most :data:`MAX_MORE` at once.
 LABEL_STEP, MAX_MORE = 8, 256
 
@@ -316,28 +334,26 @@ LABEL_STEP, MAX_MORE = 8, 256
 def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     """Whether ``estimates`` (a :func:`few_label_estimates` frame) settle the choice after ``n_labels``.
 
-    Settled when the leader (highest estimate) is within :data:`NEAR_POINTS` of the best in at least
+    Settled when the leader (highest score) is within :data:`NEAR_MARGIN` of the best in at least
     :data:`SETTLED_P` of the bootstrap draws. ``either`` lists the models that will do: the leader and
-    those within :data:`EITHER_POINTS` of it that are as surely near the best. Otherwise
+    those within :data:`EITHER_MARGIN` of it that are as surely near the best. Otherwise
     ``more_labels`` is the number of labels at which the leader's lead over the runner-up would be
     1.645 standard errors (the per-text spread of their difference, ``diff_sd``), in steps of
     :data:`LABEL_STEP`. Returns ``{"settled", "best", "either", "more_labels", "text"}``.
     """
     n_labels = check_int(n_labels, "n_labels", min_value=0)
-    missing = {"model", "estimate", "p_best", "p_near", "diff_sd"} - set(getattr(estimates, "columns", ()))
+    missing = {"model", "score", "p_best", "p_near", "diff_sd"} - set(getattr(estimates, "columns", ()))
     if missing or len(estimates) == 0:
         raise ValueError(f"estimates must be a few_label_estimates frame; missing columns {sorted(missing)}")
-    ranked = estimates.sort_values(["estimate", "p_best"], ascending=False, kind="stable")
+    ranked = estimates.sort_values(["score", "p_best"], ascending=False, kind="stable")
     lead = ranked.iloc[0]
     best, p, near = str(lead["model"]), float(lead["p_best"]), float(lead["p_near"])
-    close = ranked[
-        (ranked["estimate"] >= lead["estimate"] - EITHER_POINTS / 100.0) & (ranked["p_near"] >= SETTLED_P)
-    ]
+    close = ranked[(ranked["score"] >= lead["score"] - EITHER_MARGIN) & (ranked["p_near"] >= SETTLED_P)]
     either = [best] + [str(m) for m in close["model"] if m != best]
     if near >= SETTLED_P:
         if len(either) > 1:
             names = ", ".join(either)
-            text = f"The top {len(either)} are within {EITHER_POINTS:g} point of each other: either will do ({names})."
+            text = f"The top {len(either)} are within about 1 point of each other: either will do ({names})."
         else:
             text = f"{best} is best with {p:.0%} probability; more labels would hardly change the choice."
         return _advice(True, best, either, None, text)
@@ -350,7 +366,7 @@ def _more_labels(ranked: pd.DataFrame, n_labels: int) -> int:
     """Labels still needed for the leader's lead over the runner-up to stand 1.645 standard errors."""
     if len(ranked) < 2:
         return LABEL_STEP
-    gap = max(float(ranked["estimate"].iloc[0] - ranked["estimate"].iloc[1]), NEAR_POINTS / 200.0)
+    gap = max(float(ranked["score"].iloc[0] - ranked["score"].iloc[1]), NEAR_MARGIN / 2.0)
     spread = max(float(ranked["diff_sd"].iloc[1]), 1e-3)
     needed = (1.645 * spread / gap) ** 2
     more = int(np.ceil(max(needed - n_labels, 1) / LABEL_STEP) * LABEL_STEP)

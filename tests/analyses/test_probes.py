@@ -122,7 +122,7 @@ def _estimates(p_best, estimate, p_near, diff_sd=(0.0, 0.3, 0.3)) -> pd.DataFram
     return pd.DataFrame(
         {
             "model": ["m1", "m2", "m3"],
-            "estimate": estimate,
+            "score": estimate,
             "p_best": p_best,
             "p_near": p_near,
             "diff_sd": diff_sd,
@@ -141,7 +141,7 @@ def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
 
 
 def test_advice_names_near_ties_as_either():
-    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.895, 0.5], [0.95, 0.93, 0.0]), 64)
+    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.885, 0.5], [0.95, 0.93, 0.0]), 64)
     assert advice["settled"] and advice["either"] == ["m1", "m2"] and "either will do" in advice["text"]
 
 
