@@ -4,11 +4,15 @@
 
 - ``"random"``: a seeded random sample of the unlabelled rows;
 - ``"diverse"``: k-means++ seeding (D² sampling) in a joint space of every model's embedding
-  projected to at most :data:`JOINT_DIMS` axes and whitened, the labelled rows counting as centres already
-  chosen: the batch covers the corpus where the labels do not yet reach;
+  projected to at most :data:`JOINT_DIMS` axes, each model scaled to the same total variance, the
+  labelled rows counting as centres already chosen: the batch covers the corpus where the labels do not
+  yet reach;
 - ``"disagree"``: the first batch as ``"diverse"``; later, rows where the models' probes trained on
   the labels so far predict different classes (vote entropy), spread out by the same D² sampling among
-  the most disputed rows.
+  the most disputed rows;
+- ``"contest"``: as ``"disagree"`` with each model's vote weighted by its chance of being the best
+  (from :func:`~flare_core.analyses.probes.few_label_estimates`): the rows that tell the contenders
+  apart (in the spirit of Model Selector, Okanovic et al. 2025).
 """
 
 from __future__ import annotations
@@ -18,37 +22,35 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from flare_core.analyses.label_scores import unit_rows
-from flare_core.analyses.probes import check_embeddings, check_rows
+from flare_core.analyses.probes import check_embeddings, check_rows, few_label_estimates
 from flare_core.checks import check_choice, check_int
 
 #: Axes per model in the joint space of the diversity sampling.
 JOINT_DIMS = 32
 #: The disputed pool is this many times the batch size.
 POOL_FACTOR = 4
-STRATEGIES = ("random", "diverse", "disagree")
+STRATEGIES = ("random", "diverse", "disagree", "contest")
 #: The strategy :func:`next_rows` uses unless told otherwise.
 DEFAULT_STRATEGY = "random"
 
 
 def joint_space(embeddings: Mapping[str, np.ndarray], dims: int = JOINT_DIMS, seed: int = 0) -> np.ndarray:
     """Every model's rows (N, d) L2-normalised, centred, reduced to at most ``dims`` axes by a seeded
-    Gaussian projection and whitened, scaled by 1/√(models · axes), side by side: (N, Σ axes).
+    Gaussian projection (which keeps distances on average) and scaled to unit total variance, side by
+    side: (N, Σ axes). Each model weighs the same in the joint distances.
 
-    A random projection keeps the cost at O(N d dims) per model, so a batch can be chosen in well under a
-    second; whitening then gives every kept direction the same weight."""
+    Not whitened: whitening would give the within-cluster noise axes as much weight as the axes that
+    separate the texts. A random projection keeps the cost at O(N d dims) per model."""
     parts = []
     rng = np.random.default_rng(seed)
     for x in embeddings.values():
-        centred = unit_rows(x) - unit_rows(x).mean(axis=0)
+        unit = unit_rows(x)
+        centred = unit - unit.mean(axis=0)
         if centred.shape[1] > dims:
-            centred = centred @ rng.normal(size=(centred.shape[1], dims))
-        cov = centred.T @ centred / centred.shape[0]
-        values, vectors = np.linalg.eigh(cov)
-        keep = values > 1e-10 * max(values.max(), 1e-300)
-        if not keep.any():
-            continue
-        white = centred @ (vectors[:, keep] / np.sqrt(values[keep]))
-        parts.append(white / np.sqrt(keep.sum()))
+            centred = centred @ (rng.normal(size=(centred.shape[1], dims)) / np.sqrt(dims))
+        total = float((centred**2).sum(axis=1).mean())
+        if total > 1e-20:
+            parts.append(centred / np.sqrt(total))
     joint = np.hstack(parts) if parts else np.zeros((next(iter(embeddings.values())).shape[0], 1))
     return joint / np.sqrt(max(len(parts), 1))
 
@@ -92,11 +94,16 @@ def _ridge_predictions(
     return scores.argmax(axis=1)
 
 
-def vote_entropy(embeddings: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Entropy (N,) of the classes the models' probes, fitted on the labelled ``rows``, give each text."""
+def vote_entropy(
+    embeddings: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Entropy (N,) of the classes the models' probes, fitted on the labelled ``rows``, give each text,
+    each model's vote weighted by ``weights`` (M,; equal when None)."""
     votes = np.stack([_ridge_predictions(x, rows, codes) for x in embeddings.values()], axis=1)
+    w = np.full(votes.shape[1], 1.0) if weights is None else np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
     n_classes = int(codes.max()) + 1
-    counts = np.stack([(votes == c).sum(axis=1) for c in range(n_classes)], axis=1) / votes.shape[1]
+    counts = np.stack([((votes == c) * w).sum(axis=1) for c in range(n_classes)], axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return -np.nansum(np.where(counts > 0, counts * np.log(counts), 0.0), axis=1)
 
@@ -135,7 +142,11 @@ def next_rows(
     codes = np.unique(np.asarray(labels).astype(str), return_inverse=True)[1].reshape(-1)
     if strategy == "diverse" or np.unique(codes).size < 2:
         return d2_sample(space, free, labelled, n, rng)
-    entropy = vote_entropy(xs, labelled, codes)[free]
+    weights = None
+    if strategy == "contest":
+        chances = few_label_estimates(xs, labelled, list(np.asarray(labels).astype(str)), seed=seed)
+        weights = chances.set_index("model").loc[list(xs), "p_best"].to_numpy() + 1e-3
+    entropy = vote_entropy(xs, labelled, codes, weights)[free]
     size = int(min(free.size, POOL_FACTOR * n))
     pool = free[np.argsort(-entropy, kind="stable")[:size]]
     return d2_sample(space, pool, labelled, n, rng)
