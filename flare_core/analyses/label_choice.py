@@ -95,7 +95,10 @@ def _ridge_predictions(
 
 
 def vote_entropy(
-    embeddings: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray, weights: np.ndarray | None = None
+    embeddings: Mapping[str, np.ndarray],
+    rows: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Entropy (N,) of the classes the models' probes, fitted on the labelled ``rows``, give each text,
     each model's vote weighted by ``weights`` (M,; equal when None)."""

@@ -91,7 +91,7 @@ def few_label_draws(
     oracle: pd.Series | None = None,
 ) -> pd.DataFrame:
     """One row per (draw, k, texts, estimator): ``pick``, ``points_lost``, ``within`` (<= 2 points) and,
-    for the product's estimator, ``settled`` (the stopping advice) and ``p_best`` of the pick.
+    for the product's estimator, ``settled`` (the stopping advice), ``p_best`` and ``p_near`` of the pick.
 
     Draw ``i`` of random texts takes the first k rows of one seeded permutation, so its k are nested;
     draw ``i`` of chosen texts follows the product's batches. ``oracle`` (model -> accuracy) defaults to
@@ -122,7 +122,12 @@ def few_label_draws(
                     frame = few_label_estimates(xs, rows, labels[rows].tolist(), seed=draw)
                     advice = stopping_advice(frame, k)
                     pick = advice["best"]
-                    extra = {"settled": advice["settled"], "p_best": float(frame["p_best"].max())}
+                    lead = frame.set_index("model").loc[pick]
+                    extra = {
+                        "settled": advice["settled"],
+                        "p_best": float(lead["p_best"]),
+                        "p_near": float(lead["p_near"]),
+                    }
                 else:
                     pick, extra = _pick(models, _single_scores(estimator)(units, rows, codes, draw), rng), {}
                 lost = regret_points(oracle, pick, models)

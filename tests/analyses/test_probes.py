@@ -148,3 +148,23 @@ def test_advice_names_near_ties_as_either():
 def test_advice_refuses_a_frame_that_is_not_estimates():
     with pytest.raises(ValueError, match="few_label_estimates"):
         stopping_advice(pd.DataFrame({"model": ["a"]}), 4)
+
+
+def test_curve_extrapolation_leaves_a_flat_curve_alone_and_credits_a_rising_one():
+    pool, labels = _pool(n=600)
+    codes = np.unique(labels, return_inverse=True)[1]
+    rows = np.arange(60)
+    # the separating model is right on every text at k and at k / 2: nothing to extrapolate
+    correct, margin = probes.probe_scores({"good": pool["good"]}, rows, codes[rows], "ridge")
+    curved_c, curved_m = probes.curve_scores({"good": pool["good"]}, rows, codes[rows], "ridge")
+    assert np.array_equal(correct, curved_c) and correct.all()
+    # a model whose margins grow with the labels is credited above its value at k
+    _, weak_m = probes.probe_scores({"weak": pool["weak"]}, rows, codes[rows], "ridge")
+    _, weak_curved = probes.curve_scores({"weak": pool["weak"]}, rows, codes[rows], "ridge")
+    assert weak_curved.mean() > weak_m.mean()
+    # with every text labelled already there is nothing left to extrapolate to
+    small = {"weak": pool["weak"][:60]}
+    assert np.array_equal(
+        probes.curve_scores(small, rows, codes[rows], "ridge")[1],
+        probes.probe_scores(small, rows, codes[rows], "ridge")[1],
+    )
