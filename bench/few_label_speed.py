@@ -45,7 +45,7 @@ def update(embeddings: dict[str, np.ndarray], rows: np.ndarray, labels: np.ndarr
     start = time.perf_counter()
     frame = few_label_estimates(embeddings, rows, labels[rows].tolist())
     stopping_advice(frame, rows.size)
-    next_rows(embeddings, rows, labels[rows].tolist(), 16, strategy="disagree")
+    next_rows(embeddings, rows, labels[rows].tolist(), 16)
     return time.perf_counter() - start
 
 

@@ -14,7 +14,7 @@ tokens) and prints, per corpus and averaged over corpora, the tables of
 Usage::
 
     .venv/bin/python bench/few_labels.py [--corpora bbc-news,...] [--draws 30] [--splits 5]
-        [--cache-dir /work/cache/bench-emb] [--json few_labels.json]
+        [--cache-dir runs/.bench-emb-cache] [--out-dir runs/few-labels] [--report-only]
 
 Each corpus takes a few minutes on one core (set OMP_NUM_THREADS=1 when other work shares the cores).
 """
@@ -117,22 +117,26 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--cache-dir", type=Path, default=Path("runs/.bench-emb-cache"))
     parser.add_argument(
-        "--json",
-        type=Path,
-        default=None,
-        help="write every draw to this file (and read it back with --report-only)",
+        "--out-dir", type=Path, default=None, help="keep every corpus's draws in <out-dir>/<corpus>.json"
     )
     parser.add_argument(
-        "--report-only", action="store_true", help="print the tables of --json without computing"
+        "--report-only",
+        action="store_true",
+        help="print the tables of the files in --out-dir, computing nothing",
     )
     args = parser.parse_args(argv)
-    if args.report_only:
-        results = json.loads(args.json.read_text(encoding="utf-8"))
-    else:
-        names = args.corpora.split(",") if args.corpora else classification_corpora()
-        results = {name: run_corpus(name, args.cache_dir, args.draws, args.splits) for name in names}
-        if args.json:
-            args.json.write_text(json.dumps(results, default=_plain), encoding="utf-8")
+    names = args.corpora.split(",") if args.corpora else classification_corpora()
+    results = {}
+    for name in names:
+        path = args.out_dir / f"{name}.json" if args.out_dir else None
+        if args.report_only:
+            if path is not None and path.is_file():
+                results[name] = json.loads(path.read_text(encoding="utf-8"))
+            continue
+        results[name] = run_corpus(name, args.cache_dir, args.draws, args.splits)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(results[name], default=_plain), encoding="utf-8")
     print(report(results))
     return results
 

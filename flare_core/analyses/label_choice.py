@@ -31,7 +31,7 @@ JOINT_DIMS = 32
 POOL_FACTOR = 4
 STRATEGIES = ("random", "diverse", "disagree", "contest")
 #: The strategy :func:`next_rows` uses unless told otherwise.
-DEFAULT_STRATEGY = "random"
+DEFAULT_STRATEGY = "contest"
 
 
 def joint_space(embeddings: Mapping[str, np.ndarray], dims: int = JOINT_DIMS, seed: int = 0) -> np.ndarray:

@@ -366,7 +366,7 @@ def few_label_estimates(
 #: The chance (of the leader's score being within :data:`NEAR_MARGIN` of the highest) at which the
 #: question counts as settled; chosen on the benchmark so that settled draws land within 2 points of
 #: the best model in >= 90% of draws.
-SETTLED_P = 0.9
+SETTLED_P = 0.95
 #: Models whose score is within this of the leader's, and as surely near the best, "will do" (about
 #: one accuracy point).
 EITHER_MARGIN = 0.02
