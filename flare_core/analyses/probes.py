@@ -356,6 +356,7 @@ def few_label_estimates(
         method="leave-one-out margins of the " + ", ".join(PRODUCT_PROBES) + " probe(s); paired bootstrap",
         n_labels=int(rows.shape[0]),
         n_classes=int(values.size),
+        n_classes_repeated=int((np.bincount(codes) >= 2).sum()),
     )
     return frame
 
@@ -370,6 +371,9 @@ SETTLED_P = 0.95
 #: Models whose score is within this of the leader's, and as surely near the best, "will do" (about
 #: one accuracy point).
 EITHER_MARGIN = 0.02
+#: No advice settles on fewer labels than this, or before two classes have two labels each (a text
+#: alone in its class cannot be predicted without it, so such labels carry no evidence yet).
+MIN_SETTLED_LABELS = 16
 #: The advice asks for labels in multiples of this, and for at most :data:`MAX_MORE` at once.
 LABEL_STEP, MAX_MORE = 8, 256
 
@@ -378,7 +382,8 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     """Whether ``estimates`` (a :func:`few_label_estimates` frame) settle the choice after ``n_labels``.
 
     Settled when the leader (highest score) is within :data:`NEAR_MARGIN` of the best in at least
-    :data:`SETTLED_P` of the bootstrap draws. ``either`` lists the models that will do: the leader and
+    :data:`SETTLED_P` of the bootstrap draws, with at least :data:`MIN_SETTLED_LABELS` labels and two
+    classes of two labels or more. ``either`` lists the models that will do: the leader and
     those within :data:`EITHER_MARGIN` of it that are as surely near the best. Otherwise
     ``more_labels`` is the number of labels at which the leader's lead over the runner-up would be
     1.645 standard errors (the per-text spread of their difference, ``diff_sd``), in steps of
@@ -393,14 +398,15 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     best, p, near = str(lead["model"]), float(lead["p_best"]), float(lead["p_near"])
     close = ranked[(ranked["score"] >= lead["score"] - EITHER_MARGIN) & (ranked["p_near"] >= SETTLED_P)]
     either = [best] + [str(m) for m in close["model"] if m != best]
-    if near >= SETTLED_P:
+    evidence = n_labels >= MIN_SETTLED_LABELS and estimates.attrs.get("n_classes_repeated", 2) >= 2
+    if near >= SETTLED_P and evidence:
         if len(either) > 1:
             names = ", ".join(either)
             text = f"The top {len(either)} are within about 1 point of each other: either will do ({names})."
         else:
             text = f"{best} is best with {p:.0%} probability; more labels would hardly change the choice."
         return _advice(True, best, either, None, text)
-    more = _more_labels(ranked, n_labels)
+    more = max(_more_labels(ranked, n_labels), MIN_SETTLED_LABELS - n_labels)
     text = f"{best} is best with {p:.0%} probability; {more} more labels would settle it."
     return _advice(False, best, either, more, text)
 

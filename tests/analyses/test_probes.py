@@ -131,7 +131,7 @@ def _estimates(p_best, estimate, p_near, diff_sd=(0.0, 0.3, 0.3)) -> pd.DataFram
 
 
 def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
-    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5], [0.97, 0.1, 0.0]), 32)
+    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5], [0.99, 0.1, 0.0]), 32)
     assert advice["settled"] and advice["best"] == "m1" and advice["more_labels"] is None
     assert advice["either"] == ["m1"] and "m1" in advice["text"] and "95%" in advice["text"]
     advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5], [0.7, 0.5, 0.0]), 32)
@@ -141,7 +141,7 @@ def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
 
 
 def test_advice_names_near_ties_as_either():
-    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.885, 0.5], [0.95, 0.93, 0.0]), 64)
+    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.885, 0.5], [0.98, 0.96, 0.0]), 64)
     assert advice["settled"] and advice["either"] == ["m1", "m2"] and "either will do" in advice["text"]
 
 
@@ -168,3 +168,12 @@ def test_curve_extrapolation_leaves_a_flat_curve_alone_and_credits_a_rising_one(
         probes.curve_scores(small, rows, codes[rows], "ridge")[1],
         probes.probe_scores(small, rows, codes[rows], "ridge")[1],
     )
+
+
+def test_advice_never_settles_on_labels_that_carry_no_evidence():
+    pool, labels = _pool(n=60)
+    frame = few_label_estimates(pool, np.array([0, 1]), ["a", "b"])  # one label per class
+    advice = stopping_advice(frame, 2)
+    assert not advice["settled"] and advice["more_labels"] >= 14
+    sure = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0])
+    assert not stopping_advice(sure, 8)["settled"] and stopping_advice(sure, 16)["settled"]
