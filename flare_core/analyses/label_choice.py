@@ -1,6 +1,6 @@
 """Which texts to ask the user to label next, to tell the candidate models apart with few labels.
 
-``embeddings`` maps a model name to its (N, d) matrix of the same N texts. Two strategies:
+``embeddings`` maps a model name to its (N, d) matrix of the same N texts. The strategies:
 
 - ``"random"``: a seeded random sample of the unlabelled rows;
 - ``"diverse"``: k-means++ seeding (D² sampling) in a joint space of every model's embedding

@@ -1,12 +1,16 @@
-"""Scores of one model's embeddings from a few labelled texts: how well a probe trained on them would do.
+"""Scores of one model's embeddings from a few labelled texts: how well a probe trained on them does.
 
-Each function takes the labelled rows ``x`` (k, d) of one model and their integer class codes ``y`` (k,)
-and returns a number where higher means "better with plenty of labels" (or per-row values whose mean is
-that number):
+Each function takes the labelled rows ``x`` (k, d) of one model and their integer class codes ``y`` (k,);
+each row is predicted without itself (leave-one-out, or out-of-fold for the logistic regression):
 
 - :func:`cv_correct`: out-of-fold correctness of a logistic-regression probe (k,);
+- :func:`ridge_loo_scores` / :func:`ridge_loo_correct`: a ridge classifier on one-hot targets, in closed
+  form from one eigendecomposition of the k × k kernel (no refit per row);
+- :func:`knn_loo_scores` / :func:`knn_loo_correct`: a similarity-weighted vote of the nearest labelled rows;
+- :func:`propagation_loo_scores`: label spreading over the nearest-neighbour graph of all N texts
+  (:func:`knn_graph`, cached per embedding by :func:`cached_knn_graph`): the unlabelled texts take part;
 - :func:`logme`: LogME (You et al., ICML 2021), the log evidence of a Bayesian linear model per text;
-- :func:`knn_loo_correct`: leave-one-out correctness of a cosine nearest-neighbour vote (k,).
+- :func:`margins`: a soft correctness from class scores (true class minus the best other).
 """
 
 from __future__ import annotations
