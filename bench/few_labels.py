@@ -50,18 +50,20 @@ def classification_corpora() -> list[str]:
     return [name for name in BENCHMARK_CORPORA if load_benchmark_corpus(name).pairs is None]
 
 
-def run_corpus(name: str, cache_dir: Path, draws: int, splits: int) -> dict:
+def run_corpus(name: str, cache_dir: Path, draws: int, splits: int, old: dict | None = None) -> dict:
+    """Every draw and split of one corpus; with ``old`` (a previous result), only the full-label splits
+    are computed again and its draws are kept."""
     candidates = [m for m in default_models() if get_spec(m).role == "candidate"]
     bench, embeddings = corpus_embeddings(name, candidates, cache_dir, BENCHMARK_MAX_LENGTH)
     labels = bench.frame["label"].astype(str).tolist()
     start = time.perf_counter()
-    draws_frame = few_label_draws(embeddings, labels, draws=draws)
+    if old is None:
+        draws_list = few_label_draws(embeddings, labels, draws=draws).to_dict(orient="records")
+    else:
+        draws_list = old["draws"]
     full = full_label_table(embeddings, labels, splits=splits)
     print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    return {
-        "draws": draws_frame.to_dict(orient="records"),
-        "full": full.assign(tied=full["tied"].map(list)).to_dict(orient="records"),
-    }
+    return {"draws": draws_list, "full": full.assign(tied=full["tied"].map(list)).to_dict(orient="records")}
 
 
 def markdown(frame: pd.DataFrame, index: str, columns: str, value: str, fmt: str) -> str:
@@ -70,6 +72,15 @@ def markdown(frame: pd.DataFrame, index: str, columns: str, value: str, fmt: str
     lines = [head, "|" + "---|" * (len(table.columns) + 1)]
     for row, values in table.iterrows():
         lines.append("| " + " | ".join([str(row), *[format(v, fmt) for v in values]]) + " |")
+    return "\n".join(lines)
+
+
+def frame_markdown(frame: pd.DataFrame) -> str:
+    """A frame as a markdown table, floats with two decimals."""
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    for row in frame.itertuples(index=False):
+        cells = [format(v, ".2f") if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -89,10 +100,12 @@ def report(results: dict[str, dict]) -> str:
             + markdown(table.assign(pct=100 * table["share_within"]), "method", "k", "pct", ".0f")
         )
         parts.append("mean points lost\n\n" + markdown(table, "method", "k", "mean_points_lost", ".2f"))
-        parts.append("stopping advice (product's texts)\n\n" + stop.to_markdown(index=False, floatfmt=".2f"))
+        parts.append("stopping advice (product's texts)\n\n" + frame_markdown(stop))
         parts.append(
             f"full labels, pick on one half judged on the other ({len(full)} splits): mean points lost "
-            f"{full['points_lost'].mean():.2f}, worst {full['points_lost'].max():.2f}; picks "
+            f"{full['points_lost'].mean():.2f}, worst {full['points_lost'].max():.2f} (oracle C = 1); "
+            f"{full.get('points_lost_tuned', full['points_lost']).mean():.2f}, worst "
+            f"{full.get('points_lost_tuned', full['points_lost']).max():.2f} (same tuned probe); picks "
             f"{full['pick'].value_counts().to_dict()}; ties named {sum(len(t) > 0 for t in full['tied'])} of {len(full)}"
         )
     every = pd.concat(tables)
@@ -133,7 +146,8 @@ def main(argv: list[str] | None = None) -> dict:
             if path is not None and path.is_file():
                 results[name] = json.loads(path.read_text(encoding="utf-8"))
             continue
-        results[name] = run_corpus(name, args.cache_dir, args.draws, args.splits)
+        old = json.loads(path.read_text(encoding="utf-8")) if args.full_only and path is not None else None
+        results[name] = run_corpus(name, args.cache_dir, args.draws, args.splits, old)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(results[name], default=_plain), encoding="utf-8")

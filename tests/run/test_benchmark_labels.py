@@ -52,5 +52,6 @@ def test_full_label_table_picks_on_one_half_and_judges_on_the_other():
     table = full_label_table(pool, labels, splits=2)
     assert list(table["pick"]) == ["clear", "clear"]
     assert (table["points_lost"] == 0).all() and (table["best_tied_lost"] == 0).all()
+    assert (table["points_lost_tuned"] == 0).all()
     with pytest.raises(ValueError, match="splits"):
         full_label_table(pool, labels, splits=0)
