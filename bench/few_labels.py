@@ -137,6 +137,11 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="print the tables of the files in --out-dir, computing nothing",
     )
+    parser.add_argument(
+        "--full-only",
+        action="store_true",
+        help="recompute only the full-label splits of the files in --out-dir",
+    )
     args = parser.parse_args(argv)
     names = args.corpora.split(",") if args.corpora else classification_corpora()
     results = {}
