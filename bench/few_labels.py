@@ -4,10 +4,10 @@ Reads the embeddings cached by ``bench/label_free_scores.py`` (the candidates of
 tokens) and prints, per corpus and averaged over corpora, the tables of
 :mod:`flare_core.run.benchmark_labels`:
 
-1. few labels: k = 16 … 128 labelled texts, 30 seeded draws per k; the product's texts (batches of 16
-   chosen by ``next_rows``) against random texts, each with the product's estimator, and each single
-   baseline (cross-validated LR, LogME, kNN leave-one-out) on random texts: share of draws within 2
-   points of the best model and mean points lost;
+1. few labels: k = 16 … 128 labelled texts, 30 seeded draws per k; texts chosen in batches of 16 by
+   ``next_rows``' contest strategy against random texts, each with the product's estimator, and each
+   single baseline (cross-validated LR, LogME, kNN leave-one-out) on random texts: share of draws within
+   2 points of the best model and mean points lost;
 2. the stopping advice: among draws where it says "settled", the share within 2 points;
 3. full labels: the pick of ``compare_with_labels`` on one half of the texts judged on the other half.
 
@@ -90,9 +90,12 @@ def report(results: dict[str, dict]) -> str:
     for name, result in results.items():
         draws = pd.DataFrame(result["draws"])
         table = few_label_table(draws).assign(corpus=name)
-        table["method"] = table["estimator"] + " on " + table["texts"] + " texts"
+        table["method"] = (
+            table["estimator"] + " on " + table["texts"].replace({"chosen": "contest-chosen"}) + " texts"
+        )
         tables.append(table)
         stop = stopping_table(draws).assign(corpus=name)
+        stop_chosen = stopping_table(draws, texts="chosen")
         full = pd.DataFrame(result["full"])
         parts.append(f"### {name}\n")
         parts.append(
@@ -100,7 +103,10 @@ def report(results: dict[str, dict]) -> str:
             + markdown(table.assign(pct=100 * table["share_within"]), "method", "k", "pct", ".0f")
         )
         parts.append("mean points lost\n\n" + markdown(table, "method", "k", "mean_points_lost", ".2f"))
-        parts.append("stopping advice (product's texts)\n\n" + frame_markdown(stop))
+        parts.append("stopping advice (random texts)\n\n" + frame_markdown(stop))
+        parts.append(
+            "stopping advice (texts chosen by the contest strategy)\n\n" + frame_markdown(stop_chosen)
+        )
         parts.append(
             f"full labels, pick on one half judged on the other ({len(full)} splits): mean points lost "
             f"{full['points_lost'].mean():.2f}, worst {full['points_lost'].max():.2f} (oracle C = 1); "

@@ -37,6 +37,8 @@ KS = (16, 32, 48, 64, 128)
 DRAWS = 30
 BATCH = 16
 WITHIN_POINTS = 2.0
+#: The row choice judged against random texts (``"chosen"`` in the tables).
+CHOSEN_STRATEGY = "contest"
 #: The rows of the few-label table: (texts, estimator), in order.
 METHODS = (
     ("chosen", "product"),
@@ -69,11 +71,12 @@ def _pick(models: list[str], scores: np.ndarray, rng: np.random.Generator) -> st
 
 
 def _chosen_order(embeddings: dict[str, np.ndarray], labels: np.ndarray, k_max: int, seed: int) -> np.ndarray:
-    """The first ``k_max`` rows the product asks for, in batches of :data:`BATCH`, each batch chosen
-    after the labels of the previous ones are revealed."""
+    """The first ``k_max`` rows :data:`CHOSEN_STRATEGY` asks for, in batches of :data:`BATCH`, each batch
+    chosen after the labels of the previous ones are revealed."""
     rows = np.zeros(0, dtype=np.int64)
     while rows.size < k_max:
-        new = next_rows(embeddings, rows, labels[rows].tolist(), min(BATCH, k_max - rows.size), seed=seed)
+        size = min(BATCH, k_max - rows.size)
+        new = next_rows(embeddings, rows, labels[rows].tolist(), size, seed=seed, strategy=CHOSEN_STRATEGY)
         if new.size == 0:
             break
         rows = np.concatenate([rows, new])
@@ -146,10 +149,11 @@ def few_label_table(draws: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
-def stopping_table(draws: pd.DataFrame) -> pd.DataFrame:
-    """Per k, for the product's estimator on the product's texts: ``share_settled`` and, among the
-    settled draws, ``settled_within`` (share within :data:`WITHIN_POINTS`; NaN when none settled)."""
-    product = draws[(draws["estimator"] == "product") & (draws["texts"] == "chosen")]
+def stopping_table(draws: pd.DataFrame, texts: str = "random") -> pd.DataFrame:
+    """Per k, for the product's estimator on ``texts`` (``"random"``, the product's default, or
+    ``"chosen"``): ``share_settled`` and, among the settled draws, ``settled_within`` (share within
+    :data:`WITHIN_POINTS`; NaN when none settled)."""
+    product = draws[(draws["estimator"] == "product") & (draws["texts"] == texts)]
     rows = []
     for k, group in product.groupby("k"):
         settled = group[group["settled"].astype(bool)]

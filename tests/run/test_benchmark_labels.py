@@ -33,7 +33,7 @@ def test_few_label_draws_judge_every_method_against_the_oracle():
     table = few_label_table(draws)
     product = table[(table["estimator"] == "product") & (table["k"] == 16)]
     assert (product["share_within"] == 1.0).all() and (product["draws"] == 3).all()
-    stop = stopping_table(draws)
+    stop = stopping_table(draws, texts="chosen")
     assert list(stop["k"]) == [8, 16] and stop["share_settled"].between(0, 1).all()
     settled = stop.dropna()
     assert (settled["settled_within"] == 1.0).all()
