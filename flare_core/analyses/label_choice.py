@@ -31,7 +31,7 @@ JOINT_DIMS = 32
 POOL_FACTOR = 4
 STRATEGIES = ("random", "diverse", "disagree", "contest")
 #: The strategy :func:`next_rows` uses unless told otherwise. Random rows: on the labels' benchmark
-#: (5 corpora, 30 draws per k) the contest strategy did not beat them on average (it helps on three
+#: (6 corpora, 30 draws per k) the contest strategy did not beat them on average (it helps on three
 #: corpora and hurts on the 16-class one), so the choosing strategies do not ship as the default.
 DEFAULT_STRATEGY = "random"
 
