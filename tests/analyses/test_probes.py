@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_predict
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, StratifiedShuffleSplit, cross_val_predict
 from sklearn.preprocessing import normalize
 
 from flare_core.analyses import probes
@@ -36,7 +36,7 @@ def test_full_label_accuracy_is_sklearns_nested_cross_validation():
     for name, x in pool.items():
         accs = []
         for r in range(probes.REPEATS):
-            inner = StratifiedKFold(3, shuffle=True, random_state=3)
+            inner = StratifiedShuffleSplit(1, test_size=1 / 3, random_state=3)
             search = GridSearchCV(LogisticRegression(max_iter=1000), {"C": list(probes.C_GRID)}, cv=inner)
             outer = StratifiedKFold(probes.FOLDS, shuffle=True, random_state=3 + r)
             accs.append(np.mean(cross_val_predict(search, normalize(x), codes, cv=outer) == codes))
@@ -118,23 +118,62 @@ def test_few_labels_refuse_bad_rows_and_one_class():
 # ------------------------------------------------------------------------------------------ advice
 
 
-def _estimates(p_best: list[float], estimate: list[float]) -> pd.DataFrame:
-    return pd.DataFrame({"model": ["m1", "m2", "m3"], "estimate": estimate, "p_best": p_best})
+def _estimates(p_best, estimate, p_near, diff_sd=(0.0, 0.3, 0.3)) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": ["m1", "m2", "m3"],
+            "score": estimate,
+            "p_best": p_best,
+            "p_near": p_near,
+            "diff_sd": diff_sd,
+        }
+    )
 
 
 def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
-    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5]), 32)
+    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5], [0.99, 0.1, 0.0]), 32)
     assert advice["settled"] and advice["best"] == "m1" and advice["more_labels"] is None
-    assert "m1" in advice["text"] and "95%" in advice["text"]
-    advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5]), 32)
-    assert not advice["settled"] and advice["more_labels"] > 0 and "more labels" in advice["text"]
+    assert advice["either"] == ["m1"] and "m1" in advice["text"] and "95%" in advice["text"]
+    advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5], [0.7, 0.5, 0.0]), 32)
+    assert not advice["settled"] and "more labels" in advice["text"]
+    # the lead of 5 points stands 1.645 standard errors at (1.645 * 0.3 / 0.05)^2 = 97.4 labels: 72 more
+    assert advice["more_labels"] == 72 and "72 more labels" in advice["text"]
 
 
 def test_advice_names_near_ties_as_either():
-    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.895, 0.5]), 64)
+    advice = stopping_advice(_estimates([0.5, 0.45, 0.05], [0.9, 0.885, 0.5], [0.98, 0.96, 0.0]), 64)
     assert advice["settled"] and advice["either"] == ["m1", "m2"] and "either will do" in advice["text"]
 
 
 def test_advice_refuses_a_frame_that_is_not_estimates():
     with pytest.raises(ValueError, match="few_label_estimates"):
         stopping_advice(pd.DataFrame({"model": ["a"]}), 4)
+
+
+def test_curve_extrapolation_leaves_a_flat_curve_alone_and_credits_a_rising_one():
+    pool, labels = _pool(n=600)
+    codes = np.unique(labels, return_inverse=True)[1]
+    rows = np.arange(60)
+    # the separating model is right on every text at k and at k / 2: nothing to extrapolate
+    correct, margin = probes.probe_scores({"good": pool["good"]}, rows, codes[rows], "ridge")
+    curved_c, curved_m = probes.curve_scores({"good": pool["good"]}, rows, codes[rows], "ridge")
+    assert np.array_equal(correct, curved_c) and correct.all()
+    # a model whose margins grow with the labels is credited above its value at k
+    _, weak_m = probes.probe_scores({"weak": pool["weak"]}, rows, codes[rows], "ridge")
+    _, weak_curved = probes.curve_scores({"weak": pool["weak"]}, rows, codes[rows], "ridge")
+    assert weak_curved.mean() > weak_m.mean()
+    # with every text labelled already there is nothing left to extrapolate to
+    small = {"weak": pool["weak"][:60]}
+    assert np.array_equal(
+        probes.curve_scores(small, rows, codes[rows], "ridge")[1],
+        probes.probe_scores(small, rows, codes[rows], "ridge")[1],
+    )
+
+
+def test_advice_never_settles_on_labels_that_carry_no_evidence():
+    pool, labels = _pool(n=60)
+    frame = few_label_estimates(pool, np.array([0, 1]), ["a", "b"])  # one label per class
+    advice = stopping_advice(frame, 2)
+    assert not advice["settled"] and advice["more_labels"] >= 14
+    sure = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0])
+    assert not stopping_advice(sure, 8)["settled"] and stopping_advice(sure, 16)["settled"]
