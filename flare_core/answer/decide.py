@@ -110,7 +110,9 @@ def from_few_labels(block: dict[str, Any], choice: dict[str, Any] | None) -> dic
         next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."
     summary = (
         f"From your {block['n_labels']} labels: its estimated accuracy with plenty of labels is {interval}. "
-        "The estimates come from classifiers trained and tested on your labelled texts only."
+        "Each model is scored by how well a probe trained on your other labels predicts each labelled text, "
+        "carried forward along its learning curve to plenty of labels; the chances come from resampling your "
+        "labels."
     )
     if choice and choice["choice"] != best:
         summary += f" The label-free choice was {choice['choice']}."
