@@ -163,23 +163,34 @@ def _embed_task(
 ) -> dict[str, Any]:
     """Embed ``texts`` with ``model_id`` into the embedding cache (any process that sees ``cache``).
 
-    Returns the cache file's ``path`` and what the run records about the model.
+    Returns the cache file's ``path`` and what the run records about the model, its cost included
+    (:mod:`flare_core.encoders.cost`: texts per second over this unit's own embedding time, load time,
+    peak memory, size, bytes per vector; the figures stored with the cache entry when it was a hit).
     """
     from flare_core import encoders
+    from flare_core.encoders.cache import annotate_entry, entry_meta
+    from flare_core.encoders.cost import timed_embedding
 
     started = time.perf_counter()
-    encoder = encoders.load_encoder(model_id, device=device, corpus_texts=texts)
-    if progress is not None:  # loaded: its load counts as done before its first batch
-        progress(0, len(texts))
-    array = encoders.embed(
-        encoder,
-        texts,
-        corpus_hash=corpus_hash,
-        cache_dir=cache,
-        batch_size=batch_size,
-        max_length=max_length,
-        progress=progress,
-    )
+
+    def load() -> Any:
+        encoder = encoders.load_encoder(model_id, device=device, corpus_texts=texts)
+        if progress is not None:  # loaded: its load counts as done before its first batch
+            progress(0, len(texts))
+        return encoder
+
+    def embed(encoder: Any) -> Any:
+        return encoders.embed(
+            encoder, texts, corpus_hash=corpus_hash, cache_dir=cache, batch_size=batch_size,
+            max_length=max_length, progress=progress,
+        )  # fmt: skip
+
+    array, encoder, cost = timed_embedding(
+        model_id, texts, embed, load=load, device=device,
+        cached=lambda enc: entry_meta(enc, corpus_hash, cache, max_length),
+    )  # fmt: skip
+    if not cost.get("from_cache"):
+        annotate_entry(encoder, corpus_hash, cache, max_length, {"cost": cost})
     spec = encoder.spec
     return {
         "path": str(array.filename),
@@ -188,6 +199,8 @@ def _embed_task(
         "revision": spec.revision,
         "layers": spec.layers,
         "seconds": round(time.perf_counter() - started, 3),
+        **cost,
+        "device": str(getattr(encoder, "device", None) or device or "cpu"),
     }
 
 
