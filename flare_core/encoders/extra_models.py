@@ -35,6 +35,8 @@ class DistilBase:
     revision: Callable[[], str]
     forward: Callable[[], tuple[Callable[[np.ndarray], np.ndarray], int, int]]
     available: Callable[[], bool]
+    #: Seconds its distils take to build on 2 cores (the forward pass over the vocabulary), measured.
+    build_seconds: float
 
     def distil_id(self, width: int) -> str:
         return f"m2v-{self.short}-{width}"
@@ -84,19 +86,31 @@ DISTIL_BASES = (
         "all-MiniLM-L6-v2", "minilm-l6", "Apache-2.0 (derived from all-MiniLM-L6-v2)",
         lambda: builtin.minilm_dir() / "tokenizer.json",
         lambda: _version_tag(builtin.MINILM_PACKAGE),
-        lambda: _torch_forward(builtin.minilm_dir()), builtin.minilm_available,
+        lambda: _torch_forward(builtin.minilm_dir()), builtin.minilm_available, 40.0,
     ),
     DistilBase(
         "all-mpnet-base-v2", "mpnet", "Apache-2.0 (derived from all-mpnet-base-v2)",
         lambda: builtin.mpnet_dir() / "tokenizer.json", builtin.mpnet_revision,
-        lambda: _torch_forward(builtin.mpnet_dir()), builtin.mpnet_available,
+        lambda: _torch_forward(builtin.mpnet_dir()), builtin.mpnet_available, 300.0,
     ),
     DistilBase(
         "paraphrase-MiniLM-L3-v2", "paraphrase-l3", "Apache-2.0 (derived from paraphrase-MiniLM-L3-v2)",
         lambda: builtin.minilm_dir() / "tokenizer.json",
-        lambda: _version_tag(builtin.PARAPHRASE_PACKAGE), _onnx_forward, _paraphrase_available,
+        lambda: _version_tag(builtin.PARAPHRASE_PACKAGE), _onnx_forward, _paraphrase_available, 25.0,
     ),
 )  # fmt: skip
+
+
+def distil_build_seconds(model_id: str) -> float:
+    """Seconds still to spend building the distil ``model_id`` before its first text (0 once built, or for
+    any other model): its base's build time, shared by the base's widths."""
+    from flare_core.encoders.distil import distil_ready
+
+    for base in DISTIL_BASES:
+        if model_id in (base.distil_id(w) for w in DISTIL_WIDTHS):
+            ready = distil_ready(model_id, base.revision())
+            return 0.0 if ready else base.build_seconds / len(DISTIL_WIDTHS)
+    return 0.0
 
 
 def _distil_revision(base: DistilBase, width: int) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
-from flare_core.run.eta import embedding_cost, model_embedding_units, text_units
+from flare_core.run.eta import embedding_cost, model_embedding_units, seconds_to_units, text_units
 from flare_core.run.manifest import record_worker, set_model
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
@@ -211,15 +211,18 @@ def _encoder_kind(encoder: Any) -> str:
 
 
 def model_cost(model: dict[str, Any]) -> tuple[float, float]:
-    """The model's :func:`~flare_core.run.eta.embedding_cost`: ``(weight, load_units)``."""
+    """The model's :func:`~flare_core.run.eta.embedding_cost`: ``(weight, load_units)``; a distilled static
+    model not built yet also loads for its share of the build (the forward pass over the vocabulary)."""
     from flare_core.encoders import get_spec
+    from flare_core.encoders.extra_models import distil_build_seconds
 
     if model.get("kind") == "precomputed":
         return 0.0, 0.0
     try:
-        return embedding_cost(get_spec(model["id"]))
+        weight, load = embedding_cost(get_spec(model["id"]))
     except ValueError:  # hub ids and local folders: priced like all-MiniLM-L6-v2
         return embedding_cost(None)
+    return weight, load + seconds_to_units(distil_build_seconds(model["id"]))
 
 
 def token_model(run: Run, model_id: str) -> tuple[float, int]:

@@ -138,3 +138,21 @@ def test_the_universal_sentence_encoder_tells_close_texts_from_far_ones():
     assert x.shape == (3, 512) and x.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-5)
     assert x[0] @ x[1] > x[0] @ x[2] + 0.3
+
+
+def test_the_time_plan_counts_a_distils_build_until_it_is_built(tmp_path, monkeypatch):
+    from flare_core.encoders.extra_models import DISTIL_BASES, distil_build_seconds
+    from flare_core.run.embedding_stage import model_cost
+    from flare_core.run.eta import seconds_to_units
+
+    monkeypatch.setenv("FLARE_CACHE_DIR", str(tmp_path))
+    mpnet = next(b for b in DISTIL_BASES if b.short == "mpnet")
+    assert distil_build_seconds("m2v-mpnet-64") == mpnet.build_seconds / 2
+    assert distil_build_seconds("all-MiniLM-L6-v2") == 0.0
+    before = model_cost({"id": "m2v-mpnet-64"})[1]
+    outputs = np.random.default_rng(3).normal(size=(4, 70)).astype(np.float32)
+    write_distils(outputs, np.arange(4), {"m2v-mpnet-64": 64}, {"base_revision": mpnet.revision()})
+    assert distil_build_seconds("m2v-mpnet-64") == 0.0
+    assert before - model_cost({"id": "m2v-mpnet-64"})[1] == pytest.approx(
+        seconds_to_units(mpnet.build_seconds / 2)
+    )
