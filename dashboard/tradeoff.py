@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard.common import escape
 from flare_core.store.runs import Run
 from flare_core.view import figures
-from flare_core.view.tradeoff import cheapest_sentence, tradeoff_view
+from flare_core.view.tradeoff import cheapest_sentence, cost_table, tradeoff_view
 
 COST_CHOICES = {"speed (texts per second)": "texts_per_s", "storage (bytes per vector)": "bytes_per_vector"}
 
@@ -39,4 +39,4 @@ def show_quality_cost(run: Run, quality: pd.DataFrame | None = None) -> None:
             "what the process held before loading; size of the model's files (or, for models fitted on the "
             "corpus, of their parameters); bytes per vector at float32 and at int8."
         )
-        st.dataframe(view["costs"], hide_index=True)
+        st.dataframe(cost_table(view["costs"]), hide_index=True)

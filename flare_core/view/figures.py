@@ -408,6 +408,9 @@ COST_AXES = {
 }
 
 
+_COST_UNITS = {"texts_per_s": "texts per second", "bytes_per_vector": "bytes per vector"}
+
+
 def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_per_s") -> go.Figure:
     """Each model's quality (y, with its interval) against its cost (x: ``texts_per_s`` or
     ``bytes_per_vector``), the Pareto front drawn as a line through the models no other beats on both, and
@@ -446,7 +449,7 @@ def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_
             x=table[cost], y=table["quality"], mode="markers+text", text=names, textposition=positions,
             marker={"color": colours, "size": [13 if f else 8 for f in table["front"]], "symbol": "circle"},
             error_y=error, name="models", showlegend=False,
-            hovertemplate="%{text}<br>quality %{y:.4g}<br>" + cost.replace("_", " ") + " %{x:.4g}<extra></extra>",
+            hovertemplate="%{text}<br>quality %{y:.4g}<br>%{x:.4g} " + _COST_UNITS.get(cost, cost) + "<extra></extra>",
         )
     )  # fmt: skip
     label = str(table["label"].iloc[0]) if len(table) else "quality"

@@ -158,7 +158,7 @@ def _ranking(results: dict[str, Any]) -> str:
 def _quality_cost(run: Run) -> str:
     """Quality against speed and against storage, drawn as on the Overview, with the cheapest model that
     is good enough and the costs the run measured."""
-    from flare_core.view.tradeoff import cheapest_sentence, tradeoff_view
+    from flare_core.view.tradeoff import cheapest_sentence, cost_table, tradeoff_view
 
     view = tradeoff_view(run)
     if view is None:
@@ -170,7 +170,7 @@ def _quality_cost(run: Run) -> str:
         if sentence:
             parts.append(f"<p>{escape(sentence)}</p>")
     parts.append("<h3>Costs measured in this run</h3>")
-    parts.append(table(view["costs"]))
+    parts.append(table(cost_table(view["costs"])))
     return "\n".join(parts)
 
 

@@ -22,6 +22,18 @@ COST_COLUMNS = (
     "bytes_per_vector_int8",
     "device",
 )
+#: The cost columns in words, as the page and the report show them.
+COST_WORDS = {
+    "model": "model",
+    "texts_per_s": "texts per second",
+    "chars_per_s": "characters per second",
+    "load_s": "seconds to load",
+    "peak_memory_mib": "peak memory (MiB)",
+    "model_size_mib": "size (MiB)",
+    "bytes_per_vector_float32": "bytes per vector (float32)",
+    "bytes_per_vector_int8": "bytes per vector (int8)",
+    "device": "device",
+}
 #: The label-based quality of a run, by the downstream metric it has: (column, words).
 _LABELLED = (
     ("accuracy", "accuracy on the labels (points: 5-fold logistic regression)"),
@@ -90,6 +102,12 @@ def tradeoff_view(run: Run, quality: pd.DataFrame | None = None) -> dict[str, An
     if quality is None or quality.empty or not costs["texts_per_s"].notna().any():
         return None
     return {"quality": quality, "costs": costs}
+
+
+def cost_table(costs: pd.DataFrame) -> pd.DataFrame:
+    """The measured costs with headings in words (:data:`COST_WORDS`), fastest model first."""
+    ordered = costs.sort_values("texts_per_s", ascending=False, na_position="last", kind="stable")
+    return ordered.rename(columns=COST_WORDS).reset_index(drop=True)
 
 
 def cheapest_sentence(view: dict[str, Any], cost: str = "texts_per_s") -> str | None:
