@@ -2,7 +2,8 @@
 
 Like Doc2Vec, it is fitted on the corpus when loaded (``corpus_texts``). fastText builds a word's vector
 from its character n-grams too, so a word never seen in training (a typo, a rare inflection) still gets
-one. Training runs on one worker thread with a fixed seed and a process-independent string hash, so the
+one. The n-grams are hashed into 100,000 buckets (gensim's default, 2,000,000, takes 800 MB at 100
+dimensions; a corpus of thousands of texts fills few of them). Training runs on one worker thread with a fixed seed and a process-independent string hash, so the
 same texts give the same vectors in every process.
 """
 
@@ -17,6 +18,8 @@ from flare_core.checks import check_int
 from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
 from flare_core.encoders.controls import texts_hash
 from flare_core.encoders.doc2vec import _stable_hash, doc2vec_tokenize
+
+NGRAM_BUCKETS = 100_000
 
 
 class FastTextEncoder:
@@ -61,7 +64,7 @@ class FastTextEncoder:
             model = FastText(
                 sentences, sg=1, vector_size=self.vector_size, epochs=self.epochs,
                 min_count=self.min_count if len(items) >= 50 else 1, workers=1, seed=self.seed,
-                hashfxn=_stable_hash,
+                hashfxn=_stable_hash, bucket=NGRAM_BUCKETS,
             )  # fmt: skip
         except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
             raise ValueError(f"fastText cannot be trained on this corpus: {exc}") from None

@@ -304,9 +304,9 @@ def _fasttext_spec() -> ModelSpec:
     return ModelSpec(
         id=extra_models.FASTTEXT, dim=100, layers=None, max_tokens=None, kind="corpus",
         family="fitted on the corpus", source="built on the corpus (gensim)", licence="n/a (gensim is LGPL-2.1)",
-        description="fastText skip-gram word vectors (100-d, character 3–6-grams, 10 epochs) trained on the "
-        "corpus (one thread, seed 0); a text is the mean of its words' vectors, unit-norm",
-        revision=f"{_library_tag('gensim')}-seed0|fit:encoded-texts",
+        description="fastText skip-gram word vectors (100-d, character 3–6-grams in 100,000 buckets, 10 "
+        "epochs) trained on the corpus (one thread, seed 0); a text is the mean of its words' vectors, unit-norm",
+        revision=f"{_library_tag('gensim')}-seed0-buckets100k|fit:encoded-texts",
     )  # fmt: skip
 
 
