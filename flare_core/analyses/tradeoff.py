@@ -157,16 +157,15 @@ def _sentence(
     pick: pd.Series, best: pd.Series, speedup: float | None, storage: float | None, points: float, free: bool
 ) -> str:
     amount = f"{points:g} point" + ("" if points == 1 else "s")
-    scope = (
-        "Cheapest model the label-free score cannot tell apart from its best (label-free: no labels checked it)"
-        if free
-        else f"Cheapest within {amount} of the best"
-    )
+    if free:
+        scope = f"Cheapest model the label-free score cannot tell apart from its best ({best['model']}; no labels checked it)"
+    else:
+        scope = f"Cheapest within {amount} of the best ({best['model']})"
     if pick["model"] == best["model"]:
-        return f"{scope}: {best['model']}, the best model itself."
+        return f"{scope}: {best['model']} itself."
     parts = [str(pick["model"])]
     if speedup is not None:
         parts.append(_ratio_words(speedup, "faster", "slower"))
     if storage is not None:
         parts.append(_storage_words(storage))
-    return f"{scope} ({best['model']}): {', '.join(parts)}."
+    return f"{scope}: {', '.join(parts)}."

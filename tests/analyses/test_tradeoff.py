@@ -63,7 +63,10 @@ def test_cheapest_by_storage_and_the_best_model_itself():
     assert by_bytes["model"] == "glove" and by_bytes["storage_ratio"] == pytest.approx(200 / 3072)
     assert by_bytes["sentence"].endswith("glove, 250× faster, 0.065× the storage.")
     alone = cheapest_within(_quality([80.0, 60.0, 50.0, 40.0]), COSTS, points=0.5)
-    assert alone["model"] == "mpnet" and alone["sentence"].endswith("mpnet, the best model itself.")
+    assert (
+        alone["model"] == "mpnet"
+        and alone["sentence"] == "Cheapest within 0.5 points of the best (mpnet): mpnet itself."
+    )
     assert cheapest_within(_quality([80.0, 1, 2, 3]).assign(model=list("abcd")), COSTS) is None
     with pytest.raises(ValueError, match="cost"):
         cheapest_within(quality, COSTS, cost="watts")
