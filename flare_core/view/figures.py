@@ -448,7 +448,7 @@ def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_
         go.Scatter(
             x=table[cost], y=table["quality"], mode="markers+text", text=names, textposition=positions,
             marker={"color": colours, "size": [13 if f else 8 for f in table["front"]], "symbol": "circle"},
-            error_y=error, name="models", showlegend=False,
+            error_y=error, name="models", showlegend=False, cliponaxis=False,
             hovertemplate="%{text}<br>quality %{y:.4g}<br>%{x:.4g} " + _COST_UNITS.get(cost, cost) + "<extra></extra>",
         )
     )  # fmt: skip
