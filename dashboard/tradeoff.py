@@ -24,7 +24,10 @@ def show_quality_cost(run: Run, quality: pd.DataFrame | None = None) -> None:
     )
     view = tradeoff_view(run, quality)
     if view is None:
-        st.info("This chart appears once the run has embedded its models and scored them.")
+        st.info(
+            "This chart appears once the run has embedded its models and scored them. Uploaded embeddings "
+            "have no measured cost, so a run of uploaded embeddings only has no chart here."
+        )
         return
     choice = st.radio("Weigh quality against", list(COST_CHOICES), horizontal=True, key="cost-axis")
     cost = COST_CHOICES[choice]

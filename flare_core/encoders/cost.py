@@ -33,7 +33,7 @@ from flare_core.store.cache import cache_root
 MEASUREMENTS = "model_costs.json"
 _MIB = 2**20
 #: Seconds between two readings of the resident memory while a model loads and embeds.
-_SAMPLE_SECONDS = 0.005
+_SAMPLE_SECONDS = 0.02
 
 
 def rss_bytes() -> int:
@@ -62,7 +62,7 @@ def _release_free_memory() -> None:
 
 class PeakMemory:
     """Context manager: ``peak_mib`` is the highest resident memory reached inside the block above the
-    memory held on entry, read every 5 ms by a thread (and once more on exit). Memory freed before the
+    memory held on entry, read every 20 ms by a thread (and once more on exit). Memory freed before the
     block is handed back to the system first; what the block reuses of memory still held (a library's
     own caches) is not counted, so the figure is a lower bound."""
 
