@@ -5,11 +5,13 @@ Usage::
     python bench/standard_run.py                    # both cases, cold cache for the demo
     python bench/standard_run.py --case standard    # 7 candidates + 2 controls × 2,000 short texts, defaults
     python bench/standard_run.py --case demo --save # the first-launch demo; keep these figures as the reference
+    python bench/standard_run.py --case pool        # every available trained candidate (16) × 2,000 texts
 
 ``demo`` is :func:`flare_core.run.demo.ensure_demo_run` from an empty cache (model unpacking, corpus,
 every stage); ``standard`` is a default run (both estimators, collapse, maps, validation) of seven
 candidates on the 2,000 rotten-tomatoes snippets of the validity benchmark, embeddings cached or not as
-the cache has them. Prints each stage's seconds, the ratio to the reference figures (below 1: faster),
+the cache has them; ``pool`` is the same default run with every available trained candidate of the
+registry (16 on a full install) and ``pool-lean`` the same without the maps and the token-level stages. Prints each stage's seconds, the ratio to the reference figures (below 1: faster),
 the wall time, the peak resident memory of this process and of its worker processes, and how good the
 time-left estimate was: the share of the estimates (read from the manifest every second, as the pages do)
 within ±30% of the time that was in fact left, between 20% and 90% of the wall time. Timings on a
@@ -42,10 +44,25 @@ STANDARD_MODELS = [
 ]
 
 
+def pool_models() -> list[str]:
+    """Every available trained candidate of the registry."""
+    from flare_core.encoders import is_available, list_models
+
+    return [s.id for s in list_models() if s.role == "candidate" and is_available(s.id)]
+
+
 def _peak_mib() -> dict[str, float]:
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"peak_rss_mib": round(own, 1), "peak_rss_workers_mib": round(children, 1)}
+    """Peak resident memory of this process and of its largest worker, and the CPU seconds of both (on a
+    shared machine the wall time stretches with the load; on a quiet 2-core machine it lies between half
+    the CPU seconds and all of them)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return {
+        "peak_rss_mib": round(own.ru_maxrss / 1024, 1),
+        "peak_rss_workers_mib": round(children.ru_maxrss / 1024, 1),
+        "cpu_s": round(cpu, 1),
+    }
 
 
 class EtaSampler:
@@ -109,7 +126,7 @@ def time_demo(runs_dir: Path) -> dict:
     )
 
 
-def time_standard(runs_dir: Path) -> dict:
+def time_standard(runs_dir: Path, models: list[str] | None = None, **options: object) -> dict:
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
     from flare_core.run import jobs
     from flare_core.run.benchmark import make_run
@@ -117,7 +134,7 @@ def time_standard(runs_dir: Path) -> dict:
     from flare_core.store.runs import RunStore
 
     bench = load_benchmark_corpus("rotten-tomatoes")
-    run = make_run(RunStore(runs_dir), bench, build_params(models=STANDARD_MODELS))
+    run = make_run(RunStore(runs_dir), bench, build_params(models=models or STANDARD_MODELS, **options))
     start = time.perf_counter()
     with EtaSampler(runs_dir) as eta:
         status = jobs.run_in_process(run)
@@ -143,7 +160,8 @@ def _print(case: str, figures: dict, reference: dict | None) -> None:
             f"  {stage:<22} {seconds:8.1f} s   reference {ref if ref is not None else '–':>8}   ratio {ratio}"
         )
     print(
-        f"  peak memory: {figures['peak_rss_mib']:.0f} MiB here, {figures['peak_rss_workers_mib']:.0f} MiB in a worker"
+        f"  peak memory: {figures['peak_rss_mib']:.0f} MiB here, {figures['peak_rss_workers_mib']:.0f} MiB in a worker; "
+        f"CPU {figures.get('cpu_s', 0):.0f} s (this process and its workers)"
     )
     if figures.get("eta_samples"):
         print(
@@ -156,7 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--case", choices=["demo", "standard", "both"], default="both")
+    parser.add_argument("--case", choices=["demo", "standard", "both", "pool", "pool-lean"], default="both")
     parser.add_argument("--save", action="store_true", help="keep these figures as the new reference")
     parser.add_argument("--warm-demo", action="store_true", help="use the current cache for the demo")
     args = parser.parse_args()
@@ -170,6 +188,9 @@ def main() -> None:
             os.environ.pop("FLARE_CACHE_DIR", None)
         if args.case in ("standard", "both"):
             results["standard"] = time_standard(Path(tmp) / "standard-runs") | _peak_mib()
+        if args.case in ("pool", "pool-lean"):
+            lean = {"maps": False, "collapse": False} if args.case == "pool-lean" else {}
+            results[args.case] = time_standard(Path(tmp) / "pool-runs", pool_models(), **lean) | _peak_mib()
     for case, figures in results.items():
         _print(case, figures, reference.get(case))
     if args.save:

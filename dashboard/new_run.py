@@ -13,6 +13,7 @@ from flare_core.errors import CorpusError
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
 from flare_core.run.inputs import available_models, max_upload_mb, preview_table
+from flare_core.run.model_costs import describe_duration, expected_embedding_seconds
 from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
 from flare_core.run.precheck import (
     CorpusPrecheck,
@@ -49,6 +50,24 @@ def precheck_upload(file_id: str, _frame, _info, **choices) -> CorpusPrecheck:
 def precheck_embeddings_file(file_id: str, _data: bytes, file_name: str, n_rows: int | None):
     """:func:`precheck_embeddings` of one uploaded file, once per file and corpus length."""
     return precheck_embeddings(_data, name=file_name, n_rows=n_rows)
+
+
+def show_expected_time(models: list[str], texts: list[str]) -> None:
+    """The time the chosen models should take to embed the corpus here, from ``flare models --measure``."""
+    seconds, unmeasured = expected_embedding_seconds(models, texts)
+    if seconds:
+        slowest = max(seconds, key=seconds.get)
+        st.caption(
+            f":material/timer: Embedding {len(texts):,} texts should take {describe_duration(sum(seconds.values()))} "
+            f"with the {len(seconds)} measured models on this machine (slowest: {escape(slowest)}, "
+            f"{describe_duration(seconds[slowest])})."
+            + (f" Not measured here: {escape(', '.join(unmeasured))}." if unmeasured else "")
+        )
+    elif unmeasured:
+        st.caption(
+            "The models' speed has not been measured on this machine yet: `flare models --measure` measures it "
+            "(a few minutes), and this page then shows the expected embedding time."
+        )
 
 
 st.title("New run")
@@ -221,6 +240,8 @@ try:
 except ValueError as exc:
     show_check(names_status, FieldCheck("error", str(exc)))
     blocked.append("the embeddings' names")
+if corpus is not None and models:
+    show_expected_time(models, corpus.texts)
 if not (models or embedding_rows):
     blocked.append("no model")
     st.caption("Tick a model or add an embeddings file to start.")

@@ -13,6 +13,7 @@ from dashboard.common import (
     show_verdict,
     status_banner,
 )
+from dashboard.tradeoff import show_quality_cost
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
@@ -94,6 +95,8 @@ else:
             figures.ranking_bar(bars[["model", "score", "ci_low", "ci_high"]], "Ranking"), key="bars"
         )
         st.caption(explain(sort_by) + " " + explain("ci"))
+
+show_quality_cost(run)
 
 st.subheader("Models")
 st.dataframe(models_table(manifest["models"]), hide_index=True)

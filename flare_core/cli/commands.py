@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from flare_core.cli.model_commands import budget_models, budget_result
 from flare_core.store.atomic import to_json
 from flare_core.store.runs import RunStore
 
@@ -29,39 +30,13 @@ def _print_json(obj: Any) -> None:
 def _table(frame: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
     if frame.empty:
         return "(empty)"
+    from flare_core.view.results import shown_blank
+
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else floatfmt.format(v))
-    return shown.to_string(index=False)
-
-
-# -- models -------------------------------------------------------------------------------------------------
-
-
-def cmd_models(args: argparse.Namespace) -> int:
-    from flare_core.encoders import is_available, list_models
-
-    rows = [
-        {
-            "id": spec.id,
-            "dim": spec.dim,
-            "layers": spec.layers,
-            "kind": spec.kind,
-            "role": spec.role,
-            "source": spec.source,
-            "licence": spec.licence,
-            "available": is_available(spec.id),
-        }
-        for spec in list_models()
-    ]
-    if args.json:
-        _print_json(rows)
-    else:
-        frame = pd.DataFrame(rows)
-        frame["available"] = frame["available"].map({True: "yes", False: "no"})
-        print(_table(frame))
-    return 0
+    return shown_blank(shown).to_string(index=False)
 
 
 # -- run ----------------------------------------------------------------------------------------------------
@@ -109,7 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         name: load_precomputed(path, n_rows=len(corpus), name=name)
         for name, path in _parse_embeddings(args.embeddings).items()
     }
-    models = _names(args.models)
+    models = budget_models(_names(args.models), args)
     if not models and not precomputed:
         raise ValueError("choose at least one model with --models or --embeddings")
     params = build_params(
@@ -296,8 +271,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     run = _store(args).get(args.run_id)
     results = run_results(run)
+    budget = budget_result(run, args)
     if args.json:
-        _print_json(results)
+        _print_json(results if budget is None else results | {"budget": budget})
         return 0
     manifest = results["manifest"]
     corpus = manifest["corpus"]
@@ -330,6 +306,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         frame = pd.DataFrame(results["correlations"])
         pivot = frame.pivot(index="label_free", columns="downstream", values="spearman_rho")
         print(pivot.to_string(float_format=lambda v: f"{v:.3f}"))
+    if budget is not None:
+        print(f"\n{budget['sentence']}")
+        for model, why in budget["left_out"].items():
+            print(f"  outside the budget: {model} ({why})")
     return 0
 
 

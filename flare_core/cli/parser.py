@@ -18,7 +18,6 @@ from flare_core.cli.commands import (
     cmd_doctor,
     cmd_export,
     cmd_import,
-    cmd_models,
     cmd_report,
     cmd_resume,
     cmd_run,
@@ -27,6 +26,7 @@ from flare_core.cli.commands import (
     cmd_validate,
 )
 from flare_core.cli.label_commands import add_label_parser
+from flare_core.cli.model_commands import add_budget_options, add_models_parser
 from flare_core.cli.serving import DEFAULT_URL, cmd_app, cmd_share
 from flare_core.compute import EXECUTORS
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
@@ -90,8 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flare", description="FLARE Studio: choose an embedding model without labels."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("models", parents=[common, as_json], help="list the model registry")
-    p.set_defaults(func=cmd_models)
+    add_models_parser(sub, [common, as_json])
     _add_run(sub, common, as_json)
     _add_run_store(sub, common, as_json)
     _add_sharing(sub, common)
@@ -123,6 +122,7 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
     _add_analysis_options(p)
+    add_budget_options(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--use", choices=list(USES), default="unsure",
@@ -208,6 +208,7 @@ def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
 
     p = sub.add_parser("show", parents=both, help="summarise a run")
     p.add_argument("run_id")
+    add_budget_options(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("resume", parents=both, help="finish an interrupted run")

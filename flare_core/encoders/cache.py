@@ -58,6 +58,36 @@ def cache_paths(cache_dir: str | Path, key: str) -> tuple[Path, Path]:
     return base / f"{key}.npy", base / f"{key}.json"
 
 
+def entry_meta(
+    encoder: Encoder, corpus_hash: str, cache_dir: str | Path, max_length: int | None
+) -> dict[str, object] | None:
+    """The sidecar of the cache entry ``embed`` would read for ``encoder`` (as loaded) and the corpus,
+    or None when there is no such entry (its sidecar missing, unreadable or for another key)."""
+    fields = cache_key_fields(encoder, corpus_hash, max_length)
+    npy, sidecar = cache_paths(cache_dir, cache_key(fields))
+    try:
+        meta = json.loads(sidecar.read_text()) if npy.is_file() else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or any(meta.get(k) != v for k, v in fields.items()):
+        return None
+    return meta
+
+
+def annotate_entry(
+    encoder: Encoder,
+    corpus_hash: str,
+    cache_dir: str | Path,
+    max_length: int | None,
+    extra: dict[str, object],
+) -> None:
+    """Add ``extra`` fields (what computing the entry cost) to the sidecar of an existing cache entry."""
+    meta = entry_meta(encoder, corpus_hash, cache_dir, max_length)
+    if meta is not None:
+        _, sidecar = cache_paths(cache_dir, cache_key(cache_key_fields(encoder, corpus_hash, max_length)))
+        atomic.write_json(sidecar, {**meta, **extra})
+
+
 def _supports_max_length(encoder: Encoder) -> bool:
     try:
         params = inspect.signature(encoder.encode).parameters

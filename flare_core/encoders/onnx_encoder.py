@@ -26,6 +26,11 @@ from flare_core.encoders.builtin import minilm_dir, paraphrase_onnx_file
 _POOLED_OUTPUT = "461"
 
 
+def pooled_output(session, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The graph's mean-pooled last hidden states, float32 (B, 384), of int64 ``ids`` and ``mask`` (B, T)."""
+    return session.run([_POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask})[0]
+
+
 class OnnxParaphraseEncoder:
     """Mean-pooled paraphrase-MiniLM-L3-v2 embeddings, float32 (N, 384), on the CPU with onnxruntime."""
 
@@ -33,17 +38,21 @@ class OnnxParaphraseEncoder:
     default_max_length = 128
 
     def __init__(self, spec: ModelSpec, *, threads: int | None = None) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        self.session = self.session_for(threads)
+        self.tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
+        self.spec = spec
+
+    @staticmethod
+    def session_for(threads: int | None):
+        """An onnxruntime CPU session of the model (``threads`` intra-op threads; 0 or None: all cores)."""
+        import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(threads) if threads else 0
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(paraphrase_onnx_file()), options, providers=["CPUExecutionProvider"]
-        )
-        self.tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
-        self.spec = spec
+        return ort.InferenceSession(str(paraphrase_onnx_file()), options, providers=["CPUExecutionProvider"])
 
     def _tokenize(self, texts: list[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
         self.tokenizer.enable_truncation(limit)
@@ -69,7 +78,7 @@ class OnnxParaphraseEncoder:
         done = 0
         for rows in length_batches(items, batch_size):
             ids, mask = self._tokenize([items[i] for i in rows], limit)
-            pooled = self.session.run([_POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask})[0]
+            pooled = pooled_output(self.session, ids, mask)
             out[rows] = pooled
             if progress is not None:
                 done += len(rows)

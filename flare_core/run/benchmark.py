@@ -33,6 +33,7 @@ import pandas as pd
 from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
 from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
+from flare_core.run.benchmark_pools import pool_judgements, pool_size_lines
 from flare_core.run.manifest import roles
 from flare_core.run.params import RunParams, build_params
 from flare_core.store import atomic
@@ -175,6 +176,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         "regret": regret,
         "controls_outrank": outrank,
         "knn": second,
+        "pools": pool_judgements(run, rows, candidates, controls, seed),
     }
 
 
@@ -423,7 +425,7 @@ def markdown_table(result: dict[str, Any]) -> str:
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
-    lines += _knn_lines(result)
+    lines += _knn_lines(result) + pool_size_lines(result)
     scores = score_summary(result["corpora"])
     if not scores.empty:
         lines += [

@@ -11,7 +11,7 @@ from typing import Any
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
-from flare_core.run.eta import embedding_cost, model_embedding_units, text_units
+from flare_core.run.eta import embedding_cost, model_embedding_units, seconds_to_units, text_units
 from flare_core.run.manifest import record_worker, set_model
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
@@ -163,23 +163,34 @@ def _embed_task(
 ) -> dict[str, Any]:
     """Embed ``texts`` with ``model_id`` into the embedding cache (any process that sees ``cache``).
 
-    Returns the cache file's ``path`` and what the run records about the model.
+    Returns the cache file's ``path`` and what the run records about the model, its cost included
+    (:mod:`flare_core.encoders.cost`: texts per second over this unit's own embedding time, load time,
+    peak memory, size, bytes per vector; the figures stored with the cache entry when it was a hit).
     """
     from flare_core import encoders
+    from flare_core.encoders.cache import annotate_entry, entry_meta
+    from flare_core.encoders.cost import timed_embedding
 
     started = time.perf_counter()
-    encoder = encoders.load_encoder(model_id, device=device, corpus_texts=texts)
-    if progress is not None:  # loaded: its load counts as done before its first batch
-        progress(0, len(texts))
-    array = encoders.embed(
-        encoder,
-        texts,
-        corpus_hash=corpus_hash,
-        cache_dir=cache,
-        batch_size=batch_size,
-        max_length=max_length,
-        progress=progress,
-    )
+
+    def load() -> Any:
+        encoder = encoders.load_encoder(model_id, device=device, corpus_texts=texts)
+        if progress is not None:  # loaded: its load counts as done before its first batch
+            progress(0, len(texts))
+        return encoder
+
+    def embed(encoder: Any) -> Any:
+        return encoders.embed(
+            encoder, texts, corpus_hash=corpus_hash, cache_dir=cache, batch_size=batch_size,
+            max_length=max_length, progress=progress,
+        )  # fmt: skip
+
+    array, encoder, cost = timed_embedding(
+        model_id, texts, embed, load=load, device=device,
+        cached=lambda enc: entry_meta(enc, corpus_hash, cache, max_length),
+    )  # fmt: skip
+    if not cost.get("from_cache"):
+        annotate_entry(encoder, corpus_hash, cache, max_length, {"cost": cost})
     spec = encoder.spec
     return {
         "path": str(array.filename),
@@ -188,6 +199,8 @@ def _embed_task(
         "revision": spec.revision,
         "layers": spec.layers,
         "seconds": round(time.perf_counter() - started, 3),
+        **cost,
+        "device": str(getattr(encoder, "device", None) or device or "cpu"),
     }
 
 
@@ -198,15 +211,18 @@ def _encoder_kind(encoder: Any) -> str:
 
 
 def model_cost(model: dict[str, Any]) -> tuple[float, float]:
-    """The model's :func:`~flare_core.run.eta.embedding_cost`: ``(weight, load_units)``."""
+    """The model's :func:`~flare_core.run.eta.embedding_cost`: ``(weight, load_units)``; a distilled static
+    model not built yet also loads for its share of the build (the forward pass over the vocabulary)."""
     from flare_core.encoders import get_spec
+    from flare_core.encoders.extra_models import distil_build_seconds
 
     if model.get("kind") == "precomputed":
         return 0.0, 0.0
     try:
-        return embedding_cost(get_spec(model["id"]))
+        weight, load = embedding_cost(get_spec(model["id"]))
     except ValueError:  # hub ids and local folders: priced like all-MiniLM-L6-v2
         return embedding_cost(None)
+    return weight, load + seconds_to_units(distil_build_seconds(model["id"]))
 
 
 def token_model(run: Run, model_id: str) -> tuple[float, int]:

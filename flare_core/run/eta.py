@@ -148,6 +148,11 @@ _KIND_LOAD_SECONDS = {
 }
 
 
+def seconds_to_units(seconds: float) -> float:
+    """Prior ``seconds`` of embedding work as the stage's units (100 characters read by all-MiniLM-L6-v2)."""
+    return seconds / _EMBED_UNIT_SECONDS
+
+
 def embedding_cost(spec: Any) -> tuple[float, float]:
     """``(weight, load_units)`` of embedding with the model of ``spec``: its cost per character relative
     to all-MiniLM-L6-v2, and the units (of ``_EMBED_UNIT_SECONDS``) that loading it costs.

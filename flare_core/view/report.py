@@ -187,6 +187,25 @@ def _ranking(results: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _quality_cost(run: Run) -> str:
+    """Quality against speed and against storage, drawn as on the Overview, with the cheapest model that
+    is good enough and the costs the run measured."""
+    from flare_core.view.tradeoff import cheapest_sentence, cost_table, tradeoff_view
+
+    view = tradeoff_view(run)
+    if view is None:
+        return missing("Quality against cost (it needs the models' scores and measured costs)")
+    parts = []
+    for cost, div in (("texts_per_s", "quality-cost-speed"), ("bytes_per_vector", "quality-cost-storage")):
+        parts.append(figure_div(figures.quality_cost(view["quality"], view["costs"], cost), div))
+        sentence = cheapest_sentence(view, cost)
+        if sentence:
+            parts.append(f"<p>{escape(sentence)}</p>")
+    parts.append("<h3>Costs measured in this run</h3>")
+    parts.append(table(cost_table(view["costs"])))
+    return "\n".join(parts)
+
+
 def _sufficiency(run: Run, results: dict[str, Any]) -> str:
     """Per estimator: the ranking, the IS heatmap and the IS graph, drawn as on the sufficiency page."""
     if not results.get("sufficiency"):
@@ -341,6 +360,7 @@ def _sections(
 ) -> Iterable[tuple[str, str, str]]:
     yield "recommendation", "Recommendation", _recommendation(results, texts)
     yield "ranking", "Ranking", _ranking(results)
+    yield "quality-cost", "Quality against cost", _quality_cost(run)
     yield "sufficiency", "Information sufficiency", _sufficiency(run, results)
     yield "collapse", "Mean-pooling collapse (SOCM)", _collapse(run, results, texts, max_points)
     yield "concentration", "Layer-wise concentration", _concentration(run)

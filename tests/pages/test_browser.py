@@ -159,6 +159,25 @@ def test_page_renders_in_chromium(app_url, browser, stored_run, path, expected, 
         page.close()
 
 
+def test_the_overview_draws_quality_against_cost_in_chromium(app_url, browser, stored_run):
+    page = browser.new_page(viewport={"width": 1400, "height": 2200})
+    try:
+        page.goto(f"{app_url}/?run={stored_run.id}", wait_until="domcontentloaded", timeout=60_000)
+        page.get_by_text("Cheapest within 1 point of the best", exact=False).first.wait_for(timeout=60_000)
+        chart = page.locator(".js-plotly-plot").filter(has_text="Quality against speed")
+        chart.locator(".main-svg").first.wait_for(timeout=60_000)
+        assert (
+            chart.locator(".scatterlayer .point").count() == len(stored_run.manifest["models"]) - 2
+        )  # no controls
+        page.get_by_text("storage (bytes per vector)").click()
+        page.locator(".js-plotly-plot").filter(has_text="Quality against storage").first.wait_for(
+            timeout=60_000
+        )
+        _shoot(page, "overview-quality-cost")
+    finally:
+        page.close()
+
+
 def _assert_no_internal_names(page, path: str) -> None:
     text = page.inner_text("body")
     shown = [name for name in INTERNAL_NAMES if name in text]

@@ -87,3 +87,16 @@ def test_the_report_draws_every_shared_chart(report_specs):
     scatter = report_specs["collapse-scatter-0"]["data"]
     assert scatter[0]["marker"]["colorscale"][0][1] == "#000004"  # Inferno starts at #000004
     assert sum(trace["name"].startswith("collapse ") for trace in scatter) == 3
+
+
+def test_the_overview_and_the_report_draw_the_same_quality_cost_chart(
+    labelled_run, fixture_store, monkeypatch, report_specs
+):
+    shown = [
+        spec
+        for spec in _page_specs("dashboard/overview.py", labelled_run, monkeypatch, fixture_store)
+        if spec["layout"]["title"]["text"].startswith("Quality against speed")
+    ]
+    assert len(shown) == 1
+    assert shown[0]["data"] == report_specs["quality-cost-speed"]["data"]
+    assert shown[0]["layout"] == report_specs["quality-cost-speed"]["layout"]

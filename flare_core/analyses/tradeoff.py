@@ -1,0 +1,171 @@
+"""Quality against cost: the models no other model beats on both (the Pareto front), and the cheapest
+model that is good enough.
+
+Inputs are two frames, one row per model:
+
+- ``quality``: ``model``, ``quality`` (higher is better), ``ci_low``, ``ci_high`` (its interval; NaN when
+  there is none) and ``label``, what the quality is. A label-based quality is in points (accuracy × 100,
+  or a correlation × 100); a label that starts with ``"label-free"`` marks a score computed without labels,
+  whose scale is its own.
+- ``costs``: ``model``, ``texts_per_s`` (higher is cheaper) and ``bytes_per_vector_float32`` (lower is
+  cheaper); ``bytes_per_vector`` is accepted for the latter.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.checks import check_choice, check_number
+
+#: The costs a user can weigh quality against: (column, higher is cheaper).
+COSTS = {"texts_per_s": True, "bytes_per_vector": False}
+LABEL_FREE = "label-free"
+
+
+def is_label_free(label: object) -> bool:
+    """Whether a quality ``label`` names a score computed without labels."""
+    return str(label).strip().lower().startswith(LABEL_FREE)
+
+
+def _costs(costs: pd.DataFrame) -> pd.DataFrame:
+    if not isinstance(costs, pd.DataFrame) or "model" not in costs.columns:
+        raise ValueError("costs must be a DataFrame with a 'model' column")
+    frame = costs.copy()
+    if "bytes_per_vector" not in frame.columns and "bytes_per_vector_float32" in frame.columns:
+        frame["bytes_per_vector"] = frame["bytes_per_vector_float32"]
+    return frame
+
+
+def tradeoff_table(quality: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
+    """The models that have both a finite quality and costs: ``model``, ``quality``, ``ci_low``,
+    ``ci_high``, ``label``, ``texts_per_s``, ``bytes_per_vector``; one row per model."""
+    needed = {"model", "quality"}
+    if not isinstance(quality, pd.DataFrame) or not needed <= set(quality.columns):
+        raise ValueError(
+            f"quality must be a DataFrame with columns {sorted(needed)} (ci_low, ci_high, label)"
+        )
+    table = quality.copy()
+    for column in ("ci_low", "ci_high"):
+        table[column] = table[column].astype(float) if column in table else np.nan
+    table["label"] = table.get("label", "")
+    cost = _costs(costs)
+    keep = ["model", *(c for c in COSTS if c in cost.columns)]
+    table = table.merge(cost[keep], on="model", how="inner")
+    table = table[np.isfinite(table["quality"].astype(float))]
+    return table.drop_duplicates("model").reset_index(drop=True)
+
+
+def pareto_front(table: pd.DataFrame, cost: str = "texts_per_s") -> pd.Series:
+    """Boolean, per row of ``table``: no other row is at least as good on quality and at least as cheap
+    on ``cost`` while strictly better on one of them."""
+    check_choice(cost, "cost", COSTS)
+    quality = table["quality"].to_numpy(dtype=float)
+    value = table[cost].to_numpy(dtype=float)
+    cheap = value if COSTS[cost] else -value  # higher is cheaper
+    front = []
+    for i in range(len(table)):
+        dominated = (
+            (quality >= quality[i]) & (cheap >= cheap[i]) & ((quality > quality[i]) | (cheap > cheap[i]))
+        )
+        front.append(bool(np.isfinite(cheap[i]) and not dominated.any()))
+    return pd.Series(front, index=table.index, name="pareto")
+
+
+def _ratio_words(ratio: float, more: str, less: str) -> str:
+    """``6× faster``, ``1.5× slower``, ``as fast`` (``more``/``less`` name the direction)."""
+    if math.isclose(ratio, 1.0, rel_tol=0.05):
+        return f"as {more}"
+    value = ratio if ratio > 1 else 1 / ratio
+    shown = f"{value:.0f}" if value >= 3 else f"{value:.1f}"
+    return f"{shown}× {more if ratio > 1 else less}"
+
+
+def _storage_words(ratio: float) -> str:
+    """``half the storage``, ``a quarter of the storage``, ``twice the storage``, ``0.17× the storage``."""
+    for value, words in ((1.0, "the same storage"), (0.5, "half the storage"), (2.0, "twice the storage"),
+                         (0.25, "a quarter of the storage"), (0.125, "an eighth of the storage")):  # fmt: skip
+        if math.isclose(ratio, value, rel_tol=0.02):
+            return words
+    return f"{ratio:.2g}× the storage"
+
+
+def _good_enough(table: pd.DataFrame, best: pd.Series, points: float, label_free: bool) -> pd.Series:
+    """Which rows are good enough: label-based, within ``points`` of the best or inside the best's interval;
+    label-free with intervals, those whose interval reaches the best's (they cannot be told apart)."""
+    best_low = float(best["ci_low"])
+    if label_free and np.isfinite(best_low) and table["ci_high"].notna().all():
+        return table["ci_high"] >= best_low
+    threshold = float(best["quality"]) - points
+    if np.isfinite(best_low):
+        threshold = min(threshold, best_low)
+    return table["quality"] >= threshold
+
+
+def cheapest_within(
+    quality: pd.DataFrame, costs: pd.DataFrame, *, points: float = 1.0, cost: str = "texts_per_s"
+) -> dict[str, Any] | None:
+    """The cheapest model that is good enough, against the best one; None when no model has both a
+    quality and costs.
+
+    Good enough: with a label-based quality, at most ``points`` below the best model's, or inside the best's
+    interval when it has one (the labels cannot tell the two apart). With a label-free quality (its label
+    starts with ``"label-free"``) and intervals, a model whose interval reaches the best's lower bound;
+    without intervals, ``points`` on the score's own scale. Cheapest: the highest ``texts_per_s`` or the
+    fewest ``bytes_per_vector`` (``cost``), ties broken by quality.
+
+    Returns ``model``, ``best``, ``label_free``, ``speedup`` (its texts/s over the best's), ``storage_ratio``
+    (its bytes per vector over the best's), ``candidates`` (the good-enough models) and ``sentence``, e.g.
+    "Cheapest within 1 point of the best (all-mpnet-base-v2): paraphrase-MiniLM-L3-v2, 6× faster, half
+    the storage."
+    """
+    check_number(points, "points", min_value=0)
+    check_choice(cost, "cost", COSTS)
+    table = tradeoff_table(quality, costs)
+    table = table[np.isfinite(table[cost].astype(float))] if cost in table else table.iloc[0:0]
+    if table.empty:
+        return None
+    best = table.loc[table["quality"].astype(float).idxmax()]
+    label_free = is_label_free(best["label"])
+    pool = table[_good_enough(table, best, float(points), label_free)]
+    pool = pool.sort_values([cost, "quality"], ascending=[not COSTS[cost], False], kind="stable")
+    pick = pool.iloc[0]
+    speedup = _ratio(pick, best, "texts_per_s")
+    storage = _ratio(pick, best, "bytes_per_vector")
+    return {
+        "model": str(pick["model"]),
+        "best": str(best["model"]),
+        "label_free": label_free,
+        "speedup": speedup,
+        "storage_ratio": storage,
+        "candidates": pool["model"].astype(str).tolist(),
+        "sentence": _sentence(pick, best, speedup, storage, points, label_free),
+    }
+
+
+def _ratio(pick: pd.Series, best: pd.Series, column: str) -> float | None:
+    if column not in pick.index:
+        return None
+    a, b = float(pick[column]), float(best[column])
+    return a / b if np.isfinite([a, b]).all() and b > 0 else None
+
+
+def _sentence(
+    pick: pd.Series, best: pd.Series, speedup: float | None, storage: float | None, points: float, free: bool
+) -> str:
+    amount = f"{points:g} point" + ("" if points == 1 else "s")
+    if free:
+        scope = f"Cheapest model the label-free score cannot tell apart from its best ({best['model']}; no labels checked it)"
+    else:
+        scope = f"Cheapest within {amount} of the best ({best['model']})"
+    if pick["model"] == best["model"]:
+        return f"{scope}: {best['model']} itself."
+    parts = [str(pick["model"])]
+    if speedup is not None:
+        parts.append(_ratio_words(speedup, "faster", "slower"))
+    if storage is not None:
+        parts.append(_storage_words(storage))
+    return f"{scope}: {', '.join(parts)}."

@@ -1,0 +1,118 @@
+"""Quality against cost for one stored run: the frames the quality–cost chart and the "cheapest model
+that is good enough" sentence read (the Overview page and the HTML report call the same functions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
+from flare_core.run.manifest import roles
+from flare_core.store.runs import Run
+
+COST_COLUMNS = (
+    "texts_per_s",
+    "chars_per_s",
+    "load_s",
+    "peak_memory_mib",
+    "model_size_mib",
+    "bytes_per_vector_float32",
+    "bytes_per_vector_int8",
+    "device",
+)
+#: The cost columns in words, as the page and the report show them.
+COST_WORDS = {
+    "model": "model",
+    "texts_per_s": "texts per second",
+    "chars_per_s": "characters per second",
+    "load_s": "seconds to load",
+    "peak_memory_mib": "peak memory (MiB)",
+    "model_size_mib": "size (MiB)",
+    "bytes_per_vector_float32": "bytes per vector (float32)",
+    "bytes_per_vector_int8": "bytes per vector (int8)",
+    "device": "device",
+}
+#: The label-based quality of a run, by the downstream metric it has: (column, words).
+_LABELLED = (
+    ("accuracy", "accuracy on the labels (points: 5-fold logistic regression)"),
+    ("cosine_spearman", "agreement with the similarity scores (Spearman ρ × 100)"),
+    ("ndcg_at_10", "retrieval nDCG@10 × 100"),
+)
+
+
+def run_costs(run: Run) -> pd.DataFrame:
+    """One row per ranked model of ``run`` (candidates and partial models) with the costs its embedding
+    stage recorded: ``model`` and :data:`COST_COLUMNS` (NaN where a model recorded none, as uploaded
+    embeddings)."""
+    kinds = roles(run)
+    rows = [
+        {"model": m["id"], **{c: m.get(c) for c in COST_COLUMNS}}
+        for m in run.manifest.get("models", [])
+        if kinds.get(m["id"]) in ("candidate", "partial") and m.get("status") == "done"
+    ]
+    frame = pd.DataFrame(rows, columns=["model", *COST_COLUMNS])
+    numeric = [c for c in COST_COLUMNS if c != "device"]
+    frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
+    return frame
+
+
+def run_quality(run: Run) -> pd.DataFrame | None:
+    """What the run says of each ranked model's quality: ``model``, ``quality``, ``ci_low``, ``ci_high``,
+    ``label``. The label-based score when the run has one (classification accuracy, similarity or
+    retrieval, in points), else the label-free information-sufficiency score with its bootstrap interval
+    (its label starts with "label-free"); None when the run has neither yet."""
+    ranked = set(run_costs(run)["model"])
+    if run.has("downstream.parquet"):
+        downstream = run.load_frame("downstream.parquet")
+        for column, words in _LABELLED:
+            if column in downstream.columns and downstream[column].notna().any():
+                frame = downstream[downstream["model"].isin(ranked)]
+                return pd.DataFrame(
+                    {
+                        "model": frame["model"],
+                        "quality": 100.0 * frame[column].astype(float),
+                        "ci_low": np.nan,
+                        "ci_high": np.nan,
+                        "label": words,
+                    }
+                ).reset_index(drop=True)
+    for estimator in ESTIMATOR_NAMES:
+        if run.has("sufficiency", estimator, "scores.parquet"):
+            scores = run.load_frame("sufficiency", estimator, "scores.parquet")
+            scores = scores[scores["model"].isin(ranked)]
+            return pd.DataFrame(
+                {
+                    "model": scores["model"],
+                    "quality": scores["score"].astype(float),
+                    "ci_low": scores["ci_low"].astype(float),
+                    "ci_high": scores["ci_high"].astype(float),
+                    "label": f"label-free: information sufficiency ({estimator_label(estimator)}, nats per dimension)",
+                }
+            ).reset_index(drop=True)
+    return None
+
+
+def tradeoff_view(run: Run, quality: pd.DataFrame | None = None) -> dict[str, Any] | None:
+    """``{"quality", "costs"}`` frames of ``run`` for the quality–cost chart (``quality`` replaces the
+    run's own :func:`run_quality`), or None when the run has no quality or no measured cost yet."""
+    costs = run_costs(run)
+    quality = run_quality(run) if quality is None else quality
+    if quality is None or quality.empty or not costs["texts_per_s"].notna().any():
+        return None
+    return {"quality": quality, "costs": costs}
+
+
+def cost_table(costs: pd.DataFrame) -> pd.DataFrame:
+    """The measured costs with headings in words (:data:`COST_WORDS`), fastest model first."""
+    ordered = costs.sort_values("texts_per_s", ascending=False, na_position="last", kind="stable")
+    return ordered.rename(columns=COST_WORDS).reset_index(drop=True)
+
+
+def cheapest_sentence(view: dict[str, Any], cost: str = "texts_per_s") -> str | None:
+    """The "cheapest model that is good enough" sentence of a :func:`tradeoff_view` (None without one)."""
+    from flare_core.analyses.tradeoff import cheapest_within
+
+    pick = cheapest_within(view["quality"], view["costs"], cost=cost)
+    return None if pick is None else str(pick["sentence"])
