@@ -267,6 +267,8 @@ def _verdict(run: Run, *, checks_expanded: bool) -> None:
     alert(f"**{escape(view.headline)}**  \n{escape(view.summary)}", icon=":material/recommend:")
     if view.next_step:
         st.markdown(escape(view.next_step))
+    if view.cost_sentence:
+        st.markdown(escape(view.cost_sentence))
     if (
         view.basis in ("label-free", "few labels")
         and not verdict.get("settled")

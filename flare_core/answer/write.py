@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
+from flare_core.answer.costs import cheapest_good_enough
 from flare_core.answer.decide import compose
 from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
@@ -69,7 +70,7 @@ def build_verdict(run: Run, *, provisional: bool) -> dict[str, Any]:
         else None
     )
     few = None if full else few_label_block(run, load_labels(run))
-    return compose(
+    verdict = compose(
         ranking,
         full=full,
         few=few,
@@ -77,6 +78,11 @@ def build_verdict(run: Run, *, provisional: bool) -> dict[str, Any]:
         agreement=_agreement(ranking, full),
         provisional=provisional,
     )
+    cost = cheapest_good_enough(run, verdict)
+    if cost is not None and verdict["recommended"]:
+        verdict["cost"] = cost
+        verdict["text"] += " " + cost["sentence"]
+    return verdict
 
 
 def write_verdict(run: Run, *, provisional: bool = False) -> dict[str, Any]:

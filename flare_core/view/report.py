@@ -94,8 +94,9 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
             f'<p class="recommendation {view.tone}"><strong>{escape(texts.scrub(view.headline))}</strong> '
             f"{escape(texts.scrub(view.summary))}</p>",
         ]
-        if view.next_step:
-            parts.append(f"<p>{escape(texts.scrub(view.next_step))}</p>")
+        for sentence in (view.next_step, view.cost_sentence):
+            if sentence:
+                parts.append(f"<p>{escape(texts.scrub(sentence))}</p>")
         said = labels_table(verdict)
         if not said.empty:
             parts += ["<h3>What the labels say</h3>", table(said)]

@@ -8,20 +8,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
-from flare_core.run.manifest import roles
+from flare_core.answer.costs import COST_COLUMNS, answer_quality, label_free_quality, run_costs
 from flare_core.store.runs import Run
 
-COST_COLUMNS = (
-    "texts_per_s",
-    "chars_per_s",
-    "load_s",
-    "peak_memory_mib",
-    "model_size_mib",
-    "bytes_per_vector_float32",
-    "bytes_per_vector_int8",
-    "device",
-)
+__all__ = [
+    "COST_COLUMNS",
+    "COST_WORDS",
+    "cheapest_sentence",
+    "cost_table",
+    "run_costs",
+    "run_quality",
+    "tradeoff_view",
+]
+
 #: The cost columns in words, as the page and the report show them.
 COST_WORDS = {
     "model": "model",
@@ -42,27 +41,16 @@ _LABELLED = (
 )
 
 
-def run_costs(run: Run) -> pd.DataFrame:
-    """One row per ranked model of ``run`` (candidates and partial models) with the costs its embedding
-    stage recorded: ``model`` and :data:`COST_COLUMNS` (NaN where a model recorded none, as uploaded
-    embeddings)."""
-    kinds = roles(run)
-    rows = [
-        {"model": m["id"], **{c: m.get(c) for c in COST_COLUMNS}}
-        for m in run.manifest.get("models", [])
-        if kinds.get(m["id"]) in ("candidate", "partial") and m.get("status") == "done"
-    ]
-    frame = pd.DataFrame(rows, columns=["model", *COST_COLUMNS])
-    numeric = [c for c in COST_COLUMNS if c != "device"]
-    frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
-    return frame
-
-
 def run_quality(run: Run) -> pd.DataFrame | None:
     """What the run says of each ranked model's quality: ``model``, ``quality``, ``ci_low``, ``ci_high``,
-    ``label``. The label-based score when the run has one (classification accuracy, similarity or
-    retrieval, in points), else the label-free information-sufficiency score with its bootstrap interval
-    (its label starts with "label-free"); None when the run has neither yet."""
+    ``label``. The answer's own when it rests on labels (:func:`~flare_core.answer.costs.answer_quality`),
+    else the downstream score when the run has one (classification accuracy, similarity or retrieval, in
+    points), else the label-free information-sufficiency score with its bootstrap interval (its label starts
+    with "label-free"); None when the run has none yet."""
+    if run.has("verdict.json"):
+        quality = answer_quality(run.load_json("verdict.json"))
+        if quality is not None:
+            return quality
     ranked = set(run_costs(run)["model"])
     if run.has("downstream.parquet"):
         downstream = run.load_frame("downstream.parquet")
@@ -78,20 +66,7 @@ def run_quality(run: Run) -> pd.DataFrame | None:
                         "label": words,
                     }
                 ).reset_index(drop=True)
-    for estimator in ESTIMATOR_NAMES:
-        if run.has("sufficiency", estimator, "scores.parquet"):
-            scores = run.load_frame("sufficiency", estimator, "scores.parquet")
-            scores = scores[scores["model"].isin(ranked)]
-            return pd.DataFrame(
-                {
-                    "model": scores["model"],
-                    "quality": scores["score"].astype(float),
-                    "ci_low": scores["ci_low"].astype(float),
-                    "ci_high": scores["ci_high"].astype(float),
-                    "label": f"label-free: information sufficiency ({estimator_label(estimator)}, nats per dimension)",
-                }
-            ).reset_index(drop=True)
-    return None
+    return label_free_quality(run)
 
 
 def tradeoff_view(run: Run, quality: pd.DataFrame | None = None) -> dict[str, Any] | None:

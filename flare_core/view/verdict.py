@@ -52,6 +52,7 @@ class VerdictView:
     basis: str | None = None
     next_step: str = ""
     map_sentence: str = ""
+    cost_sentence: str = ""
 
     @property
     def basis_words(self) -> str:
@@ -81,7 +82,8 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
     map_sentence = " ".join(p for p in (verdict.get("map_headline"), verdict.get("map_summary")) if p)
     return VerdictView(
         tone=tone, basis=basis, next_step=str(verdict.get("next_step") or ""),
-        map_sentence=map_sentence if basis != "unranked" else "", **common,
+        map_sentence=map_sentence if basis != "unranked" else "",
+        cost_sentence=str((verdict.get("cost") or {}).get("sentence") or ""), **common,
     )  # fmt: skip
 
 

@@ -5,6 +5,7 @@ decide; without labels the answer is provisional and a simulated person's few la
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from flare_core.answer import labels as store
@@ -123,3 +124,29 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
     if basis == "few labels":
         assert out["headline"] == "Use a: best with 95% probability after 16 labels."
     assert np.isfinite(len(out["text"]))
+
+
+def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
+    from flare_core.analyses.tradeoff import cheapest_within
+    from flare_core.answer.costs import answer_quality
+
+    rows = [
+        {"model": "a", "accuracy": 0.900, "f1_macro": 0.9, "gap": 0.0, "gap_low": 0.0, "gap_high": 0.0, "tied": False},
+        {"model": "b", "accuracy": 0.895, "f1_macro": 0.9, "gap": 0.5, "gap_low": -1.0, "gap_high": 2.0, "tied": True},
+        {"model": "c", "accuracy": 0.800, "f1_macro": 0.8, "gap": 10.0, "gap_low": 8.0, "gap_high": 12.0, "tied": False},
+    ]  # fmt: skip
+    quality = answer_quality({"labels": {"rows": rows, "metric": "accuracy"}})
+    assert quality["quality"].tolist() == pytest.approx([90.0, 89.5, 80.0])
+    # each gap's half-width is the uncertainty of its model; the best takes the widest of them (2.0)
+    assert quality["ci_low"].tolist() == pytest.approx([88.0, 88.0, 78.0])
+    costs = pd.DataFrame(
+        {
+            "model": ["a", "b", "c"],
+            "texts_per_s": [10.0, 60.0, 100.0],
+            "bytes_per_vector_float32": [3072, 1536, 256],
+        }
+    )
+    pick = cheapest_within(quality, costs)
+    # good enough: at least min(90 - 1, 88) = 88 points: a and b, not c; b is the faster of the two
+    assert pick["model"] == "b" and pick["candidates"] == ["b", "a"]
+    assert pick["sentence"] == "Cheapest within 1 point of the best (a): b, 6× faster, half the storage."
