@@ -394,7 +394,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from flare_core.run import benchmark
+    from flare_core.run import benchmark, benchmark_report
 
     store = _store(args)
 
@@ -419,11 +419,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             progress=progress,
         )
     if args.readme is not None:
-        benchmark.update_readme(args.readme, result)
+        benchmark_report.update_readme(args.readme, result)
     if args.json:
         _print_json(result)
     else:
-        print(benchmark.markdown_table(result))
+        print(benchmark_report.markdown_table(result))
     return 0
 
 

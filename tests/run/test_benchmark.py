@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from flare_core.answer.shipped import shipped_results
-from flare_core.run import benchmark
+from flare_core.run import benchmark, benchmark_report
 from flare_core.store.runs import RunStore
 from tests.support import flare
 
@@ -82,7 +82,7 @@ def test_classification_is_judged_again_by_nearest_neighbours(result):
     assert knn["best"] == MODELS[int(accuracy.argmax())]
     leader = record["verdict"]["leading"]
     assert knn["leading"] == pytest.approx(100 * (accuracy.max() - table[leader]["oracle_knn"]))
-    assert "| corpus (kNN oracle) |" in benchmark.markdown_table(out)
+    assert "| corpus (kNN oracle) |" in benchmark_report.markdown_table(out)
 
 
 @pytest.mark.slow
@@ -92,16 +92,16 @@ def test_benchmark_json_round_trips_and_fills_the_readme(result, tmp_path):
     assert stored["corpora"][0]["run_id"] == out["corpora"][0]["run_id"]
     readme = tmp_path / "README.md"
     readme.write_text(
-        f"# Title\nbefore\n{benchmark.README_START}\nold table\n{benchmark.README_END}\nafter\n"
+        f"# Title\nbefore\n{benchmark_report.README_START}\nold table\n{benchmark_report.README_END}\nafter\n"
     )
-    benchmark.update_readme(readme, stored)
+    benchmark_report.update_readme(readme, stored)
     text = readme.read_text()
     assert "old table" not in text and text.startswith("# Title\nbefore\n") and text.endswith("after\n")
     assert "| debates-2016 | 150 |" in text and "| **mean** |" in text
     plain = tmp_path / "plain.md"
     plain.write_text("no markers here\n")
     with pytest.raises(ValueError, match="benchmark:start"):
-        benchmark.update_readme(plain, stored)
+        benchmark_report.update_readme(plain, stored)
     assert plain.read_text() == "no markers here\n"
 
 
@@ -134,7 +134,7 @@ def test_every_is_variant_is_judged_and_summarised(result):
     assert summary["flow:is_mean_norm"]["mean_spearman"] == pytest.approx(
         rows["flow:is_mean_norm"]["spearman"]
     )
-    table = benchmark.markdown_table(out)
+    table = benchmark_report.markdown_table(out)
     assert "| flow:is_mean_norm |" in table and "of 1 |" in table
     # each ρ with its bootstrap interval (three models are too few for one: shown as dashes)
     flow = rows["flow"]
@@ -163,6 +163,6 @@ def test_the_readme_shows_the_shipped_benchmark():
     shipped = shipped_results()
     assert shipped is not None and shipped["complete"]
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split(benchmark.README_START, 1)[1].split(benchmark.README_END, 1)[0]
-    assert benchmark.markdown_table(shipped) in section
+    section = readme.split(benchmark_report.README_START, 1)[1].split(benchmark_report.README_END, 1)[0]
+    assert benchmark_report.markdown_table(shipped) in section
     assert len(shipped["corpora"]) >= 4 and shipped["summary"]["control_recommended"] == 0
