@@ -132,7 +132,8 @@ def rule_table(cases: Sequence[Mapping[str, Any]], rules: Sequence[str] = tuple(
     Sorted by mean points lost, fewest first."""
     rows = []
     for rule in rules:
-        judged = judge_rule(cases, rule).dropna(subset=["lost"])
+        judged = judge_rule(cases, rule)
+        judged = judged.dropna(subset=["lost"]) if len(judged) else judged
         if judged.empty:
             continue
         rows.append(
@@ -172,7 +173,7 @@ def leave_one_corpus_out(
     cases: Sequence[Mapping[str, Any]], rules: Sequence[str] = tuple(RULES)
 ) -> dict[str, Any]:
     """The product's way of choosing, judged honestly: for each case, the rule chosen on the *other*
-    cases and its points lost on this one. Returns ``rows`` (case, chosen rule, lost, short_list_lost),
+    cases and its points lost on this one. Returns ``rows`` (case, chosen rule, its pick, lost, short_list_lost),
     ``mean_lost``, ``worst_lost``, ``short_list_within_1`` (count of cases), ``cases``, and ``final``: the
     rule chosen on every case (what the product ships)."""
     rows = []
@@ -186,12 +187,13 @@ def leave_one_corpus_out(
             {
                 "case": case["case"],
                 "rule": chosen,
+                "pick": " or ".join(top_models(case["table"].loc[list(case["models"])], chosen)),
                 "lost": judged["lost"],
                 "short_list_lost": judged["short_list_lost"],
             }
         )
     frame = pd.DataFrame(rows)
-    finite = frame.dropna(subset=["lost"]) if rows else frame
+    finite = frame.dropna(subset=["lost"]) if len(frame) else frame
     return {
         "rows": frame.to_dict(orient="records"),
         "mean_lost": float(finite["lost"].mean()) if len(finite) else None,

@@ -16,7 +16,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from flare_core.analyses.correlate import correlation_table
-from flare_core.analyses.downstream import classification, knn_accuracy
+from flare_core.analyses.downstream import classification, clustering, knn_accuracy
 from flare_core.analyses.geometry import effective_rank, isoscore, silhouette, uniformity
 from flare_core.checks import check_int
 
@@ -34,7 +34,8 @@ def oracle_scores(
     """What the labels say of each model: one row per model (the index).
 
     With ``labels`` (N,): ``accuracy`` (5-fold logistic regression) and ``knn_accuracy`` (10 nearest
-    neighbours, cosine), on the same seeded folds. With ``pairs`` (columns ``i``, ``j``, ``score``: row
+    neighbours, cosine), on the same seeded folds, and ``v_measure`` (k-means with as many clusters as
+    classes, seeded: how well the texts group by themselves). With ``pairs`` (columns ``i``, ``j``, ``score``: row
     positions and a human similarity): ``sts_spearman``, the Spearman correlation of the cosine of each
     pair with its score. ``embeddings[name]`` is (N, d).
     """
@@ -46,7 +47,8 @@ def oracle_scores(
         if labels is not None:
             probe = classification(x, labels, seed=seed)
             knn = knn_accuracy(x, labels, seed=seed)["knn_accuracy"]
-            rows[name] = {"accuracy": probe["accuracy"], "knn_accuracy": knn}
+            grouping = clustering(x, labels, seed=seed)["v_measure"]
+            rows[name] = {"accuracy": probe["accuracy"], "knn_accuracy": knn, "v_measure": grouping}
         else:
             unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
             i, j = pairs["i"].to_numpy(), pairs["j"].to_numpy()

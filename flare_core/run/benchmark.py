@@ -152,7 +152,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
             outrank[control] = int((flow.loc[candidates] < flow.loc[control]).sum())
     rows = table.assign(oracle=oracle, role=[role_of.get(m, "candidate") for m in table.index])
     if "knn_accuracy" in oracle_frame:
-        rows = rows.assign(oracle_knn=oracle_frame["knn_accuracy"])
+        rows = rows.assign(oracle_knn=oracle_frame["knn_accuracy"], oracle_vmeasure=oracle_frame["v_measure"])
     return {
         "corpus": bench.name,
         "task": bench.task,
@@ -167,6 +167,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         "agreement": _records(agree),
         "verdict": {
             "recommended": verdict.get("recommended"),
+            "basis": verdict.get("basis"),
             "leading": verdict.get("leading"),
             "trust": (verdict.get("trust") or {}).get("level"),
             "headline": verdict.get("headline"),
@@ -222,10 +223,12 @@ def run_benchmark(
     max_texts: int | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    label_draws: int = 30,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Run and judge the product on ``corpora`` (default: all); writes and returns ``benchmark.json``.
 
+    ``label_draws``: seeded draws per k of the few-label simulation (0 leaves the labels' tables out);
     ``overrides`` are :class:`RunParams` fields of every run (tests use a fast flow preset)."""
     from flare_core.run import jobs
 
@@ -249,6 +252,7 @@ def run_benchmark(
         if status != "done":
             raise RuntimeError(f"{name}: benchmark run {run.id} ended {status}: {run.manifest.get('error')}")
         record = evaluate_run(run, bench, seed=seed)
+        record["labels"] = _labels_judged(run, bench, record, seed, label_draws)
         record["seconds"] = round(time.perf_counter() - start, 1)
         records.append(record)
         result = {
@@ -265,7 +269,21 @@ def run_benchmark(
     return result
 
 
-def rejudge_benchmark(store: RunStore, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def _labels_judged(
+    run: Run, bench: BenchmarkCorpus, record: dict[str, Any], seed: int, draws: int
+) -> dict[str, Any] | None:
+    """The answer's judgement by the labels of a classification corpus (None for similarity data, or with
+    ``draws`` 0): see :func:`flare_core.run.benchmark_answer.label_tables`."""
+    from flare_core.run.benchmark_answer import label_tables
+
+    if bench.pairs is not None or not draws:
+        return None
+    return label_tables(run, bench.frame["label"].tolist(), record["candidates"], seed=seed, draws=draws)
+
+
+def rejudge_benchmark(
+    store: RunStore, progress: Callable[[str], None] | None = None, *, label_draws: int = 30
+) -> dict[str, Any]:
     """Judge the stored benchmark runs of ``store`` again, without running them; rewrites and returns
     ``benchmark.json``. For a change in how runs are judged (a new score, variant or baseline): the
     runs, their IS estimates and timings stay as they were."""
@@ -285,7 +303,9 @@ def rejudge_benchmark(store: RunStore, progress: Callable[[str], None] | None = 
             )
         if progress:
             progress(f"{old['corpus']}: judging run {run.id} again")
-        records.append({**evaluate_run(run, bench, seed=seed), "seconds": old.get("seconds")})
+        record = evaluate_run(run, bench, seed=seed)
+        record["labels"] = _labels_judged(run, bench, record, seed, label_draws)
+        records.append({**record, "seconds": old.get("seconds")})
     result = {**result, "corpora": records, "summary": summarise(records)}
     atomic.write_json(benchmark_dir(store) / "benchmark.json", result)
     return result
@@ -342,8 +362,15 @@ def score_summary(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Means over corpora: each score's Spearman with the oracle (``scores``: every score and variant,
-    see :func:`score_summary`; ``mean_spearman_knn``: with the kNN oracle), and the regret of the verdict."""
+    see :func:`score_summary`; ``mean_spearman_knn``: with the kNN oracle), the regret of the verdict, the
+    label-free choice per use judged leave one corpus out (``label_free``) and what each ground of the
+    answer lost (``trust_levels``)."""
+    from flare_core.run.benchmark_answer import label_free_summary, trust_levels
+
+    label_free = label_free_summary(list(records))
     return {
+        "label_free": label_free,
+        "trust_levels": trust_levels(list(records), label_free),
         "mean_spearman": _mean_spearman(records),
         "mean_spearman_knn": _mean_spearman([r["knn"] for r in records if r.get("knn")]),
         "scores": _records(score_summary(records)),

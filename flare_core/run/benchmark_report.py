@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from flare_core.answer.label_free import USE_WORDS
 from flare_core.run.benchmark import TABLE_SCORES, _agreement_row, _mean, _spearman, score_summary
 from flare_core.run.benchmark_pools import pool_size_lines
 from flare_core.store import atomic
@@ -53,25 +54,30 @@ def _with_interval(row: dict[str, Any] | None) -> str:
 
 
 def markdown_table(result: dict[str, Any]) -> str:
-    """The benchmark as Markdown: one row per corpus (each ρ with its bootstrap interval), the means,
-    then every score and variant averaged over the corpora (:func:`score_summary`)."""
+    """The benchmark as Markdown: one row per corpus (the label-free choice judged leave one corpus out, the
+    label-free ranking's leader, each ρ with its bootstrap interval), the means, the kNN and pool-size
+    tables, every score and variant averaged over the corpora (:func:`score_summary`), then the answer's
+    tables (:func:`answer_lines`)."""
     head = (
-        "| corpus | texts | best model (oracle) | verdict | trust | points lost | "
-        + " | ".join(f"ρ {s} [interval]" for s in TABLE_SCORES)
-        + " |"
+        "| corpus | texts | best model (oracle) | without labels: pick (rule) | points lost | ranking's leader | "
+        "points lost | trust (ranking) | " + " | ".join(f"ρ {s} [interval]" for s in TABLE_SCORES) + " |"
     )
-    lines = [head, "|" + "---|" * (6 + len(TABLE_SCORES))]
+    lines = [head, "|" + "---|" * (8 + len(TABLE_SCORES))]
+    summary = result["summary"]
+    choices = _label_free_rows(summary)
+    lost = []
     for r in result["corpora"]:
-        pick = r["verdict"]["recommended"] or f"none (leader: {r['verdict']['leading']})"
+        choice = choices.get(r["corpus"], {})
+        lost.append(choice.get("lost"))
+        pick = f"{choice['pick']} ({choice['rule']})" if choice.get("pick") else "–"
         lines.append(
-            f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | {r['verdict']['trust']} | "
-            f"{_fmt(r['regret']['leading'], '{:.1f}')} | "
+            f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | {_fmt(choice.get('lost'), '{:.1f}')} | "
+            f"{r['verdict']['leading']} | {_fmt(r['regret']['leading'], '{:.1f}')} | {r['verdict']['trust']} | "
             + " | ".join(_with_interval(_agreement_row(r, s)) for s in TABLE_SCORES)
             + " |"
         )
-    summary = result["summary"]
     lines.append(
-        f"| **mean** | | | | | {_fmt(summary['mean_regret_leading'], '{:.1f}')} | "
+        f"| **mean** | | | | {_fmt(_mean(lost), '{:.1f}')} | | {_fmt(summary['mean_regret_leading'], '{:.1f}')} | | "
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
@@ -90,7 +96,17 @@ def markdown_table(result: dict[str, Any]) -> str:
                 f"{_fmt(row['mean_kendall'])} | {_fmt(row['mean_points_lost_by_top'], '{:.1f}')} | "
                 f"{row['top_is_best_on']} of {n} |"
             )
-    return "\n".join(lines)
+    return "\n".join(lines + answer_lines(result))
+
+
+def _label_free_rows(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Corpus → its leave-one-corpus-out label-free choice for the use its oracle judges (classification
+    corpora: a classifier; similarity: search)."""
+    out: dict[str, dict[str, Any]] = {}
+    for use in ("classifier", "search"):
+        for row in (summary.get("label_free") or {}).get(use, {}).get("rows", []):
+            out.setdefault(row["case"].rsplit(" (", 1)[0], row)
+    return out
 
 
 def _knn_lines(result: dict[str, Any]) -> list[str]:
@@ -135,3 +151,134 @@ def update_readme(path: str | Path, result: dict[str, Any]) -> None:
         f"{result['created'][:10]} by `flare benchmark`._\n"
     )
     atomic.write_text(path, before + README_START + body + README_END + after)
+
+
+# -- the answer's tables ---------------------------------------------------------------------------------
+
+_METHOD_WORDS = {
+    ("random", "product"): "the product's estimate, random texts",
+    ("chosen", "product"): "the product's estimate, texts the product chose",
+    ("random", "cv-lr"): "cross-validated logistic regression, random texts",
+    ("random", "logme"): "LogME, random texts",
+    ("random", "knn-loo"): "kNN leave-one-out, random texts",
+}
+
+
+def answer_lines(result: dict[str, Any]) -> list[str]:
+    """The answer's tables: full labels, few labels (averaged, then the product's per corpus), the
+    stopping advice, the label-free choice per use, and what each ground of the answer lost."""
+    return [*_full_lines(result), *_few_lines(result), *_stopping_lines(result), *_label_free_lines(result),
+            *_level_lines(result)]  # fmt: skip
+
+
+def _labelled(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in result["corpora"] if r.get("labels")]
+
+
+def _full_lines(result: dict[str, Any]) -> list[str]:
+    judged = _labelled(result)
+    if not judged:
+        return []
+    lines = ["", "| full labels: corpus | splits | points lost (mean) | worst | the pick or its named tie holds the best |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for r in judged:
+        full = pd.DataFrame(r["labels"]["full"])
+        held = int((full["best_tied_lost"] <= 1e-9).sum())
+        lines.append(
+            f"| {r['corpus']} | {len(full)} | {_fmt(full['points_lost'].mean(), '{:.2f}')} | "
+            f"{_fmt(full['points_lost'].max(), '{:.2f}')} | {held} of {len(full)} |"
+        )
+    return lines
+
+
+def _few_lines(result: dict[str, Any]) -> list[str]:
+    judged = _labelled(result)
+    if not judged:
+        return []
+    frame = pd.concat([pd.DataFrame(r["labels"]["few"]).assign(corpus=r["corpus"]) for r in judged])
+    ks = sorted(frame["k"].unique())
+    head = "| few labels, mean over corpora: method | " + " | ".join(f"k = {k}" for k in ks) + " |"
+    lines = ["", head, "|" + "---|" * (1 + len(ks))]
+    means = frame.groupby(["texts", "estimator", "k"], sort=False)[
+        ["share_within", "mean_points_lost"]
+    ].mean()
+    for texts, estimator in _METHOD_WORDS:
+        if (texts, estimator, ks[0]) not in means.index:
+            continue
+        cells = [
+            f"{100 * means.loc[(texts, estimator, k), 'share_within']:.0f}% / "
+            f"{means.loc[(texts, estimator, k), 'mean_points_lost']:.1f}"
+            for k in ks
+        ]
+        lines.append(f"| {_METHOD_WORDS[(texts, estimator)]} | " + " | ".join(cells) + " |")
+    lines += ["", "| product's estimate, random texts: corpus | " + " | ".join(f"k = {k}" for k in ks) + " |",
+              "|" + "---|" * (1 + len(ks))]  # fmt: skip
+    product = frame[(frame["texts"] == "random") & (frame["estimator"] == "product")]
+    for corpus, group in product.groupby("corpus", sort=False):
+        by_k = group.set_index("k")
+        lines.append(
+            f"| {corpus} | "
+            + " | ".join(
+                f"{100 * by_k.loc[k, 'share_within']:.0f}% / {by_k.loc[k, 'mean_points_lost']:.1f}"
+                for k in ks
+            )
+            + " |"
+        )
+    return lines
+
+
+def _stopping_lines(result: dict[str, Any]) -> list[str]:
+    judged = _labelled(result)
+    if not judged:
+        return []
+    lines = [
+        "",
+        "| stopping advice: corpus | draws called settled | of them within 2 points |",
+        "|---|---|---|",
+    ]
+    for r in judged:
+        frame = pd.DataFrame(r["labels"]["stopping"])
+        frame = frame[frame["texts"] == "random"]
+        settled = int(frame["n_settled"].sum())
+        within = (frame["settled_within"].fillna(0) * frame["n_settled"]).sum() / settled if settled else None
+        lines.append(
+            f"| {r['corpus']} | {settled} | {_fmt(None if within is None else 100 * within, '{:.0f}%')} |"
+        )
+    return lines
+
+
+def _label_free_lines(result: dict[str, Any]) -> list[str]:
+    summary = result["summary"].get("label_free") or {}
+    if not summary:
+        return []
+    lines = ["", "| without labels: use | rule chosen on all corpora | points lost, each corpus by a rule chosen "
+             "on the others (mean / worst) | short list holds a model within 1 point | best single rule "
+             "(mean / worst) |", "|---|---|---|---|---|"]  # fmt: skip
+    for use in [u for u in USE_WORDS if u in summary]:  # a fixed order (benchmark.json sorts its keys)
+        block = summary[use]
+        best = min(block["rules"], key=lambda row: row["mean_lost"]) if block["rules"] else None
+        single = (
+            f"{best['rule']} ({_fmt(best['mean_lost'], '{:.1f}')} / {_fmt(best['worst_lost'], '{:.1f}')})"
+            if best
+            else "–"
+        )
+        lines.append(
+            f"| {use} | {block['final']} | {_fmt(block['mean_lost'], '{:.1f}')} / {_fmt(block['worst_lost'], '{:.1f}')} | "
+            f"{block['short_list_within_1']} of {block['cases']} | {single} |"
+        )
+    return lines
+
+
+def _level_lines(result: dict[str, Any]) -> list[str]:
+    levels = result["summary"].get("trust_levels") or []
+    if not levels:
+        return []
+    lines = ["", "| the answer's ground | judged on | points lost (mean) | worst | within 2 points |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for row in levels:
+        within = None if row["within_2"] is None else 100 * row["within_2"]
+        lines.append(
+            f"| {row['level']} | {row['judged']} ({row['count']}) | {_fmt(row['mean_lost'], '{:.1f}')} | "
+            f"{_fmt(row['worst_lost'], '{:.1f}')} | {_fmt(within, '{:.0f}%')} |"
+        )
+    return lines

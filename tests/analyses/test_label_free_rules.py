@@ -79,3 +79,10 @@ def test_leave_one_corpus_out_judges_each_corpus_by_a_rule_chosen_on_the_others(
     assert chosen == {"a": "dim", "b": "dim", "c": "dim"}
     assert out["mean_lost"] == pytest.approx(20 / 3) and out["worst_lost"] == pytest.approx(20)
     assert out["final"] == "dim" and out["cases"] == 3
+
+
+def test_one_case_alone_leaves_nothing_to_choose_a_rule_on():
+    a = _case("a", _table([768, 384, 50], [0.1, 0.2, 0.3]), [0.9, 0.8, 0.7])
+    out = rules.leave_one_corpus_out([a])
+    assert out["rows"] == [] and out["cases"] == 0 and out["mean_lost"] is None and out["final"] == "dim"
+    assert rules.rule_table([]).empty and rules.choose_rule([]) is None

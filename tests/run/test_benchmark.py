@@ -22,7 +22,7 @@ def result(tmp_path_factory):
     store = RunStore(tmp_path_factory.mktemp("bench-runs"))
     out = benchmark.run_benchmark(
         store, ["debates-2016"], models=MODELS, controls=["shuffled-glove-6b-50d"], max_texts=150,
-        flow_preset="fast", validation=[],
+        flow_preset="fast", validation=[], label_draws=2,
     )  # fmt: skip
     return store, out
 
@@ -52,9 +52,17 @@ def test_record_reads_the_run_and_judges_it_by_the_labels(result):
     assert leader in MODELS
     assert record["regret"]["leading"] == pytest.approx(100 * (oracle.max() - table[leader]["oracle"]))
     assert record["best"] == MODELS[int(oracle.argmax())]
-    # three candidates cannot earn trust, so no model is recommended and no regret is charged to one
-    assert record["verdict"]["trust"] == "low" and record["verdict"]["recommended"] is None
-    assert out["summary"]["control_recommended"] == 0
+    # the run has labels: they decide its answer; the label-free ranking (3 candidates) earns no trust
+    assert record["verdict"]["basis"] == "labels" and record["verdict"]["recommended"] in MODELS
+    assert record["verdict"]["trust"] == "low" and out["summary"]["control_recommended"] == 0
+    # the labels' own judgement: few-label draws at every k, the stopping advice, half/half full labels
+    labels = record["labels"]
+    assert {row["k"] for row in labels["few"]} == {16, 32, 48, 64, 128}
+    assert all(row["draws"] == 2 for row in labels["few"]) and len(labels["full"]) == 5
+    assert all(0 <= row["share_within"] <= 1 for row in labels["few"])
+    assert all(row["points_lost"] >= 0 and row["pick"] in MODELS for row in labels["full"])
+    # without labels: one corpus, so no rule can be chosen on the others
+    assert out["summary"]["label_free"]["classifier"]["cases"] == 0
 
 
 @pytest.mark.slow
