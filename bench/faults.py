@@ -63,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flare_core.data.corpus import load_corpus  # noqa: E402
 from flare_core.run import jobs  # noqa: E402
 from flare_core.run.create import create_run  # noqa: E402
+from flare_core.run.outcomes import problem_sentences, problems  # noqa: E402
 from flare_core.run.params import RunParams  # noqa: E402
 from flare_core.store import doctor  # noqa: E402
 from flare_core.store.runs import Run, RunStore, safe_name  # noqa: E402
@@ -439,7 +440,7 @@ def token_store_trials(row: Row, ref: Reference, work: Path, short: bool) -> Non
 
 def collapse_token_trial(row: Row, ref: Reference, work: Path) -> None:
     """A token store damaged on disk while a real collapse stage runs (all-MiniLM-L6-v2 on 12 texts): the
-    run must fail naming the damaged file and ``flare resume``; ``flare resume`` must then finish it with the
+    collapse stage (or the run) must fail naming the damaged file and ``flare resume``; ``flare resume`` must then finish it with the
     collapse results of an uninterrupted run and without embedding again."""
     from unittest import mock
 
@@ -465,8 +466,10 @@ def collapse_token_trial(row: Row, ref: Reference, work: Path) -> None:
 
     with mock.patch.object(encoders, "write_token_states", write_then_damage):
         status = jobs.run_in_process(victim)
-    error = victim.manifest.get("error") or ""
+    # The collapse stage fails alone (the run ends "done, with problems") or, before stage isolation, the run.
+    error = victim.manifest.get("error") or " ".join(problem_sentences(victim.manifest))
     said = bool(damaged) and damaged[0].name in error and f"flare resume {victim.id}" in error
+    stopped = status == "failed" or bool(problems(victim.manifest))
     embedded = mtimes(victim)
     proc, seconds = cli("resume", victim.id, "--json", runs_dir=store.root, inprocess=True)
     resumed = proc.returncode == 0 and json.loads(proc.stdout)["status"] == "done"
@@ -476,7 +479,7 @@ def collapse_token_trial(row: Row, ref: Reference, work: Path) -> None:
     )
     again = [f for f in embedded if f.startswith("embeddings/") and mtimes(victim).get(f) != embedded[f]]
     row.add(
-        status == "failed" and said and resumed and not differ and not again,
+        stopped and said and resumed and not differ and not again,
         bool(differ),
         seconds,
         f"token store damaged during collapse: status {status}, error {error[:200]!r}, resume rc {proc.returncode}, "

@@ -75,8 +75,9 @@ def test_budget_leaves_out_wide_or_slow_models_and_keeps_unknown_ones():
 def test_show_names_the_best_model_within_a_budget(labelled_run):
     result = budget_result(labelled_run, argparse.Namespace(max_width=100, min_texts_per_s=None))
     assert result["left_out"] == {"all-MiniLM-L6-v2": "384 dimensions, more than 100"}
-    downstream = labelled_run.load_frame("downstream.parquet").set_index("model")["accuracy"]
-    assert result["best"] == downstream.drop("all-MiniLM-L6-v2").idxmax()
+    accuracy = {r["model"]: r["accuracy"] for r in labelled_run.load_json("verdict.json")["labels"]["rows"]}
+    accuracy.pop("all-MiniLM-L6-v2")
+    assert result["best"] == max(accuracy, key=accuracy.get)  # the answer's own grounds: the labels
     assert result["sentence"].startswith(f"Best at most 100 dimensions: {result['best']}")
     proc = flare("show", labelled_run.id, "--max-width", "100", runs_dir=labelled_run.path.parent)
     assert "outside the budget: all-MiniLM-L6-v2 (384 dimensions, more than 100)" in proc.stdout

@@ -36,7 +36,7 @@ FLAGS = [
 ]
 # (url path, text that must appear, whether a plotly chart must render)
 PAGES = [
-    ("", "Label-free ranking, trust: low", True),
+    ("", "What the labels say", True),
     ("sufficiency", "IS graph with Louvain communities", True),
     ("corpus", "Embedding map", True),
     ("collapse", "Most-collapsed pairs", True),
