@@ -4,7 +4,7 @@ Usage::
 
     python bench/is_ladder.py                                  # every rung, both estimators, the default preset
     python bench/is_ladder.py --dims 8,64 --n 2000 --estimators gmm
-    python bench/is_ladder.py --preset paper --json ladder.json
+    python bench/is_ladder.py --preset paper --json ladder.json    # the paper preset at its width, 128
     python bench/is_ladder.py --set flow:l2_deviation=0 --set gmm:n_modes=4   # a configuration field changed
 
 Each rung is a pair (U, V) of :mod:`flare_core.analyses.sufficiency.known_truth` with an analytic I(U; V),
@@ -47,6 +47,7 @@ from flare_core.analyses.sufficiency.known_truth import (  # noqa: E402
     projected_information,
     shuffled,
 )
+from flare_core.run.params import DEFAULT_MAX_DIMS, PRESET_MAX_DIMS  # noqa: E402
 
 KINDS = ("gauss", "cubic", "shuffled")
 
@@ -163,18 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--estimators", default="flow,gmm")
     parser.add_argument("--preset", default="default", help="the estimators' preset (run_config)")
-    parser.add_argument("--max-dims", default="32", help="whitened width, or 'all'")
+    parser.add_argument("--max-dims", default=None, help="whitened width, or 'all' (default: the preset's)")
     parser.add_argument("--set", action="append", default=[], metavar="EST:FIELD=VALUE")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (a run uses one)")
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    max_dims = None if args.max_dims == "all" else int(args.max_dims)
+    width = args.max_dims or str(PRESET_MAX_DIMS.get(args.preset, DEFAULT_MAX_DIMS))
+    max_dims = None if width == "all" else int(width)
     overrides = _overrides(args.set)
-    print(
-        f"preset {args.preset}, whitened width {args.max_dims}, overrides {overrides or 'none'}, seed {args.seed}"
-    )
+    print(f"preset {args.preset}, whitened width {width}, overrides {overrides or 'none'}, seed {args.seed}")
     rows: list[dict[str, Any]] = []
     print_header()
     for estimator in args.estimators.split(","):
