@@ -15,7 +15,7 @@ from dashboard.common import (
 from dashboard.findings import show_page_verdict, verdict_box
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.page_verdicts import generalisation_sentence, sufficiency_verdict
+from flare_core.view.page_verdicts import floor_sentence, generalisation_sentence, sufficiency_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 
 run = open_analysis_page("Information sufficiency")
@@ -74,6 +74,9 @@ download_csv(pairs, f"{run.id}-{estimator}-pairs")
 gap = generalisation_sentence(pairs)
 if gap:
     st.caption(gap, help=explain("delta_emp"))
+held = floor_sentence(pairs)
+if held:
+    st.caption(held, help=explain("is_raw"))
 if not frames["all_scores"].empty:
     with st.expander("Every score variant (mean, median, trimmed mean, unnormalised, conditional-only)"):
         st.dataframe(pd.DataFrame(frames["all_scores"]), hide_index=True)

@@ -18,6 +18,9 @@ from flare_core.cli.model_commands import budget_models, budget_result
 from flare_core.store.atomic import to_json
 from flare_core.store.runs import RunStore
 
+#: ``--max-dims`` left out: the estimator preset's whitened width (not a string, so argparse keeps it)
+PRESET_WIDTH = object()
+
 
 def _store(args: argparse.Namespace) -> RunStore:
     return RunStore(args.runs_dir)
@@ -92,7 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         estimator=args.estimator,
         references=_names(args.references),
         controls=[] if args.controls.strip().lower() == "none" else _names(args.controls),
-        max_dims=args.max_dims,
+        **({} if args.max_dims is PRESET_WIDTH else {"max_dims": args.max_dims}),
         collapse=not args.no_collapse,
         flow_preset=args.flow_preset,
         max_texts_sufficiency=args.max_texts_sufficiency,

@@ -10,6 +10,7 @@ from typing import Any
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.cli.commands import (
+    PRESET_WIDTH,
     cmd_benchmark,
     cmd_cancel,
     cmd_collapse,
@@ -31,7 +32,7 @@ from flare_core.cli.serving import DEFAULT_URL, cmd_app, cmd_share
 from flare_core.compute import EXECUTORS
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
 from flare_core.errors import AccessDenied, DamagedFile, RunBusy, RunNotFound
-from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS, USES
+from flare_core.run.params import DEFAULT_CONTROLS, DEFAULT_MAX_DIMS, FLOW_PRESETS, PRESET_MAX_DIMS, USES
 
 
 def _workers(value: str) -> int | None:
@@ -162,9 +163,9 @@ def _add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-dims",
         type=_dims,
-        default=DEFAULT_MAX_DIMS,
+        default=PRESET_WIDTH,
         help="dimensions each embedding is whitened to before the IS densities are fitted, or 'all' "
-        f"(default: {DEFAULT_MAX_DIMS})",
+        f"(default: the preset's, {DEFAULT_MAX_DIMS}; {PRESET_MAX_DIMS['paper']} for --flow-preset paper)",
     )
     p.add_argument("--no-collapse", action="store_true", help="skip SOCM and layer-wise concentration")
     p.add_argument("--collapse-texts", type=int, default=200)

@@ -63,7 +63,7 @@ def default_models() -> list[str]:
 
 
 def benchmark_params(models: Sequence[str], *, seed: int = 0, **overrides: Any) -> RunParams:
-    """The parameters of a benchmark run: the product's defaults (controls, 32 whitened dimensions,
+    """The parameters of a benchmark run: the product's defaults (controls, the preset's whitened width,
     both estimators, the validation studies) without the token-level stages and the maps."""
     options: dict[str, Any] = {"maps": False, "max_length": BENCHMARK_MAX_LENGTH, "seed": seed}
     options.update(overrides)

@@ -10,11 +10,15 @@ from typing import Any
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_bool, check_choice, check_int
 
-FLOW_PRESETS = ("fast", "default")
+#: Estimator presets: "fast" (small flows, for demos and tests), "default", and "paper" (FLARE as
+#: published as far as a CPU allows: a wider whitened width, and KNIFE's own mixtures).
+FLOW_PRESETS = ("fast", "default", "paper")
 #: Controls added to every run unless asked otherwise: where a model that learned nothing lands.
 DEFAULT_CONTROLS = ("random-minilm-l6", "shuffled-glove-6b-50d")
 #: Dimensions every embedding is PCA-whitened to before the densities are fitted.
 DEFAULT_MAX_DIMS = 32
+#: The whitened width of each preset, where a person does not set one.
+PRESET_MAX_DIMS = {"fast": DEFAULT_MAX_DIMS, "default": DEFAULT_MAX_DIMS, "paper": 128}
 ESTIMATOR_CHOICES = ("both", *ESTIMATOR_NAMES)
 #: What the embeddings will be used for (the answer's label-free rule follows it).
 USES = ("search", "grouping", "classifier", "unsure")  # what a person picks: every estimator, or one
@@ -107,9 +111,14 @@ def build_params(
     only as IS targets, or is ``["builtin"]`` for every available built-in model not among ``models``;
     ``controls`` (default :data:`DEFAULT_CONTROLS`) are run as IS sources beside the candidates;
     ``collapse`` turns SOCM and the layer-wise concentration on or off together. ``options`` are other
-    :class:`RunParams` fields (``flow_preset``, ``collapse_texts``, ``seed``, ``workers``…).
+    :class:`RunParams` fields (``flow_preset``, ``collapse_texts``, ``seed``, ``workers``…); without
+    ``max_dims`` the preset's whitened width (:data:`PRESET_MAX_DIMS`) is used.
     """
     check_choice(estimator, "estimator", ESTIMATOR_CHOICES)
+    # an unknown preset is refused by RunParams.validate with the choices
+    options.setdefault(
+        "max_dims", PRESET_MAX_DIMS.get(options.get("flow_preset", "default"), DEFAULT_MAX_DIMS)
+    )
     from flare_core.encoders import check_model_ids, is_available, list_models
 
     references = list(references)

@@ -9,6 +9,9 @@ GLOSSARY: dict[str, str] = {
     "ci": "95% bootstrap interval over the held-out texts: two models whose intervals overlap cannot be told apart here.",
     "is": "Information sufficiency IS(U→V): how much knowing embedding U reduces the uncertainty about embedding V, in nats.",
     "is_per_dim": "IS divided by the target's dimension, so that targets of different sizes weigh the same.",
+    "is_raw": "Raw IS (is_raw_nats): the estimator's own figure before it is held at 0. A flow's conditional "
+    "starts as the target's own density; when no trained version fits the held-out texts better, IS is "
+    "shown as 0 and the raw figure, below 0, tells how far the estimator strays when there is nothing to find.",
     "delta_emp": "Generalisation gap: how much worse the flows fit held-out texts than the texts they were trained on "
     "(Δ_emp = |validation NLL − training NLL|, marginal plus conditional, in nats). Small next to the information "
     "measured means the estimate holds on new texts; as large or larger means it is partly overfitted.",

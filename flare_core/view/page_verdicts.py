@@ -296,6 +296,29 @@ def generalisation_sentence(pairs: pd.DataFrame) -> str:
     return sentence + "."
 
 
+def floor_sentence(pairs: pd.DataFrame) -> str:
+    """The pairs whose IS is shown as 0 although the estimator's own figure (``is_raw_nats``) is below
+    it: a flow's conditional starts as the target's own density and keeps it when no trained version
+    does better on held-out texts. Empty when no pair was held at 0 or the table predates the column."""
+    if not {"is_nats", "is_raw_nats"} <= set(pairs.columns) or pairs.empty:
+        return ""
+    held = pairs[pairs["is_raw_nats"] < pairs["is_nats"] - 1e-9]
+    if held.empty:
+        return ""
+    raw = held["is_raw_nats"]
+    spread = (
+        f"{_number(float(raw.iloc[0]))} nats"
+        if len(held) == 1
+        else f"from {_number(float(raw.min()))} to {_number(float(raw.max()))} nats"
+    )
+    return (
+        f"{len(held)} of {len(pairs)} pairs are shown as 0: trained on the source, the estimator fitted the "
+        f"held-out texts worse than the target's own density did, so it claims no information. Its own "
+        f"figures for them, {spread}, are in the column is_raw_nats: how far below 0 an estimate can fall "
+        "when there is nothing to find."
+    )
+
+
 # ---------------------------------------------------------------------------------------------------
 # validation
 

@@ -39,6 +39,7 @@ from flare_core.view.html import (
     records_frame,
     table,
 )
+from flare_core.view.page_verdicts import floor_sentence
 from flare_core.view.verdict import labels_table, trust_sentence, verdict_view
 
 MOST_COLLAPSED = 10
@@ -230,6 +231,9 @@ def _sufficiency(run: Run, results: dict[str, Any]) -> str:
             continue
         parts.append(figure_div(figures.is_heatmap(view.per_dim), f"is-heatmap-{estimator}"))
         parts.append(figure_div(figures.is_graph_figure(view.nodes, view.edges), f"is-graph-{estimator}"))
+        held = floor_sentence(frames["pairs"])
+        if held:
+            parts.append(f"<p>{escape(held)}</p>")
     return "\n".join(parts)
 
 

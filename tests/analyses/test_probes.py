@@ -66,6 +66,20 @@ def test_corrected_interval_matches_the_nadeau_bengio_formula():
     assert (low, high) == pytest.approx((diffs.mean() - half, diffs.mean() + half))
 
 
+def test_full_labels_on_ten_texts_of_three_classes_use_the_default_c_where_no_third_can_be_held_out():
+    pool, labels = _pool(n=10)  # training folds of 6-8 texts: a held-out third of 2 cannot hold 3 classes
+    frame = compare_with_labels(pool, labels, seed=0).set_index("model")
+    codes = np.unique(labels, return_inverse=True)[1]
+    x = normalize(pool["good"])
+    accs = []
+    for r in range(probes.REPEATS):
+        outer = StratifiedKFold(3, shuffle=True, random_state=r)  # 3 folds: the smallest class has 3 texts
+        accs.append(
+            np.mean(cross_val_predict(LogisticRegression(C=1.0, max_iter=1000), x, codes, cv=outer) == codes)
+        )
+    assert frame.loc["good", "accuracy"] == pytest.approx(np.mean(accs))
+
+
 def test_full_labels_refuse_one_class_and_singleton_classes():
     pool, labels = _pool()
     with pytest.raises(ValueError, match="only one class"):

@@ -135,6 +135,12 @@ def test_run_options_for_scale_are_parsed_and_checked():
     for bad in ("1", "many"):
         with pytest.raises(SystemExit):
             parser.parse_args(["run", "c.csv", "--max-texts-sufficiency", bad])
+    # without --max-dims a run takes its preset's whitened width; with it, the number asked for
+    from flare_core.cli.commands import PRESET_WIDTH
+
+    assert parser.parse_args(["run", "c.csv", "--flow-preset", "paper"]).max_dims is PRESET_WIDTH
+    assert parser.parse_args(["run", "c.csv", "--max-dims", "all"]).max_dims is None
+    assert parser.parse_args(["run", "c.csv", "--max-dims", "64"]).max_dims == 64
 
 
 @pytest.mark.slow

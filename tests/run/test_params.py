@@ -30,6 +30,20 @@ def test_the_builder_fills_what_the_dataclass_defaults_and_nothing_else():
     assert dataclasses.asdict(built) == dataclasses.asdict(plain)
 
 
+def test_each_preset_brings_its_whitened_width_and_its_estimator_configurations():
+    from flare_core.analyses.sufficiency import FlowConfig, GMMConfig, get_estimator
+
+    assert build_params(models=STATIC).max_dims == 32
+    assert build_params(models=STATIC, flow_preset="paper").max_dims == 128
+    assert build_params(models=STATIC, flow_preset="paper", max_dims=None).max_dims is None
+    assert build_params(models=STATIC, flow_preset="fast", max_dims=16).max_dims == 16
+    flow, gmm = get_estimator("flow"), get_estimator("gmm")
+    assert flow.run_config("paper") == flow.run_config("default") == FlowConfig()
+    assert flow.run_config("fast") == FlowConfig.fast()
+    assert gmm.run_config("paper") == GMMConfig.knife() != gmm.run_config("default") == GMMConfig()
+    assert gmm.run_config("fast") == GMMConfig.fast()
+
+
 def test_builtin_references_are_every_available_builtin_model_not_chosen():
     params = build_params(models=["glove-6b-50d"], references=["builtin"])
     available, _ = available_models()

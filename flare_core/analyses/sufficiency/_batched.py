@@ -35,7 +35,7 @@ from flare_core.analyses.sufficiency._rows import (
     n_rows,
     row_slice,
 )
-from flare_core.analyses.sufficiency._training import FitOutcome, _autocast
+from flare_core.analyses.sufficiency._training import FitOutcome, _autocast, trained_best
 from flare_core.analyses.sufficiency.flow_model import (
     FlowConfig,
     _keep_transforms_in_float32,
@@ -115,7 +115,15 @@ def fit_conditionals_batched(
     logp_val = stack.evaluate(v_va, u_va)
     share = (time.perf_counter() - start_time) / len(sources)
     return [
-        FitOutcome(flow, logp_train[k], logp_val[k], schedule.epochs[k], share, schedule.history[k])
+        FitOutcome(
+            flow,
+            logp_train[k],
+            logp_val[k],
+            schedule.epochs[k],
+            share,
+            schedule.history[k],
+            trained_best(schedule.history[k]),
+        )
         for k, flow in enumerate(stack.unstacked([int(u.shape[1]) for u, _, _ in sources]))
     ]
 

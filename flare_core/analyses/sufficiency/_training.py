@@ -24,7 +24,9 @@ class FitOutcome:
 
     ``logp_train`` (n_train,) and ``logp_val`` (n_val,) are float64 nats per sample, computed with
     the kept (best-validation) weights. ``history`` holds the monitored mean NLL after each epoch
-    (index 0 is the initial model when it was evaluated).
+    (index 0 is the initial model when it was evaluated). When the initial model was a candidate for the
+    kept weights, ``raw_nll_val`` is the best validation NLL of the trained epochs alone (the figure
+    before the initial model can be kept; ``inf`` when no epoch finished); None otherwise.
     """
 
     model: nn.Module
@@ -33,6 +35,7 @@ class FitOutcome:
     epochs: int
     seconds: float
     history: list[float] = field(default_factory=list)
+    raw_nll_val: float | None = None
 
     @property
     def nll_train(self) -> float:
@@ -154,7 +157,15 @@ def _train(
     model.eval()
     logp_train = _evaluate(model, log_prob, train, eval_batch_size, autocast)
     logp_val = _evaluate(model, log_prob, val, eval_batch_size, autocast)
-    return FitOutcome(model, logp_train, logp_val, epochs, time.perf_counter() - start_time, history)
+    seconds = time.perf_counter() - start_time
+    raw = trained_best(history) if early_stopping and evaluate_initial else None
+    return FitOutcome(model, logp_train, logp_val, epochs, seconds, history, raw)
+
+
+def trained_best(history: Sequence[float]) -> float:
+    """The best (lowest) validation NLL of a history whose index 0 is the initial model, over the
+    trained epochs only (``inf`` when none finished)."""
+    return min(history[1:], default=math.inf)
 
 
 def _mean_nll(

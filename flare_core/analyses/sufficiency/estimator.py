@@ -104,7 +104,7 @@ class Estimator(ABC):
         return config
 
     def run_config(self, preset: str, **options: Any) -> Any:
-        """The configuration a run uses: ``preset`` ("default" or "fast") and run options such as
+        """The configuration a run uses: ``preset`` ("default", "fast" or "paper") and run options such as
         ``autocast`` that the estimator may take (the others are ignored)."""
         return self.config_type()
 

@@ -147,6 +147,8 @@ class FlowEstimator(Estimator):
     uses_marginal = True
 
     def run_config(self, preset: str, **options: Any) -> FlowConfig:
+        """``fast``: :meth:`FlowConfig.fast`; ``default`` and ``paper`` (which differ in the whitened width
+        a run fits in, not in the flow): FLARE's flow, :class:`FlowConfig`."""
         config = FlowConfig.fast() if preset == "fast" else FlowConfig()
         known = {name: options[name] for name in ("autocast", "batch_conditionals") if name in options}
         return dataclasses.replace(config, **known)

@@ -27,6 +27,8 @@ RECORD_COLUMNS = [
     "nll_cond_val",
     "is_nats",
     "is_per_dim",
+    "is_raw_nats",
+    "is_raw_per_dim",
     "delta_emp_marg",
     "delta_emp_cond",
     "epochs",
@@ -45,7 +47,11 @@ class SufficiencyResult:
       embedding's own width.
     - ``is_matrix``: DataFrame (sources x targets) of IS in nats on the validation split; NaN on the
       diagonal and where not computed.
-    - ``records``: one row per computed pair, columns :data:`RECORD_COLUMNS`.
+    - ``records``: one row per computed pair, columns :data:`RECORD_COLUMNS`. ``is_raw_nats`` is the
+      estimator's own figure before a floor: a flow's conditional starts as the marginal and keeps it
+      when no trained epoch does better on the validation rows (``is_nats`` is then 0); the raw figure
+      is that of its best trained epoch, negative in that case. Equal to ``is_nats`` for the mixtures;
+      NaN in results written before it was recorded.
     - ``marginals``: one row per trained target marginal, columns :data:`MARGINAL_COLUMNS`.
     - ``val_logp_marg[target]``: (n_val,) per-sample validation log p(v) in nats;
       ``val_logp_cond[(source, target)]``: (n_val,) log p(v|u). Row i refers to ``val_idx[i]``.
@@ -141,7 +147,7 @@ class SufficiencyResult:
             sources=list(meta["sources"]),
             dims={k: int(v) for k, v in meta["dims"].items()},
             is_matrix=pd.DataFrame(matrix, index=list(meta["sources"]), columns=list(meta["names"])),
-            records=pd.read_parquet(directory / "records.parquet"),
+            records=_with_columns(pd.read_parquet(directory / "records.parquet"), RECORD_COLUMNS),
             val_logp_marg={k: marg[i] for i, k in enumerate(meta["marginal_names"])},
             val_logp_cond={p: cond[i] for i, p in enumerate(pairs)},
             config=meta["config"],
@@ -158,3 +164,9 @@ class SufficiencyResult:
             max_dims=meta.get("max_dims"),  # results written before whitening: standardised coordinates
             raw_dims={k: int(v) for k, v in meta.get("raw_dims", meta["dims"]).items()},
         )
+
+
+def _with_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame`` with a NaN column for each of ``columns`` it lacks (results written before it existed)."""
+    missing = [c for c in columns if c not in frame.columns]
+    return frame.assign(**{c: np.nan for c in missing}) if missing else frame

@@ -20,9 +20,11 @@ import torch
 
 from flare_core.store import atomic
 
-# FlowConfig fields added after stores were first written, with the value those stores were trained with
-# FlowConfig fields added after stores were first written, with the value those stores were trained with
-_ADDED_FLOW_DEFAULTS = {"autocast": False, "batch_conditionals": 1}
+# configuration fields added after stores were first written, with the value those stores were trained with
+_ADDED_DEFAULTS = {
+    "flow": {"autocast": False, "batch_conditionals": 1},
+    "gmm": {"covariance": "diagonal", "input_norm": True, "warm_start": False, "skip": False, "init": "rows"},
+}
 _CHUNK_ROWS = 8192
 
 
@@ -56,8 +58,8 @@ class UnitStore:
             found = json.loads(path.read_text(encoding="utf-8"))
             # a store written before a config field existed holds that field's default value
             config = found.get("config")
-            if isinstance(config, dict) and config.get("estimator") == "flow":
-                for key, value in _ADDED_FLOW_DEFAULTS.items():
+            if isinstance(config, dict):
+                for key, value in _ADDED_DEFAULTS.get(config.get("estimator"), {}).items():
                     config.setdefault(key, value)
             if found != expected:
                 differing = sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k))

@@ -65,6 +65,7 @@ def _fit_summary(outcome: Any) -> dict[str, Any]:
         "epochs": outcome.epochs,
         "seconds": outcome.seconds,
         "logp_val": outcome.logp_val,
+        "raw_nll_val": outcome.raw_nll_val,
     }
 
 

@@ -107,6 +107,9 @@ def test_fit_conditional_never_worse_than_marginal_on_validation():
     assert_finite(cond.logp_val)
     assert cond.nll_val <= outcome.nll_val + 1e-9
     assert cond.history[0] == pytest.approx(outcome.nll_val, rel=1e-6)
+    # the raw figure is the best trained epoch's, before the marginal itself may be kept
+    assert cond.raw_nll_val == min(cond.history[1:])
+    assert cond.nll_val <= cond.raw_nll_val + 1e-9
 
 
 def test_flow_config_validation():

@@ -173,6 +173,14 @@ def test_save_load_roundtrip(tmp_path):
     np.testing.assert_array_equal(loaded.val_idx, result.val_idx)
     pd.testing.assert_frame_equal(loaded.marginals, result.marginals)
     assert not list((tmp_path / "res").glob("*.pkl"))
+    records = result.records
+    assert (records["is_raw_nats"] <= records["is_nats"] + 1e-9).all()
+    np.testing.assert_allclose(records["is_raw_per_dim"], records["is_raw_nats"] / records["d_target"])
+    # a result written before the raw figure was recorded reads back with NaN in its place
+    old = records.drop(columns=["is_raw_nats", "is_raw_per_dim"])
+    old.to_parquet(tmp_path / "res" / "records.parquet")
+    again = SufficiencyResult.load(tmp_path / "res").records
+    assert again["is_raw_nats"].isna().all() and again["is_nats"].tolist() == records["is_nats"].tolist()
 
 
 def test_gmm_evaluate_on_train_uses_every_row():
