@@ -78,6 +78,9 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
     )
 
     _runs_page_says(store, run.id, "Drawing a map of each embedding space failed: the map could not be drawn")
+    _share_link_says(
+        store, run.id, "Drawing a map of each embedding space failed: the map could not be drawn"
+    )
 
     monkeypatch.undo()  # the fault is gone: resume retries the maps and nothing that was done
     stamps = {
@@ -116,3 +119,31 @@ def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
     shown = "\n".join(str(c.value) for c in at.caption)
     assert sentence in shown and f"flare resume {run_id}" in shown
     assert any(b.label == "Try the failed stages again" for b in at.button)
+
+
+def _share_link_says(store: RunStore, run_id: str, sentence: str) -> None:
+    """A share link to the run with problems: its Overview opens, says which stage failed, and offers the
+    viewer nothing that would change the run."""
+    import os
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from flare_core.store.shares import create_link
+
+    token, _ = create_link(store, run_id)
+    app = str(Path(__file__).resolve().parents[2] / "app.py")
+    before = os.environ.get("FLARE_RUNS_DIR")
+    os.environ["FLARE_RUNS_DIR"] = str(store.root)
+    try:
+        at = AppTest.from_file(app, default_timeout=120)
+        at.query_params["share"] = token
+        at.run()
+    finally:
+        if before is None:
+            os.environ.pop("FLARE_RUNS_DIR", None)
+        else:
+            os.environ["FLARE_RUNS_DIR"] = before
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(sentence in str(w.value) for w in at.warning), [w.value for w in at.warning]
+    assert not [b.label for b in at.button if "Try the failed stages" in b.label or "Delete" in b.label]

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flare_core.answer.costs import run_costs
 from flare_core.data.corpus import load_corpus
 from flare_core.data.demo import bbc_news_frame
 from flare_core.encoders import random_init_transformer
@@ -258,3 +259,13 @@ def test_one_model_run_from_the_command_line_ends_done_with_its_collapse_and_lay
     )
     assert 0 < collapse["summary"][0]["socm_mean"] < 1
     assert len(collapse["layers"]) == 6  # one row per layer of MiniLM
+    # its cost is measured like any run's, and a budget it does not fit says so
+    costs = run_costs(RunStore(runs).get(run_id))
+    assert costs["model"].tolist() == ["all-MiniLM-L6-v2"] and costs["texts_per_s"].iloc[0] > 0
+    assert (
+        costs["bytes_per_vector_float32"].iloc[0] == 384 * 4 and costs["bytes_per_vector_int8"].iloc[0] == 384
+    )
+    assert verdict.get("cost") is None  # no cheaper model to name
+    budget = flare("show", run_id, "--max-width", "100", runs_dir=runs).stdout
+    assert "No model of this run fits the budget" in budget
+    assert "outside the budget: all-MiniLM-L6-v2 (384 dimensions, more than 100)" in budget
