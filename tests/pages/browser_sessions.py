@@ -15,7 +15,7 @@ READY = """(title) => {
     const h = document.querySelector('h1');
     return !!h && h.innerText.includes(title) && !document.querySelector('[data-testid="stSkeleton"]');
 }"""
-FORBIDDEN = ("Start run", "Cancel", "Delete permanently", "Create link", "Revoke", "Import")
+FORBIDDEN = ("Start run", "Cancel", "Delete permanently", "Create link", "Revoke", "Import", "Save", "Rename")
 
 
 class Session:

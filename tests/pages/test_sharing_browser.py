@@ -258,15 +258,15 @@ def _three_at_once(trial: Trial, owner: Session) -> tuple[Session, Session]:
             offered, pressed = offered + found, pressed + clicks
     trial.menu = slice(first, len(trial.times))
     for who, link in ((viewer, trial.links["texts"]), (figures, trial.links["figures"])):
-        for path in ("runs", "new_run"):  # the addresses of the pages a link does not have
+        for path in ("runs", "new_run", "labels"):  # the addresses of the pages a link does not have
             who.open(f"{path}?share={link}", "Overview")
             found, clicks = try_controls(who, notices)
             offered, pressed = offered + found, pressed + clicks
     trial.table.add(
         "start, delete, cancel, label or share through a page's widgets", "refused",
-        f"no such control on any page of either link (their addresses of Runs and New run: "
-        f"{' / '.join(sorted(notices)) or 'no notice'}, then the Overview); {pressed} of the pages' own buttons "
-        "pressed; no label control exists in this build",
+        f"no such control on any page of either link (their addresses of Runs, New run and Check with a few "
+        f"labels: {' / '.join(sorted(notices)) or 'no notice'}, then the Overview); {pressed} of the pages' own "
+        "buttons pressed",
         not offered and snapshot(trial.store.root) == trial.before,
     )  # fmt: skip
     return viewer, figures
