@@ -40,8 +40,12 @@ def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
     assert shown["status"] == "done"
     scores = {row["model"]: row for row in shown["sufficiency"]["gmm"]["scores"]}
     assert set(scores) == {"glove-6b-50d", "tokenlearn-static-64d", "noise"}
-    # random noise carries no information about the real models: it ranks last
-    assert scores["noise"]["rank"] == 3
+    # random noise carries no information about the real models: the mixtures hold it at the floor of 0,
+    # so it is never ranked above either of them (on 50 texts they may find nothing in one of them either)
+    assert scores["noise"]["score"] == 0.0
+    assert scores["noise"]["rank"] >= max(
+        scores[m]["rank"] for m in ("glove-6b-50d", "tokenlearn-static-64d")
+    )
     matrix = shown["sufficiency"]["gmm"]["is_matrix"]
     # the default controls are sources (rows) only, never targets (columns) or ranked
     controls = {"random-minilm-l6", "shuffled-glove-6b-50d"}
