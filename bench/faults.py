@@ -69,8 +69,8 @@ from flare_core.store import doctor  # noqa: E402
 from flare_core.store.runs import Run, RunStore, safe_name  # noqa: E402
 
 MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
-# files that differ between two identical runs: timings inside them, or the worker's own files
-VOLATILE = ("manifest.json", "worker.log", "worker.heartbeat", "run.lock", ".run.lock.guard")
+# files that differ between two identical runs: timings inside them, the worker's own files, or locks
+VOLATILE = ("manifest.json", "worker.log", "worker.heartbeat", "run.lock", ".run.lock.guard", "labels.lock")
 VOLATILE_UNDER = ("sufficiency/gmm/pairs/",)
 VOLATILE_FILES = ("sufficiency/gmm/result/records.parquet", "sufficiency/gmm/result/marginals.parquet")
 
@@ -685,16 +685,18 @@ def concurrent_trials(ref: Reference, work: Path, short: bool) -> Row:
         exp_err = exp.communicate()[1]
         if exp_rc == 0:  # the export won: its bundle is complete
             imported, _ = flare("import", str(out), "--run-id", "reimported", runs_dir=store.root)
-            complete = imported.returncode == 0 and not ref.same(store.get("reimported"))
+            differ = ref.same(store.get("reimported")) if imported.returncode == 0 else ["(import failed)"]
+            complete = not differ
         else:  # the delete won: the export says so and leaves no file
             said = "deleted while it was being exported" in exp_err or f"no run '{running.id}'" in exp_err
-            complete = said and not out.exists()
+            complete, differ = said and not out.exists(), []
         leftovers = [p.name for p in store.root.iterdir() if p.name.startswith((".deleting-", ".staging-"))]
         row.add(
             dele_rc == 0 and complete and not leftovers and not store.exists(running.id),
             not complete,
             None,
-            f"export+delete: export rc {exp_rc} {exp_err[-200:]!r}, delete rc {dele_rc}, leftovers {leftovers}",
+            f"export+delete: export rc {exp_rc} {exp_err[-200:]!r}, delete rc {dele_rc}, leftovers {leftovers}, "
+            f"bundle differs in {differ[:3]}",
         )
         # the same bundle imported twice at the same moment
         if not out.exists():
