@@ -260,7 +260,10 @@ def run_benchmark(
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "complete": len(records) == len(names),
             "models": chosen,
-            "params": {k: v for k, v in vars(params).items() if k != "models"},
+            "params": {
+                **{k: v for k, v in vars(params).items() if k != "models"},
+                "label_draws": label_draws,
+            },
             "corpora": records,
             "summary": summarise(records),
         }
@@ -282,14 +285,17 @@ def _labels_judged(
 
 
 def rejudge_benchmark(
-    store: RunStore, progress: Callable[[str], None] | None = None, *, label_draws: int = 30
+    store: RunStore, progress: Callable[[str], None] | None = None, *, label_draws: int | None = None
 ) -> dict[str, Any]:
     """Judge the stored benchmark runs of ``store`` again, without running them; rewrites and returns
     ``benchmark.json``. For a change in how runs are judged (a new score, variant or baseline): the
-    runs, their IS estimates and timings stay as they were."""
+    runs, their IS estimates and timings stay as they were. ``label_draws`` defaults to the benchmark's
+    own (30 for one made before it was recorded)."""
     result = load_benchmark(store)
     if result is None:
         raise FileNotFoundError(f"no benchmark in {benchmark_dir(store)}; run `flare benchmark` first")
+    if label_draws is None:
+        label_draws = int(result["params"].get("label_draws", 30))
     seed = int(result["params"].get("seed", 0))
     records = []
     for old in result["corpora"]:

@@ -86,7 +86,7 @@ def test_collapse_command_recomputes_socm_with_more_texts(tmp_path, small_corpus
     runs = tmp_path / "runs"
     run_id = flare(
         "run", str(small_corpus_path), "--models", "all-MiniLM-L6-v2,glove-6b-50d", "--estimator", "gmm",
-        "--collapse-texts", "4", runs_dir=runs,
+        "--flow-preset", "fast", "--controls", "none", "--collapse-texts", "4", runs_dir=runs,
     ).stdout.strip().splitlines()[-1]  # fmt: skip
     first = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
     assert [row["n_pairs"] for row in first["collapse"]] == [6]  # 4 texts → 6 pairs, MiniLM only

@@ -194,7 +194,8 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
     for _ in range(4):
         proc = flare(
             "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm",
-            "--no-collapse", "--background", "--json", runs_dir=store.root,
+            "--flow-preset", "fast", "--controls", "none", "--no-collapse", "--background", "--json",
+            runs_dir=store.root,
         )  # fmt: skip
         started.append(json.loads(proc.stdout))
     assert [s["queue_position"] for s in started[2:]] == [1, 2]
