@@ -132,20 +132,23 @@ def test_few_labels_refuse_bad_rows_and_one_class():
 # ------------------------------------------------------------------------------------------ advice
 
 
-def _estimates(p_best, estimate, p_near, diff_sd=(0.0, 0.3, 0.3)) -> pd.DataFrame:
-    return pd.DataFrame(
+def _estimates(p_best, estimate, p_near, diff_sd=(0.0, 0.3, 0.3), ci_low=(0.9, 0.8, 0.5), n_classes=2):
+    frame = pd.DataFrame(
         {
             "model": ["m1", "m2", "m3"],
             "score": estimate,
             "p_best": p_best,
             "p_near": p_near,
             "diff_sd": diff_sd,
+            "ci_low": ci_low,
         }
     )
+    frame.attrs.update(n_classes=n_classes, n_classes_repeated=n_classes)
+    return frame
 
 
 def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
-    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5], [0.99, 0.1, 0.0]), 32)
+    advice = stopping_advice(_estimates([0.95, 0.05, 0.0], [0.9, 0.8, 0.5], [0.99, 0.1, 0.0]), 48)
     assert advice["settled"] and advice["best"] == "m1" and advice["more_labels"] is None
     assert advice["either"] == ["m1"] and "m1" in advice["text"] and "95%" in advice["text"]
     advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5], [0.7, 0.5, 0.0]), 32)
@@ -190,4 +193,44 @@ def test_advice_never_settles_on_labels_that_carry_no_evidence():
     advice = stopping_advice(frame, 2)
     assert not advice["settled"] and advice["more_labels"] >= 14
     sure = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0])
-    assert not stopping_advice(sure, 8)["settled"] and stopping_advice(sure, 16)["settled"]
+    assert not stopping_advice(sure, 16)["settled"] and stopping_advice(sure, 48)["settled"]
+
+
+def test_advice_waits_for_enough_labels_per_class():
+    # the same sure leader over 4 classes: 24 labels per class are 96, and 64 say so and ask for the rest
+    sure = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], n_classes=4)
+    advice = stopping_advice(sure, 64)
+    assert not advice["settled"] and advice["more_labels"] == 32
+    assert "too few to be sure" in advice["text"] and "32 more labels" in advice["text"]
+    assert not stopping_advice(sure, 95)["settled"] and stopping_advice(sure, 96)["settled"]
+    # 16 classes of 8 labels each (health-tweets at k = 128) would need 256 more; at most MAX_MORE are asked
+    many = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], n_classes=16)
+    assert stopping_advice(many, 128)["more_labels"] == min(16 * 24 - 128, probes.MAX_MORE)
+    # a corpus of 60 texts has no 96 to label: 80% of it (48 texts) is all there is to extrapolate to
+    sure.attrs["n_texts"] = 60
+    assert not stopping_advice(sure, 47)["settled"] and stopping_advice(sure, 48)["settled"]
+
+
+def test_advice_does_not_trust_a_leader_no_better_than_guessing():
+    # two classes: the leader's accuracy interval must start at 0.5 + 0.2 or above
+    near_chance = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], ci_low=(0.69, 0.5, 0.4))
+    advice = stopping_advice(near_chance, 128)
+    assert not advice["settled"] and "better than guessing" in advice["text"] and advice["more_labels"] >= 8
+    clear = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], ci_low=(0.7, 0.5, 0.4))
+    assert stopping_advice(clear, 128)["settled"]
+    # with five classes guessing is 20%: 0.4 is enough there
+    five = _estimates(
+        [0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], ci_low=(0.4, 0.3, 0.2), n_classes=5
+    )
+    assert stopping_advice(five, 128)["settled"]
+    assert not stopping_advice(five.assign(ci_low=[0.39, 0.3, 0.2]), 128)["settled"]
+
+
+def test_advice_on_a_real_frame_needs_its_interval():
+    pool, labels = _pool(n=300, k=2)
+    rows = np.arange(64)
+    frame = few_label_estimates(pool, rows, labels[rows].tolist())
+    advice = stopping_advice(frame, 64)
+    assert advice["best"] == "good" and advice["settled"]  # a separating model, 32 labels a class
+    with pytest.raises(ValueError, match="ci_low"):
+        stopping_advice(frame.drop(columns="ci_low"), 64)
