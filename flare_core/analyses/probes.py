@@ -441,12 +441,12 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         text = (
             f"{best} leads ({p:.0%} probability of being best), but {n_labels} labels over {n_classes} "
             f"classes are too few to be sure: with fewer than {MIN_LABELS_PER_CLASS} per class the ranking "
-            f"is often wrong; label {more} more labels."
+            f"is often wrong; label {more} more texts."
         )
     elif evidence and near >= SETTLED_P:
         text = (
             f"{best} leads ({p:.0%} probability of being best), but no model is yet surely better than "
-            f"guessing ({chance:.0%}), so the ranking cannot be trusted yet; label {more} more labels."
+            f"guessing ({chance:.0%}), so the ranking cannot be trusted yet; label {more} more texts."
         )
     else:
         text = f"{best} is best with {p:.0%} probability; {more} more labels would settle it."

@@ -152,9 +152,9 @@ def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
     assert advice["settled"] and advice["best"] == "m1" and advice["more_labels"] is None
     assert advice["either"] == ["m1"] and "m1" in advice["text"] and "95%" in advice["text"]
     advice = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.85, 0.5], [0.7, 0.5, 0.0]), 32)
-    assert not advice["settled"] and "more labels" in advice["text"]
+    assert not advice["settled"] and "more texts" in advice["text"]
     # the lead of 5 points stands 1.645 standard errors at (1.645 * 0.3 / 0.05)^2 = 97.4 labels: 72 more
-    assert advice["more_labels"] == 72 and "72 more labels" in advice["text"]
+    assert advice["more_labels"] == 72 and "label 72 more texts" in advice["text"]
 
 
 def test_advice_names_near_ties_as_either():
@@ -201,7 +201,7 @@ def test_advice_waits_for_enough_labels_per_class():
     sure = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], n_classes=4)
     advice = stopping_advice(sure, 64)
     assert not advice["settled"] and advice["more_labels"] == 32
-    assert "too few to be sure" in advice["text"] and "32 more labels" in advice["text"]
+    assert "too few to be sure" in advice["text"] and "label 32 more texts" in advice["text"]
     assert not stopping_advice(sure, 95)["settled"] and stopping_advice(sure, 96)["settled"]
     # 16 classes of 8 labels each (health-tweets at k = 128) would need 256 more; at most MAX_MORE are asked
     many = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], n_classes=16)
