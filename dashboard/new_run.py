@@ -172,7 +172,16 @@ with st.expander("Analysis settings"):
         horizontal=True,
         help="flow: FLARE's normalizing flows (slower, more accurate); gmm: EMIR's Gaussian mixtures (fast).",
     )
-    flow_preset = st.radio("Flow size", list(FLOW_PRESETS), horizontal=True)
+    flow_preset = st.radio(
+        "Estimator settings",
+        list(FLOW_PRESETS),
+        index=list(FLOW_PRESETS).index("default"),
+        horizontal=True,
+        help="default: the settings the validity benchmark ranked best (embeddings whitened to 32 "
+        "dimensions); fast: smaller flows and fewer epochs, for a first look; paper: FLARE's flow at 128 "
+        "dimensions with KNIFE's mixtures, as the papers describe them (it ranked models less well on the "
+        "benchmark). README, 'Estimator presets'.",
+    )
     references = st.multiselect(
         "Reference models (IS targets only, not ranked)", [m for m in available if m not in models]
     )
