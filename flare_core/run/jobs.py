@@ -208,6 +208,9 @@ def _launch(store: RunStore, run: Run) -> int:
         close_fds=True,
     )
     log.close()
+    # the heartbeat first: a reader that finds the pid must find a fresh heartbeat too, or it would read
+    # a worker that is still starting as one that died
+    _beat(run)
     run.update(
         pid=proc.pid,
         host=socket.gethostname(),
@@ -217,7 +220,6 @@ def _launch(store: RunStore, run: Run) -> int:
         launched_ns=time.time_ns(),
         pid_start_time=locks.process_start_time(proc.pid),
     )
-    _beat(run)  # the run is alive from the moment it is started
     return proc.pid
 
 

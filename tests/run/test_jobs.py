@@ -18,7 +18,7 @@ from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
 from flare_core.store import locks
-from flare_core.store.runs import RunStore
+from flare_core.store.runs import Run, RunStore
 from flare_core.view.results import run_results
 from tests.support import STATIC, check_run_files, fast_params, flare
 
@@ -250,3 +250,24 @@ def test_a_bad_flare_worker_nice_is_refused_in_words(monkeypatch, value):
         ValueError, match=f"FLARE_WORKER_NICE must be a whole number from 0 to 19, got '{value}'"
     ):
         jobs.worker_niceness()
+
+
+def test_a_launched_worker_has_its_heartbeat_before_its_pid_is_known(tmp_path, monkeypatch):
+    """A reader that finds the pid of a worker still starting must find it alive, not failed."""
+    store = RunStore(tmp_path / "runs")
+    run = store.create({"name": "no parameters"})
+    beating_when_pid_written = []
+    update = Run.update
+
+    def watching(self, **fields):
+        if fields.get("pid") and fields["pid"] != os.getpid():
+            beat = self.artefact(jobs.HEARTBEAT)
+            fresh = beat.exists() and time.time() - float(beat.read_text()) < jobs.STALE_AFTER_SECONDS
+            beating_when_pid_written.append(fresh)
+        return update(self, **fields)
+
+    monkeypatch.setattr(Run, "update", watching)
+    jobs.start(store, run.id)
+    assert beating_when_pid_written[:1] == [True]
+    assert jobs.wait(store, run.id, timeout=120, poll=0.1) == "failed"  # no parameters: it fails at once
+    assert "KeyError" in run.manifest["error"]
