@@ -94,8 +94,9 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
     assert run_results(run)["status_words"] == "done"
 
 
-def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
-    """The Runs page, rendered by Streamlit's AppTest, names the failed stage in words for ``run_id``."""
+def _app(store: RunStore, query: dict[str, str], page: str | None = None):
+    """The dashboard rendered by Streamlit's AppTest over ``store`` with ``query`` in its address, then
+    switched to ``page`` when given."""
     import os
     from pathlib import Path
 
@@ -106,16 +107,24 @@ def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
     os.environ["FLARE_RUNS_DIR"] = str(store.root)
     try:
         at = AppTest.from_file(app, default_timeout=120)
-        at.query_params["run"] = run_id
+        for key, value in query.items():
+            at.query_params[key] = value
         at.run()
-        at.switch_page("dashboard/runs.py")
-        at.run()
+        if page is not None:
+            at.switch_page(page)
+            at.run()
     finally:
         if before is None:
             os.environ.pop("FLARE_RUNS_DIR", None)
         else:
             os.environ["FLARE_RUNS_DIR"] = before
     assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
+    """The Runs page names the failed stage in words for ``run_id`` and offers to try it again."""
+    at = _app(store, {"run": run_id}, page="dashboard/runs.py")
     shown = "\n".join(str(c.value) for c in at.caption)
     assert sentence in shown and f"flare resume {run_id}" in shown
     assert any(b.label == "Try the failed stages again" for b in at.button)
@@ -124,26 +133,9 @@ def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
 def _share_link_says(store: RunStore, run_id: str, sentence: str) -> None:
     """A share link to the run with problems: its Overview opens, says which stage failed, and offers the
     viewer nothing that would change the run."""
-    import os
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
     from flare_core.store.shares import create_link
 
     token, _ = create_link(store, run_id)
-    app = str(Path(__file__).resolve().parents[2] / "app.py")
-    before = os.environ.get("FLARE_RUNS_DIR")
-    os.environ["FLARE_RUNS_DIR"] = str(store.root)
-    try:
-        at = AppTest.from_file(app, default_timeout=120)
-        at.query_params["share"] = token
-        at.run()
-    finally:
-        if before is None:
-            os.environ.pop("FLARE_RUNS_DIR", None)
-        else:
-            os.environ["FLARE_RUNS_DIR"] = before
-    assert not at.exception, [e.value for e in at.exception]
+    at = _app(store, {"share": token})
     assert any(sentence in str(w.value) for w in at.warning), [w.value for w in at.warning]
     assert not [b.label for b in at.button if "Try the failed stages" in b.label or "Delete" in b.label]
