@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from flare_core.cli.process_exit import console
 
-from flare_core.cli.parser import main
-
-sys.exit(main())
+console()
