@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from flare_core.encoders.base import Encoder, ModelSpec
 from flare_core.encoders.cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
-from flare_core.encoders.controls import TfidfSvdEncoder, texts_hash
+from flare_core.encoders.controls import TfidfSvdEncoder
+from flare_core.encoders.corpus_fitted import texts_hash
 from flare_core.encoders.precomputed import PrecomputedEncoder, load_precomputed
 from flare_core.encoders.registry import (
     BUILTIN_IDS,

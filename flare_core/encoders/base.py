@@ -103,3 +103,65 @@ def check_max_length(max_length: int | None) -> int | None:
 def empty_matrix(dim: int) -> np.ndarray:
     """A float32 array of shape (0, dim)."""
     return np.zeros((0, dim), dtype=np.float32)
+
+
+class EncoderBase:
+    """The front the built-in encoders share: :meth:`encode` validates its arguments, then the subclass's
+    :meth:`_encode` computes the vectors."""
+
+    spec: ModelSpec
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+        max_length: int | None = None,
+    ) -> np.ndarray:
+        """Embed ``texts``: float32 array of shape (N, d), rows in input order.
+
+        ``batch_size``: texts per step; ``progress(done, total)`` is called after each step when given;
+        ``max_length``: the tokens (or words) read per text, the model's own limit when None.
+        """
+        return self._encode(
+            check_texts(texts),
+            batch_size=check_batch_size(batch_size),
+            progress=progress,
+            max_length=check_max_length(max_length),
+        )
+
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
+    ) -> np.ndarray:
+        """The vectors of validated ``texts``, float32 (N, d)."""
+        raise NotImplementedError
+
+
+def encode_in_chunks(
+    texts: list[str],
+    dim: int,
+    step: int,
+    encode_chunk: Callable[[list[str]], np.ndarray],
+    progress: ProgressFn | None = None,
+) -> np.ndarray:
+    """``encode_chunk`` over consecutive chunks of ``step`` texts, float32 (N, ``dim``); each chunk's
+    result must be (len(chunk), ``dim``); ``progress(done, total)`` after each chunk."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for start in range(0, len(texts), step):
+        chunk = texts[start : start + step]
+        vectors = np.asarray(encode_chunk(chunk), dtype=np.float32)
+        if vectors.shape != (len(chunk), dim):
+            raise RuntimeError(f"the model returned shape {vectors.shape}, expected {(len(chunk), dim)}")
+        out[start : start + len(chunk)] = vectors
+        if progress is not None:
+            progress(start + len(chunk), len(texts))
+    return out
+
+
+def unit_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (N, d) with its rows scaled to unit L2 norm, in ``x``'s dtype, and the indices (int64) of the
+    rows of norm 0, which stay 0."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    zero = norms[:, 0] <= 1e-12
+    return np.divide(x, norms, out=np.zeros_like(x), where=~zero[:, None]), np.flatnonzero(zero)

@@ -3,27 +3,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 from collections.abc import Sequence
 
 import numpy as np
 
 from flare_core.checks import check_int
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_texts
+from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn, unit_rows
+from flare_core.encoders.corpus_fitted import CorpusFittedEncoder
 
 
-def texts_hash(texts: Sequence[str]) -> str:
-    """sha256 over the texts, each length-prefixed (so boundaries are unambiguous)."""
-    h = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h.hexdigest()
-
-
-class TfidfSvdEncoder:
+class TfidfSvdEncoder(CorpusFittedEncoder):
     """TF-IDF (sublinear tf, unigrams; words seen in one text only are dropped from corpora of 50+ texts,
     at most 50,000 terms) followed by randomized truncated SVD, fitted on a corpus.
 
@@ -44,72 +33,54 @@ class TfidfSvdEncoder:
         seed: int = 0,
     ) -> None:
         self.max_components = check_int(max_components, "max_components", min_value=1)
-        self.seed = check_int(seed, "seed")
         self.vectorizer = None
         self.svd = None
-        self.spec = spec
-        if corpus_texts is not None:
-            self.fit(corpus_texts)
+        super().__init__(spec, corpus_texts, seed=seed)
 
     @property
     def fitted(self) -> bool:
         return self.svd is not None
 
-    def fit(self, texts: Sequence[str]) -> TfidfSvdEncoder:
+    def _fit(self, texts: list[str]) -> tuple[int, str]:
         """Fit TF-IDF and the SVD on ``texts`` (at least 2 texts with at least 2 distinct terms)."""
         from sklearn.decomposition import TruncatedSVD
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        items = check_texts(texts)
-        if len(items) < 2:
-            raise ValueError(f"tfidf-svd needs at least 2 texts to fit, got {len(items)}")
+        if len(texts) < 2:
+            raise ValueError(f"tfidf-svd needs at least 2 texts to fit, got {len(texts)}")
         min_df = (
-            2 if len(items) >= 50 else 1
+            2 if len(texts) >= 50 else 1
         )  # hapaxes carry no shared direction; dropping them speeds the SVD
         vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=min_df, max_features=50_000, dtype=np.float64)
         try:
-            tfidf = vectorizer.fit_transform(items)  # (n, V) sparse
+            tfidf = vectorizer.fit_transform(texts)  # (n, V) sparse
         except ValueError as exc:  # empty vocabulary
             raise ValueError(f"tfidf-svd cannot be fitted: {exc}") from None
         n_features = tfidf.shape[1]
         if n_features < 2:
             raise ValueError(f"tfidf-svd needs at least 2 distinct terms in the corpus, got {n_features}")
-        k = max(1, min(self.max_components, n_features - 1, len(items) - 1))
+        k = max(1, min(self.max_components, n_features - 1, len(texts) - 1))
         svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
         svd.fit(tfidf)
         self.vectorizer, self.svd = vectorizer, svd
-        self.spec = dataclasses.replace(
-            self.spec,
-            dim=k,
-            revision=f"{self.spec.revision.split('|')[0]}|fit:{texts_hash(items)[:16]}|k{k}",
-        )
-        return self
+        return k, f"|k{k}"
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Project ``texts`` on the fitted components: float32 (N, k), unit-norm rows (zero for unknown words).
 
         ``max_length`` is accepted for interface compatibility and ignored (TF-IDF reads whole texts).
         """
-        items = check_texts(texts)
-        check_batch_size(batch_size)
         if not self.fitted:
-            self.fit(items)
-        z = self.svd.transform(self.vectorizer.transform(items))  # (N, k)
-        norms = np.linalg.norm(z, axis=1, keepdims=True)
-        z = np.divide(z, norms, out=np.zeros_like(z), where=norms > 1e-12)
+            self.fit(texts)
+        z = unit_rows(self.svd.transform(self.vectorizer.transform(texts)))[0]  # (N, k)
         if progress is not None:
-            progress(len(items), len(items))
+            progress(len(texts), len(texts))
         return z.astype(np.float32)
 
 
-class ShuffledRowsEncoder:
+class ShuffledRowsEncoder(EncoderBase):
     """A control with a real model's geometry and no link to the texts: ``inner``'s vectors, rows shuffled.
 
     ``encode(texts)`` returns ``inner.encode(texts)[perm]`` for a permutation drawn from ``seed`` and
@@ -125,16 +96,10 @@ class ShuffledRowsEncoder:
         self.seed = check_int(seed, "seed")
         self.pooling = f"shuffled({getattr(inner, 'pooling', 'unknown')})"
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """``inner``'s embeddings (N, d) with their rows permuted."""
-        items = check_texts(texts)
-        x = self.inner.encode(items, batch_size=batch_size, progress=progress, max_length=max_length)
-        perm = np.random.default_rng([self.seed, len(items)]).permutation(len(items))
+        x = self.inner.encode(texts, batch_size=batch_size, progress=progress, max_length=max_length)
+        perm = np.random.default_rng([self.seed, len(texts)]).permutation(len(texts))
         return np.ascontiguousarray(x[perm])

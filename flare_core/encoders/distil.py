@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from flare_core.checks import check_int, check_number
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn, encode_in_chunks, unit_rows
 from flare_core.store import atomic
 from flare_core.store.cache import cache_root
 
@@ -130,7 +130,7 @@ def distil_ready(model_id: str, base_revision: str) -> bool:
     return _complete(distil_dir(model_id), {"base_revision": base_revision})
 
 
-class StaticDistilEncoder:
+class StaticDistilEncoder(EncoderBase):
     """A distilled static model (step 4): float32 (N, width), unit-norm rows, zero rows for texts with no
     known token (their indices in ``empty_rows``)."""
 
@@ -155,31 +155,24 @@ class StaticDistilEncoder:
         self.spec = spec
         self.empty_rows = np.zeros(0, dtype=np.int64)
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Mean of the known tokens' rows, L2-normalised: float32 (N, width), rows in input order."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
-        limit = check_max_length(max_length) or DEFAULT_MAX_TOKENS
-        out = np.zeros((len(items), self.vectors.shape[1]), dtype=np.float32)
-        step = max(batch_size, 256)
-        for start in range(0, len(items), step):
-            encoded = self.tokenizer.encode_batch(items[start : start + step], add_special_tokens=False)
-            for offset, enc in enumerate(encoded):
+        limit = max_length or DEFAULT_MAX_TOKENS
+        width = self.vectors.shape[1]
+
+        def token_means(chunk: list[str]) -> np.ndarray:
+            out = np.zeros((len(chunk), width), dtype=np.float32)
+            for i, enc in enumerate(self.tokenizer.encode_batch(chunk, add_special_tokens=False)):
                 ids = np.asarray(enc.ids[:limit], dtype=np.int64)
                 rows = self.row_of[ids[ids < len(self.row_of)]]
                 rows = rows[rows >= 0]
                 if len(rows):
-                    out[start + offset] = self.vectors[rows].mean(axis=0, dtype=np.float64)
-            if progress is not None:
-                progress(min(start + step, len(items)), len(items))
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        out = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
-        self.empty_rows = np.flatnonzero(norms[:, 0] == 0).astype(np.int64)
+                    out[i] = self.vectors[rows].mean(axis=0, dtype=np.float64)
+            return out
+
+        out, self.empty_rows = unit_rows(
+            encode_in_chunks(texts, width, max(batch_size, 256), token_means, progress)
+        )
         return out

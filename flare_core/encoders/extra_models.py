@@ -6,14 +6,14 @@ trained on the corpus (:mod:`flare_core.encoders.fasttext`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from flare_core.encoders import builtin
-from flare_core.encoders.base import Encoder, ModelSpec
+from flare_core.encoders.base import Encoder, EncoderBase, ModelSpec, ProgressFn, encode_in_chunks
 from flare_core.encoders.offline import hub_offline
 
 USE = "use-multilingual-v3"
@@ -181,7 +181,7 @@ def use_spec() -> ModelSpec:
     )  # fmt: skip
 
 
-class UseEncoder:
+class UseEncoder(EncoderBase):
     """USE multilingual v3 embeddings, float32 (N, 512), unit-norm."""
 
     pooling = "use-v3"
@@ -193,25 +193,15 @@ class UseEncoder:
         self.model.encode(["warm up"])  # the package reads its weights on first use: here, while loading
         self.spec = spec
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress=None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Embeddings (N, 512); ``max_length`` (tokens) caps each text at about 8 characters a token."""
-        from flare_core.encoders.base import check_batch_size, check_max_length, check_texts
-
-        items = check_texts(texts)
-        step = max(check_batch_size(batch_size), 64)
-        limit = check_max_length(max_length)
-        chars = 8 * limit if limit else 8192
-        out = np.zeros((len(items), 512), dtype=np.float32)
-        for start in range(0, len(items), step):
-            chunk = [text[:chars] for text in items[start : start + step]]
-            out[start : start + len(chunk)] = np.asarray(self.model.encode(chunk), dtype=np.float32)
-            if progress is not None:
-                progress(start + len(chunk), len(items))
-        return out
+        chars = 8 * max_length if max_length else 8192
+        return encode_in_chunks(
+            texts,
+            512,
+            max(batch_size, 64),
+            lambda chunk: self.model.encode([t[:chars] for t in chunk]),
+            progress,
+        )

@@ -9,18 +9,9 @@ model was trained with, and cut at 128 tokens as the model card does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from flare_core.encoders.base import (
-    ModelSpec,
-    ProgressFn,
-    check_batch_size,
-    check_max_length,
-    check_texts,
-    length_batches,
-)
+from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn, length_batches
 from flare_core.encoders.builtin import minilm_dir, paraphrase_onnx_file
 
 _POOLED_OUTPUT = "461"
@@ -31,7 +22,7 @@ def pooled_output(session, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return session.run([_POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask})[0]
 
 
-class OnnxParaphraseEncoder:
+class OnnxParaphraseEncoder(EncoderBase):
     """Mean-pooled paraphrase-MiniLM-L3-v2 embeddings, float32 (N, 384), on the CPU with onnxruntime."""
 
     pooling = "mean"
@@ -62,25 +53,17 @@ class OnnxParaphraseEncoder:
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         return ids, mask
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Sentence embeddings (N, 384), rows in input order; texts are batched by length."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
-        limit = min(check_max_length(max_length) or self.default_max_length, self.default_max_length)
-        out = np.zeros((len(items), self.spec.dim or 384), dtype=np.float32)
+        limit = min(max_length or self.default_max_length, self.default_max_length)
+        out = np.zeros((len(texts), self.spec.dim or 384), dtype=np.float32)
         done = 0
-        for rows in length_batches(items, batch_size):
-            ids, mask = self._tokenize([items[i] for i in rows], limit)
-            pooled = pooled_output(self.session, ids, mask)
-            out[rows] = pooled
+        for rows in length_batches(texts, batch_size):
+            ids, mask = self._tokenize([texts[i] for i in rows], limit)
+            out[rows] = pooled_output(self.session, ids, mask)
             if progress is not None:
                 done += len(rows)
-                progress(done, len(items))
+                progress(done, len(texts))
         return out

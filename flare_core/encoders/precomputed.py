@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from flare_core.checks import check_int
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_texts
+from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn
 
 _NPY_MAGIC = b"\x93NUMPY"
 _PARQUET_MAGIC = b"PAR1"
@@ -160,7 +159,7 @@ def array_hash(arr: np.ndarray) -> str:
     return h.hexdigest()
 
 
-class PrecomputedEncoder:
+class PrecomputedEncoder(EncoderBase):
     """Wraps an uploaded matrix (N, d) as an ``Encoder`` for the corpus it was computed on."""
 
     pooling = "precomputed"
@@ -180,21 +179,15 @@ class PrecomputedEncoder:
             revision=array_hash(arr)[:16],
         )
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """The stored matrix, float32 (N, d); ``texts`` must be the N texts it was computed on."""
-        items = check_texts(texts)
-        if len(items) != self.embeddings.shape[0]:
+        if len(texts) != self.embeddings.shape[0]:
             raise ValueError(
                 f"{self.spec.id}: precomputed embeddings have {self.embeddings.shape[0]} rows, "
-                f"but {len(items)} texts were given"
+                f"but {len(texts)} texts were given"
             )
         if progress is not None:
-            progress(len(items), len(items))
+            progress(len(texts), len(texts))
         return self.embeddings.copy()

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
 
 import numpy as np
 
-from flare_core.encoders.base import ModelSpec, ProgressFn, check_batch_size, check_max_length, check_texts
+from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn, encode_in_chunks
 from flare_core.encoders.builtin import glove_files, static_model_dir
 
 log = logging.getLogger(__name__)
@@ -21,7 +20,7 @@ def glove_tokenize(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("’", "'"))
 
 
-class GloveEncoder:
+class GloveEncoder(EncoderBase):
     """Mean of GloVe 6B 50-d vectors over the known words of each text.
 
     A text with no known word gets the zero vector; the indices of such texts from the last
@@ -46,43 +45,35 @@ class GloveEncoder:
         self.spec = spec
         self.empty_rows = np.zeros(0, dtype=np.int64)
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Mean word vectors, float32 (N, 50); ``max_length`` caps the number of words read per text."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
-        limit = check_max_length(max_length)
         dim = self.vectors.shape[1]
-        out = np.zeros((len(items), dim), dtype=np.float32)
+        out = np.zeros((len(texts), dim), dtype=np.float32)
         empty: list[int] = []
-        for i, text in enumerate(items):
+        for i, text in enumerate(texts):
             words = glove_tokenize(text)
-            if limit is not None:
-                words = words[:limit]
+            if max_length is not None:
+                words = words[:max_length]
             ids = [self.vocab[w] for w in words if w in self.vocab]
             if ids:
                 out[i] = self.vectors[ids].astype(np.float64).mean(axis=0)
             else:
                 empty.append(i)
-            if progress is not None and ((i + 1) % batch_size == 0 or i + 1 == len(items)):
-                progress(i + 1, len(items))
+            if progress is not None and ((i + 1) % batch_size == 0 or i + 1 == len(texts)):
+                progress(i + 1, len(texts))
         self.empty_rows = np.asarray(empty, dtype=np.int64)
         if empty:
             log.info(
                 "glove-6b-50d: %d of %d texts have no known word and get the zero vector",
                 len(empty),
-                len(items),
+                len(texts),
             )
         return out
 
 
-class TokenlearnStaticEncoder:
+class TokenlearnStaticEncoder(EncoderBase):
     """The tokenlearn static model (Model2Vec-style, 64-d, int8 weights) through its compiled encoder.
 
     Output rows are unit-norm; a text with no token gets the zero vector (indices in ``empty_rows``).
@@ -100,32 +91,21 @@ class TokenlearnStaticEncoder:
         self.spec = spec
         self.empty_rows = np.zeros(0, dtype=np.int64)
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Static embeddings, float32 (N, 64), rows in input order."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
-        limit = check_max_length(max_length) or self.default_max_length
-        dim = self.spec.dim or 64
-        out = np.zeros((len(items), dim), dtype=np.float32)
-        step = max(batch_size, 256)
-        for start in range(0, len(items), step):
-            chunk = items[start : start + step]
-            emb = np.asarray(self._encode_batch(self.model_dir, chunk, limit), dtype=np.float32)
-            if emb.shape != (len(chunk), dim):
-                raise RuntimeError(f"static model returned shape {emb.shape}, expected {(len(chunk), dim)}")
-            out[start : start + len(chunk)] = emb
-            if progress is not None:
-                progress(start + len(chunk), len(items))
+        limit = max_length or self.default_max_length
+        out = encode_in_chunks(
+            texts,
+            self.spec.dim or 64,
+            max(batch_size, 256),
+            lambda chunk: self._encode_batch(self.model_dir, chunk, limit),
+            progress,
+        )
         bad = ~np.isfinite(out).all(axis=1)
         out[bad] = 0.0
         self.empty_rows = np.flatnonzero(bad | ~out.any(axis=1)).astype(np.int64)
         if len(self.empty_rows):
-            log.info("tokenlearn-static-64d: %d of %d texts have no token", len(self.empty_rows), len(items))
+            log.info("tokenlearn-static-64d: %d of %d texts have no token", len(self.empty_rows), len(texts))
         return out

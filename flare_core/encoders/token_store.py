@@ -32,7 +32,7 @@ import numpy as np
 
 from flare_core.checks import check_bool, check_callable, check_choice, check_int
 from flare_core.encoders.base import ProgressFn, check_batch_size, check_max_length, check_texts
-from flare_core.encoders.controls import texts_hash
+from flare_core.encoders.corpus_fitted import texts_hash
 from flare_core.store import atomic
 
 FORMAT = "flare-token-states"

@@ -14,6 +14,7 @@ import torch
 from flare_core.checks import check_int
 from flare_core.device import pick_device
 from flare_core.encoders.base import (
+    EncoderBase,
     ModelSpec,
     ProgressFn,
     check_batch_size,
@@ -27,7 +28,7 @@ from flare_core.errors import ModelUnavailable
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "mpnet", "camembert")
 
 
-class TransformerEncoder:
+class TransformerEncoder(EncoderBase):
     """A Hugging Face encoder with sentence-transformers style mean pooling.
 
     ``encode`` runs the model, averages the last hidden state over non-padding tokens (special tokens
@@ -114,24 +115,17 @@ class TransformerEncoder:
 
     # ------------------------------------------------------------------ public API
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Sentence embeddings, float32 (N, hidden_size), rows in input order."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
         limit = self._limit(max_length)
-        out = np.zeros((len(items), self.hidden_size), dtype=np.float32)
-        if not items:
+        out = np.zeros((len(texts), self.hidden_size), dtype=np.float32)
+        if not texts:
             return out
         done = 0
-        for idx in length_batches(items, batch_size):
-            batch = self._tokenize([items[i] for i in idx], limit)
+        for idx in length_batches(texts, batch_size):
+            batch = self._tokenize([texts[i] for i in idx], limit)
             hidden = self._forward(batch).last_hidden_state.float()  # (B, T, d)
             mask = batch["attention_mask"].to(hidden.device, torch.float32).unsqueeze(-1)  # (B, T, 1)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (B, d)
@@ -140,7 +134,7 @@ class TransformerEncoder:
             out[idx] = pooled.cpu().numpy()
             done += len(idx)
             if progress is not None:
-                progress(done, len(items))
+                progress(done, len(texts))
         return out
 
     def token_states(
@@ -265,35 +259,27 @@ class SentenceTransformerEncoder(TransformerEncoder):
         self.pooling = f"st:{mode or '+'.join(names)}" + ("+l2" if self.normalize else "")
         self.spec = spec
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-        max_length: int | None = None,
+    def _encode(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Sentence embeddings from the model's own sentence-transformers pipeline, float32 (N, d)."""
-        items = check_texts(texts)
-        batch_size = check_batch_size(batch_size)
-        limit = check_max_length(max_length)
-        if not items:
+        if not texts:
             return empty_matrix(int(_st_dim(self.st_model) or 0))
         before = self.st_model.max_seq_length
-        if limit is not None:  # never past the model's own positions (a local model may have 128)
-            self.st_model.max_seq_length = min(limit, self._limit(limit))
+        if max_length is not None:  # never past the model's own positions (a local model may have 128)
+            self.st_model.max_seq_length = min(max_length, self._limit(max_length))
         try:
             chunks = []
-            for rows in self._batches(len(items), max(batch_size, 1) * 8):
+            for rows in self._batches(len(texts), max(batch_size, 1) * 8):
                 emb = self.st_model.encode(
-                    items[rows.start : rows.stop],
+                    texts[rows.start : rows.stop],
                     batch_size=batch_size,
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
                 chunks.append(np.asarray(emb, dtype=np.float32))
                 if progress is not None:
-                    progress(rows.stop, len(items))
+                    progress(rows.stop, len(texts))
         finally:
             self.st_model.max_seq_length = before
         return np.concatenate(chunks, axis=0)
