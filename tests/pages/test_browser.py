@@ -9,31 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ROOT = Path(__file__).resolve().parents[2]
+from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
+
 SHOTS = ROOT / "test-output" / "screenshots"
-FLAGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-background-timer-throttling",  # a page left open in a background tab keeps refreshing
-    "--disable-renderer-backgrounding",
-]
 # (url path, text that must appear, whether a plotly chart must render)
 PAGES = [
     ("", "What the labels say", True),
@@ -55,17 +38,7 @@ VERDICT = ".st-key-page-verdict"
 #: Names from the code that must never reach the screen (stage ids, manifest fields).
 INTERNAL_NAMES = ("sufficiency_flow", "sufficiency_gmm", "busy_s", "last_unit", "last_seen", "n_texts")
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (bash install.sh --with-browser)"),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
@@ -86,28 +59,7 @@ def stored_run(labelled_run, browser_store):
 @pytest.fixture(scope="module")
 def app_server(browser_store, browser):
     """``(url, pid of the Streamlit process)`` of ``flare app`` serving ``browser_store``."""
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("FLARE_DEV", None)
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "flare_core.cli", "app", "--headless", "--no-demo", "--port", str(port),
-            "--runs-dir", str(browser_store.root),
-        ],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("the dashboard did not start within 60 s")
+    proc, url = start_app(browser_store.root)
     (streamlit_pid,) = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
     # the first session of a fresh server, opened at a page's address, gets the app's own navigation (a
     # folder named pages/ beside app.py would make Streamlit list its files there instead)
@@ -118,8 +70,7 @@ def app_server(browser_store, browser):
     assert "findings" not in sidebar.inner_text() and "common" not in sidebar.inner_text()
     page.close()
     yield url, int(streamlit_pid)
-    os.killpg(proc.pid, signal.SIGTERM)  # flare app and its Streamlit process; run workers have their own
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 @pytest.fixture(scope="module")
@@ -129,12 +80,8 @@ def app_url(app_server):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
+    with headless_chromium() as launched:
+        yield launched
 
 
 @pytest.mark.parametrize(("path", "expected", "chart"), PAGES)

@@ -10,57 +10,15 @@ The run holds planted embeddings (``tests.support.planted``): ``clear`` separate
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
-import pytest
 
 from flare_core.answer.from_labels import next_texts
 from flare_core.answer.labels import load_labels
+from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
+from tests.support import flare, planted_run
 
-try:
-    from tests.pages.test_browser import CHROMIUM, FLAGS
-    from tests.support import flare, planted_run
-except ImportError:  # pytest put tests/ itself on sys.path
-    from pages.test_browser import CHROMIUM, FLAGS  # type: ignore[no-redef]
-    from support import flare, planted_run  # type: ignore[no-redef]
-
-ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "screenshots"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (bash install.sh --with-browser)"),
-]
-
-
-def _serve(runs_dir: Path) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flare_core.cli", "app", "--headless", "--no-demo", "--port", str(port),
-         "--runs-dir", str(runs_dir)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGKILL)
-    pytest.fail("the dashboard did not start within 90 s")
+pytestmark = BROWSER_MARKS
 
 
 def _open_labels(page, url: str, run_id: str) -> None:
@@ -75,18 +33,15 @@ def _shown_answer(page) -> str:
 
 
 def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     run, truth = planted_run(tmp_path, with_labels=False)
     runs_dir = run.path.parent
     before = json.loads(run.artefact("verdict.json").read_text())
     assert before["basis"] == "label-free" and before["recommended"] == "noise"
     category = {"sport": "sport", "politics": "politics", "tech": "politics"}  # two categories
     SHOTS.mkdir(parents=True, exist_ok=True)
-    proc, url = _serve(runs_dir)
+    proc, url = start_app(runs_dir)
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        with headless_chromium() as browser:
             page = browser.new_page(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
             _open_labels(page, url, run.id)
             page.get_by_role("textbox", name="Categories, separated by commas").fill("sport, politics")
@@ -119,9 +74,8 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             assert "probability" in answer  # the chance that the leader is the best, in words
             page.screenshot(path=str(SHOTS / "labels-after-16.png"), full_page=True)
 
-            os.killpg(proc.pid, signal.SIGKILL)  # the server dies; the labels were saved with the run
-            proc.wait(timeout=20)
-            proc, url = _serve(runs_dir)
+            stop_app(proc, signal.SIGKILL)  # the server dies; the labels were saved with the run
+            proc, url = start_app(runs_dir)
             _open_labels(page, url, run.id)
             page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
             assert after["headline"] in _shown_answer(page)
@@ -133,18 +87,15 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
                 page.get_by_role("button", name="Download bundle").click()
             bundle = tmp_path / "bundle.zip"
             download.value.save_as(bundle)
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
+            stop_app(proc)
 
             elsewhere = tmp_path / "elsewhere"  # another machine's store: the bundle imported there
             flare("import", str(bundle), runs_dir=elsewhere)
-            proc, url = _serve(elsewhere)
+            proc, url = start_app(elsewhere)
             _open_labels(page, url, run.id)
             page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
             assert after["headline"] in _shown_answer(page)
-            browser.close()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+        stop_app(proc)
     imported = json.loads(flare("show", run.id, "--json", runs_dir=elsewhere).stdout)
     assert imported["labels_given"]["entries"] == saved.entries

@@ -18,19 +18,18 @@ import datetime as dt
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
 from tests.pages.browser_sessions import (
     Session,
     Table,
@@ -43,13 +42,8 @@ from tests.pages.browser_sessions import (
     snippets_of,
     try_controls,
 )
-from tests.pages.test_browser import CHROMIUM, FLAGS, ROOT, _free_port
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (bash install.sh --with-browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 TABLE = ROOT / "test-output" / "sharing-security.md"
 N_RUNS = 50
@@ -100,46 +94,23 @@ def store_of_50(labelled_run, tmp_path_factory):
 @pytest.fixture(scope="module")
 def exposed_server(store_of_50):
     """``(url, owner token)`` of ``flare app --host 0.0.0.0``: the token is read from what it printed."""
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for name in ("FLARE_DEV", "FLARE_OWNER_TOKEN", "FLARE_VIEWER_ONLY", "FLARE_OWNER_EMAILS"):
-        env.pop(name, None)
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "flare_core.cli", "app", "--headless", "--no-demo", "--host", "0.0.0.0",
-            "--port", str(port), "--runs-dir", str(store_of_50.root),
-        ],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+    proc, url = start_app(store_of_50.root, "--host", "0.0.0.0", stderr=subprocess.PIPE, timeout=60)
     printed: list[str] = []
     threading.Thread(target=lambda: printed.extend(proc.stderr), daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("the dashboard did not start within 60 s")
-    found = re.search(r"\?owner=([A-Za-z0-9_-]{40,})", "".join(printed))
+    deadline = time.monotonic() + 20
+    while not (found := re.search(r"\?owner=([A-Za-z0-9_-]{40,})", "".join(printed))):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert found, f"flare app --host 0.0.0.0 printed no owner link: {printed}"
     yield url, found.group(1)
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 @pytest.fixture(scope="module")
 def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    with headless_chromium() as browser:
         yield browser
-        browser.close()
 
 
 # -- one browser session, with what its server sent and a way to send as it ------------------------------------
