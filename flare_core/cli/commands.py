@@ -399,6 +399,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from flare_core.run import benchmark, benchmark_report
 
+    benchmark_report.readme_markers(args.readme_section)  # a bad name is refused before any work
     store = _store(args)
 
     def progress(message: str) -> None:
@@ -422,7 +423,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             progress=progress,
         )
     if args.readme is not None:
-        benchmark_report.update_readme(args.readme, result)
+        benchmark_report.update_readme(args.readme, result, args.readme_section)
     if args.json:
         _print_json(result)
     else:

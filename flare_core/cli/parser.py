@@ -346,6 +346,13 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
         "--readme", type=Path, default=None, help="write the table between the benchmark markers of this file"
     )
     p.add_argument(
+        "--readme-section",
+        default=None,
+        metavar="NAME",
+        help="--readme: write between the markers <!-- benchmark-NAME:start/end --> instead (another "
+        "benchmark than the shipped one, e.g. a larger pool)",
+    )
+    p.add_argument(
         "--table-only", action="store_true", help="do not run: print (and --readme) the stored benchmark"
     )
     p.add_argument(

@@ -18,6 +18,16 @@ README_START = "<!-- benchmark:start -->"
 README_END = "<!-- benchmark:end -->"
 
 
+def readme_markers(section: str | None = None) -> tuple[str, str]:
+    """The markers around a benchmark's tables in the README: the shipped benchmark's (``section`` None)
+    or those of another named benchmark, ``<!-- benchmark-<section>:start -->`` … ``:end -->``."""
+    if section is None:
+        return README_START, README_END
+    if not section.replace("-", "").isalnum():
+        raise ValueError(f"a README section name is letters, digits and hyphens: {section!r}")
+    return f"<!-- benchmark-{section}:start -->", f"<!-- benchmark-{section}:end -->"
+
+
 def results_frame(result: dict[str, Any]) -> pd.DataFrame:
     """One row per corpus, in words: corpus, texts, best model by the labels, the verdict, trust, points
     lost by its leader, and the Spearman correlation of the flow ranking with the labels."""
@@ -137,20 +147,22 @@ def _knn_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def update_readme(path: str | Path, result: dict[str, Any]) -> None:
-    """Replace the text between the benchmark markers of ``path`` with the table of ``result``."""
+def update_readme(path: str | Path, result: dict[str, Any], section: str | None = None) -> None:
+    """Replace the text between the benchmark markers of ``path`` (:func:`readme_markers` of ``section``)
+    with the tables of ``result``."""
     path = Path(path)
+    start, end = readme_markers(section)
     text = path.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{path} has no {README_START} … {README_END} section to fill")
-    before, rest = text.split(README_START, 1)
-    _, after = rest.split(README_END, 1)
+    if start not in text or end not in text:
+        raise ValueError(f"{path} has no {start} … {end} section to fill")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
     body = (
         f"\n{markdown_table(result)}\n\n"
         f"_{len(result['corpora'])} corpora, {len(result['models'])} ranked models, made "
         f"{result['created'][:10]} by `flare benchmark`._\n"
     )
-    atomic.write_text(path, before + README_START + body + README_END + after)
+    atomic.write_text(path, before + start + body + end + after)
 
 
 # -- the answer's tables ---------------------------------------------------------------------------------

@@ -167,6 +167,43 @@ def test_rejudging_reads_the_stored_runs_without_running_them(result, tmp_path):
     assert missing.returncode == 2 and "run `flare benchmark` first" in missing.stderr
 
 
+def test_the_readme_shows_the_larger_pool_from_its_stored_benchmark():
+    root = Path(__file__).parents[2]
+    larger = benchmark.load_benchmark(RunStore(root / "bench" / "benchmark_16_models"))
+    assert larger is not None and len(larger["models"]) >= 17  # 16 trained candidates and the partial model
+    start, end = benchmark_report.readme_markers("pool16")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split(start, 1)[1].split(end, 1)[0]
+    assert benchmark_report.markdown_table(larger) in section
+    for record in larger["corpora"]:  # the eight-model figures beside: the same run on the first eight
+        assert len(record["pools"]["first"]["candidates"]) == 8
+        assert len(record["pools"]["whole"]["candidates"]) >= 16
+    assert (
+        f"| corpus (8 → {len(larger['corpora'][0]['pools']['whole']['candidates'])} candidates) |" in section
+    )
+
+
+def test_readme_sections_are_named_plainly(tmp_path):
+    assert benchmark_report.readme_markers() == (benchmark_report.README_START, benchmark_report.README_END)
+    assert benchmark_report.readme_markers("pool16") == (
+        "<!-- benchmark-pool16:start -->",
+        "<!-- benchmark-pool16:end -->",
+    )
+    with pytest.raises(ValueError, match="letters, digits and hyphens"):
+        benchmark_report.readme_markers("x --> <script>")
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n")
+    refused = flare(
+        "benchmark", "--table-only", "--readme", str(readme), "--readme-section", "bad name",
+        runs_dir=tmp_path / "runs", check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "letters, digits and hyphens" in refused.stderr
+    assert (
+        readme.read_text() == "<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n"
+        and not (tmp_path / "runs").exists()
+    )
+
+
 def test_the_readme_shows_the_shipped_benchmark():
     shipped = shipped_results()
     assert shipped is not None and shipped["complete"]
