@@ -56,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -194,9 +195,15 @@ def mtimes(run: Run) -> dict[str, int]:
     }
 
 
-def finished_unit(file: str, files: dict[str, int]) -> bool:
+def finished_unit(file: str, files: dict[str, int], done_stages: Collection[str] | None = None) -> bool:
     """Whether ``file`` belongs to finished work: a sufficiency unit is finished once its ``.json`` record
-    is written (after its arrays), so the arrays of a unit cut short are rightly written again."""
+    is written (after its arrays), so the arrays of a unit cut short are rightly written again. The
+    files a sufficiency stage assembles from its units (``sufficiency/<estimator>/`` outside ``pairs/``)
+    are finished once the stage is recorded done (in ``done_stages``, when given): a stage cut short while
+    writing them rightly writes them again from its stored units."""
+    parts = file.split("/")
+    if done_stages is not None and parts[0] == "sufficiency" and len(parts) > 2 and parts[2] != "pairs":
+        return f"sufficiency_{parts[1]}" in done_stages
     if "/pairs/" not in file or file.endswith(".json"):
         return True
     return file.rsplit(".", 1)[0] + ".json" in files
@@ -278,6 +285,7 @@ def kill_trials(ref: Reference, work: Path, n: int, seed: int) -> Row:
         kill_group(pid)
         killed_in = (run.manifest.get("progress") or {}).get("stage", "?")
         status_after_kill = run.status
+        done_stages = set(run.manifest.get("timings", {}))
         before = mtimes(run)
         proc, seconds = flare("resume", run.id, "--json", runs_dir=store.root)
         ok = proc.returncode == 0 and json.loads(proc.stdout or "{}").get("status") == "done"
@@ -286,7 +294,10 @@ def kill_trials(ref: Reference, work: Path, n: int, seed: int) -> Row:
         redone = sorted(
             f
             for f in before
-            if f not in ref.rewritten and f in after and after[f] != before[f] and finished_unit(f, before)
+            if f not in ref.rewritten
+            and f in after
+            and after[f] != before[f]
+            and finished_unit(f, before, done_stages)
         )
         finished_before = status_after_kill == "done"
         note = (

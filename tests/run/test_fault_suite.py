@@ -10,7 +10,23 @@ import os
 
 import pytest
 
-from bench.faults import FAULTS, print_table, run_faults
+from bench.faults import FAULTS, finished_unit, print_table, run_faults
+
+
+def test_what_counts_as_finished_work_when_a_resume_writes_a_file_again():
+    files = {
+        "sufficiency/gmm/pairs/a__b.npy": 1,
+        "sufficiency/gmm/pairs/a__b.json": 1,
+        "sufficiency/gmm/pairs/c__d.npy": 1,
+    }
+    assert finished_unit("sufficiency/gmm/pairs/a__b.npy", files)  # its record was written: finished
+    assert not finished_unit("sufficiency/gmm/pairs/c__d.npy", files)  # cut short before its record
+    assert finished_unit("embeddings/glove.npy", files, done_stages=set())  # a model's embeddings: a unit
+    # what a stage assembles from its units is finished only once the stage is recorded done
+    assert not finished_unit("sufficiency/gmm/result/is_matrix.npy", files, done_stages={"embeddings"})
+    assert finished_unit("sufficiency/gmm/result/is_matrix.npy", files, done_stages={"sufficiency_gmm"})
+    assert not finished_unit("sufficiency/flow/controls.parquet", files, done_stages={"sufficiency_gmm"})
+    assert not finished_unit("sufficiency/gmm/pairs/c__d.npy", files, done_stages={"sufficiency_gmm"})
 
 
 @pytest.mark.slow
