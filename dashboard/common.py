@@ -46,28 +46,27 @@ def run_picker() -> None:
             st.query_params["run"] = access.run_id
         return
     runs = store().list()
-    if not runs:
-        st.info("No runs yet. Start one on **New run**.")
-        st.session_state["run_id"] = None
-        return
     ids = [m["id"] for m in runs]
     followed = st.session_state.pop(_FOLLOW, None)
     if followed in ids:  # a run just started on this page: the picker moves to it
         st.session_state["run_picker"] = followed
         st.query_params["run"] = followed
     wanted = st.query_params.get("run") or st.session_state.get("run_id")
-    if wanted is not None:
+    instead = "; showing the newest run instead" if runs else ""
+    if wanted is not None:  # a link is judged whether or not the store holds runs
         try:
             validate_run_id(wanted)
         except ValueError:
-            st.error(
-                f"The link names an invalid run id ({escape(wanted)[:80]}); showing the newest run instead."
-            )
+            st.error(f"The link names an invalid run id ({escape(wanted)[:80]}){instead}.")
             wanted = None
         else:
             if wanted not in ids:
-                st.warning(f"No run `{wanted}` in this store; showing the newest run instead.")
+                st.warning(f"No run `{wanted}` in this store{instead}.")
                 wanted = None
+    if not runs:
+        st.info("No runs yet. Start one on **New run**.")
+        st.session_state["run_id"] = None
+        return
     index = ids.index(wanted) if wanted in ids else 0
     if st.session_state.get("run_picker") not in ids:
         st.session_state.pop("run_picker", None)  # its run was deleted: start again from the link

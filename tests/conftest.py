@@ -7,14 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.stored_runs import stored_run
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory) -> Path:
-    """Embedding cache and extracted models live in one folder per test session."""
-    cache = Path(os.environ.get("FLARE_TEST_CACHE_DIR") or tmp_path_factory.mktemp("flare-cache"))
+    """Embedding cache and extracted models live in one folder per test session, shared by the session's
+    pytest-xdist workers (every write to it is atomic)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = Path(os.environ.get("FLARE_TEST_CACHE_DIR") or shared / "flare-cache")
+    cache.mkdir(parents=True, exist_ok=True)
     os.environ["FLARE_CACHE_DIR"] = str(cache)
     return cache
 
@@ -36,22 +42,11 @@ def fixture_store(tmp_path_factory):
     return RunStore(tmp_path_factory.mktemp("runs"))
 
 
-def _build_run(store, corpus, params, name, run_id):
-    from flare_core.run import jobs
-    from flare_core.run.create import create_run
-
-    run = create_run(store, corpus, params, name=name, run_id=run_id)
-    jobs.run_in_process(run)
-    return run
-
-
 @pytest.fixture(scope="session")
 def labelled_run(fixture_store, small_corpus_path):
     """A finished run with labels, a transformer, static models and the default controls; both estimators."""
-    from flare_core.data.corpus import load_corpus
     from flare_core.run.params import RunParams
 
-    corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
     params = RunParams(
         models=["all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"],
         estimators=["gmm", "flow"],
@@ -60,7 +55,8 @@ def labelled_run(fixture_store, small_corpus_path):
         concentration_texts=4,
         map_points=200,
     )
-    run = _build_run(fixture_store, corpus, params, "labelled fixture", "fixture-labelled")
+    run = stored_run(fixture_store, small_corpus_path, params, run_id="fixture-labelled",
+                     name="labelled fixture", label_column="label")  # fmt: skip
     assert run.status == "done", run.manifest.get("traceback")
     return run
 
@@ -68,14 +64,13 @@ def labelled_run(fixture_store, small_corpus_path):
 @pytest.fixture(scope="session")
 def unlabelled_run(fixture_store, small_corpus_path):
     """A finished run without labels and with static models only (no collapse data)."""
-    from flare_core.data.corpus import load_corpus
     from flare_core.run.params import RunParams
 
-    corpus = load_corpus(small_corpus_path, text_column="text", label_column=None)
     params = RunParams(
         models=["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"], estimators=["gmm"], controls=[]
     )
-    run = _build_run(fixture_store, corpus, params, "static fixture", "fixture-static")
+    run = stored_run(fixture_store, small_corpus_path, params, run_id="fixture-static",
+                     name="static fixture", label_column=None)  # fmt: skip
     assert run.status == "done", run.manifest.get("traceback")
     return run
 
@@ -83,11 +78,27 @@ def unlabelled_run(fixture_store, small_corpus_path):
 @pytest.fixture(scope="session")
 def failed_run(fixture_store, small_corpus_path):
     """A run that failed: its only model cannot be loaded."""
-    from flare_core.data.corpus import load_corpus
     from flare_core.run.params import RunParams
 
-    corpus = load_corpus(small_corpus_path, text_column="text", label_column="label")
     params = RunParams(models=["no-such-org/no-such-model"], estimators=["gmm"], controls=[])
-    run = _build_run(fixture_store, corpus, params, "failed fixture", "fixture-failed")
+    run = stored_run(fixture_store, small_corpus_path, params, run_id="fixture-failed",
+                     name="failed fixture", label_column="label")  # fmt: skip
     assert run.status == "failed"
     return run
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--bench",
+        action="store_true",
+        help="also run the tests marked bench: the large cases of properties that faster tests prove",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--bench"):
+        return
+    skip = pytest.mark.skip(reason="a large case of a property a faster test proves: run with --bench")
+    for item in items:
+        if "bench" in item.keywords:
+            item.add_marker(skip)

@@ -4,7 +4,6 @@ decide; without labels the answer is provisional and a simulated person's few la
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -123,7 +122,9 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
         assert "agreed with your labels at ρ = -0.50; its leader, b, is 10.0 points behind" in out["summary"]
     if basis == "few labels":
         assert out["headline"] == "Use a: best with 95% probability after 16 labels."
-    assert np.isfinite(len(out["text"]))
+    # the text says, in this order, the headline, the summary and the next step of the same ground
+    assert out["text"] == " ".join([out["headline"], out["summary"], out["next_step"]])
+    assert out["next_step"] and out["headline"] != out["summary"]
 
 
 def test_the_cheapest_model_good_enough_by_the_answer_by_hand():

@@ -208,6 +208,19 @@ def test_bad_run_link_is_refused(fixture_store, monkeypatch, labelled_run):
     assert any("invalid run id" in e.value for e in at.error)
 
 
+@pytest.mark.parametrize(
+    ("link", "said"), [("../../etc", "invalid run id"), ("no-such-run", "No run `no-such-run`")]
+)
+def test_a_bad_run_link_is_refused_by_a_store_without_runs(tmp_path, monkeypatch, link, said):
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(tmp_path / "empty"))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = link
+    at.run()
+    assert not at.exception
+    assert any(said in e.value for e in [*at.error, *at.warning]), [e.value for e in [*at.error, *at.warning]]
+    assert "No runs yet. Start one on **New run**." in [i.value for i in at.info]
+
+
 def test_viewer_only_mode_opens_nothing_without_a_share_link(fixture_store, monkeypatch, labelled_run):
     monkeypatch.setenv("FLARE_RUNS_DIR", str(fixture_store.root))
     monkeypatch.setenv("FLARE_VIEWER_ONLY", "1")

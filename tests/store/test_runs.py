@@ -86,23 +86,44 @@ def test_create_refuses_existing_id(store):
     assert store.get("fixed").manifest["name"] == "a"
 
 
-def _write_forever(path: str) -> None:
-    big = {"blob": "x" * 5_000_000}
+def _write_forever(path: str, writes) -> None:
+    blobs = [{"blob": "a" * 5_000_000}, {"blob": "b" * 5_000_000}]
     while True:
-        atomic.write_json(path, big)
+        atomic.write_json(path, blobs[writes.value % 2])
+        with writes.get_lock():
+            writes.value += 1
+
+
+def _kill_mid_write(path, deadline: float) -> bool:
+    """Start a writer, kill it with SIGKILL while one of its temporary files exists; whether one was left."""
+    ctx = multiprocessing.get_context("spawn")
+    writes = ctx.Value("i", 0)
+    proc = ctx.Process(target=_write_forever, args=(str(path), writes))
+    proc.start()
+    try:
+        while writes.value < 2 and time.monotonic() < deadline:  # it has replaced the file twice
+            time.sleep(0.01)
+        while not list(path.parent.glob(".tmp-*")) and time.monotonic() < deadline:
+            pass  # a write is under way
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+    assert writes.value >= 2, "the writer never finished a write"
+    return bool(list(path.parent.glob(".tmp-*")))
 
 
 def test_killed_writer_leaves_no_partial_manifest(tmp_path):
-    """A writer killed mid-way leaves either the old complete file or the new complete file."""
+    """A writer killed mid-write leaves the old complete file, never a truncated one, and its temporary file
+    is never taken for a run."""
     path = tmp_path / "manifest.json"
     atomic.write_json(path, {"blob": "old"})
-    proc = multiprocessing.get_context("spawn").Process(target=_write_forever, args=(str(path),))
-    proc.start()
-    time.sleep(1.5)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join()
-    content = json.loads(path.read_text())  # never a truncated document
-    assert content["blob"] in ("old", "x" * 5_000_000)
+    deadline = time.monotonic() + 120
+    cut_short = 0
+    while cut_short == 0 and time.monotonic() < deadline:
+        cut_short += _kill_mid_write(path, deadline)
+        content = json.loads(path.read_text())  # never a truncated document
+        assert content["blob"] in ("a" * 5_000_000, "b" * 5_000_000)
+    assert cut_short, "no write was cut short: the test did not test a kill mid-write"
     store = RunStore(tmp_path)
     assert store.list() == []  # temporary files are never taken for runs
 
