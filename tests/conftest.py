@@ -95,10 +95,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--bench"):
-        return
     skip = pytest.mark.skip(reason="a large case of a property a faster test proves: run with --bench")
     for item in items:
-        if "bench" in item.keywords:
+        if "bench" in item.keywords and not config.getoption("--bench"):
             item.add_marker(skip)
+        shared = _shared_scope(item)
+        if shared and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(shared))
+
+
+def _shared_scope(item: pytest.Item) -> str | None:
+    """The module (or class) whose fixture this test shares with its neighbours, ``None`` if it shares none:
+    under ``--dist loadgroup`` such tests run on one pytest-xdist worker, so the fixture is built once; every
+    other test goes to whichever worker is free."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in info.name2fixturedefs.values() if info else ():
+        if any(d.scope in ("module", "class", "package") for d in defs):
+            return item.nodeid.split("::")[0]
+    return None

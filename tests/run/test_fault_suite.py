@@ -1,8 +1,9 @@
 """The short form of ``bench/faults.py``: a few real trials of every fault (kill -9 and resume, damaged
 files, a full disk (a real tmpfs, when run as root), concurrent resume/delete/export/import, big inputs,
 a 10 MB text). The job queue and a restart are left to ``tests/run/test_jobs.py`` (four runs with two
-slots, runs beyond the limit started after a restart), which asserts the same outcomes. Every trial must survive with nothing lost; the
-bench prints the timings, this test asserts only outcomes."""
+slots, runs beyond the limit started after a restart), which asserts the same outcomes. Every trial must
+survive with nothing lost; the bench prints the timings, this test asserts only outcomes. One test per fault,
+so that the pytest-xdist workers share them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 
 import pytest
 
-from bench.faults import FAULTS, finished_unit, print_table, run_faults
+from bench.faults import FAULTS, finished_unit, run_faults
 
 
 def test_what_counts_as_finished_work_when_a_resume_writes_a_file_again():
@@ -29,25 +30,29 @@ def test_what_counts_as_finished_work_when_a_resume_writes_a_file_again():
     assert not finished_unit("sufficiency/gmm/pairs/c__d.npy", files, done_stages={"sufficiency_gmm"})
 
 
+#: The faults of the short form, by the name ``run_faults`` knows them, with the row each one prints.
+ROWS = {
+    "kill": "kill -9 of the worker + flare resume",
+    "corrupt": "damaged file in a stored run",
+    "disk": "disk full during embeddings / IS",
+    "concurrent": "concurrent resume / delete / export / import",
+    "big": "big inputs",
+    "long": "a 10 MB text in the corpus",
+}
+
+
+def test_every_fault_of_the_bench_but_the_queue_and_the_load_has_a_test_here():
+    assert set(ROWS) == set(FAULTS) - {"queue", "load"}  # queue: tests/run/test_jobs.py; load: a browser
+
+
 @pytest.mark.slow
-def test_every_injected_fault_is_survived_with_nothing_lost(tmp_path, capsys):
-    only = tuple(f for f in FAULTS if f not in ("queue", "load"))  # load: a browser, in the full form only
-    rows, ref = run_faults(tmp_path / "faults", short=True, kills=2, seed=0, only=only)
-    with capsys.disabled():
-        print()
-        print_table(rows)
-    assert [r.fault for r in rows] == [
-        "kill -9 of the worker + flare resume",
-        "damaged file in a stored run",
-        "disk full during embeddings / IS",
-        "concurrent resume / delete / export / import",
-        "big inputs",
-        "a 10 MB text in the corpus",
-    ]
-    for row in rows:
-        if row.fault.startswith("disk full") and os.geteuid() != 0:
-            assert row.trials == 0 and "skipped" in row.notes[0]  # a tmpfs needs root
-            continue
-        assert row.trials > 0
-        assert (row.survived, row.lost) == (row.trials, 0), (row.fault, row.notes)
+@pytest.mark.parametrize("fault", list(ROWS))
+def test_every_injected_fault_is_survived_with_nothing_lost(fault, tmp_path):
+    if fault == "disk" and os.geteuid() != 0:
+        pytest.skip("a full disk is a real tmpfs here, which needs root")
+    rows, ref = run_faults(tmp_path / "faults", short=True, kills=2, seed=0, only=(fault,))
+    assert [r.fault for r in rows] == [ROWS[fault]]
+    (row,) = rows
+    assert row.trials > 0, row.notes
+    assert (row.survived, row.lost) == (row.trials, 0), (row.fault, row.notes)
     assert "embeddings/" not in " ".join(ref.rewritten)  # finished embeddings are never written again
