@@ -43,7 +43,7 @@ from flare_core.analyses.sufficiency._whiten import fit_whitening, whiten  # noq
 from flare_core.analyses.validity import agreement, regret_points  # noqa: E402
 from flare_core.answer.evidence import control_kind  # noqa: E402
 from flare_core.answer.trust import RANDOM_WEIGHTS  # noqa: E402
-from flare_core.run.manifest import roles  # noqa: E402
+from flare_core.store.manifest import roles  # noqa: E402
 from flare_core.store.runs import RunStore  # noqa: E402
 
 VAL_FRACTION = 0.1

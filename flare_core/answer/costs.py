@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.run.manifest import roles
+from flare_core.store.manifest import roles
 from flare_core.store.runs import Run
 
 COST_COLUMNS = (

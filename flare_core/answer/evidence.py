@@ -9,7 +9,7 @@ import pandas as pd
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
 from flare_core.answer.verdict import MIN_RANKED, unranked_verdict, verdict
-from flare_core.run.manifest import RANKED_ROLES, roles
+from flare_core.store.manifest import RANKED_ROLES, roles
 from flare_core.store.runs import Run
 
 _CONTROL_KINDS = {"control: random weights": RANDOM_WEIGHTS, "control: rows shuffled": ROWS_SHUFFLED}

@@ -34,9 +34,9 @@ from flare_core.analyses.validity import agreement, baseline_scores, oracle_scor
 from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
 from flare_core.run.benchmark_pools import pool_judgements
-from flare_core.run.manifest import roles
 from flare_core.run.params import RunParams, build_params
 from flare_core.store import atomic
+from flare_core.store.manifest import roles
 from flare_core.store.runs import Run, RunStore
 
 BENCHMARK_VERSION = 1

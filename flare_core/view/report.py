@@ -23,8 +23,8 @@ import pandas as pd
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.checks import check_bool, check_int
 from flare_core.errors import ReportError
-from flare_core.run.manifest import transformer_models
 from flare_core.store import atomic
+from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import MANIFEST, Run, utc_now
 from flare_core.view import figures
 from flare_core.view import results as run_results
