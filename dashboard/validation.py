@@ -14,7 +14,7 @@ from dashboard.common import (
 )
 from dashboard.findings import show_page_verdict
 from flare_core.answer.shipped import shipped_results
-from flare_core.run.benchmark_report import results_frame
+from flare_core.benchmark.report import results_frame
 from flare_core.view import figures
 from flare_core.view.glossary import explain, label
 from flare_core.view.page_verdicts import validation_verdict

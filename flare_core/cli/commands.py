@@ -397,7 +397,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from flare_core.run import benchmark, benchmark_report
+    from flare_core.benchmark import report as benchmark_report
+    from flare_core.benchmark import suite as benchmark
 
     benchmark_report.readme_markers(args.readme_section)  # a bad name is refused before any work
     store = _store(args)

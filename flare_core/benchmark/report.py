@@ -1,5 +1,5 @@
 """The validity benchmark in words and tables: the Markdown the README shows between its markers, and the
-Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.run.benchmark`)."""
+Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.benchmark.suite`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from flare_core.answer.label_free import USE_WORDS
-from flare_core.run.benchmark import TABLE_SCORES, _agreement_row, _mean, _spearman, score_summary
-from flare_core.run.benchmark_pools import pool_size_lines
+from flare_core.benchmark.pools import pool_size_lines
+from flare_core.benchmark.suite import TABLE_SCORES, _agreement_row, _mean, _spearman, score_summary
 from flare_core.store import atomic
 
 README_START = "<!-- benchmark:start -->"

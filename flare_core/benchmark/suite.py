@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
+from flare_core.benchmark.pools import pool_judgements
 from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
-from flare_core.run.benchmark_pools import pool_judgements
 from flare_core.run.params import RunParams, build_params
 from flare_core.store import atomic
 from flare_core.store.manifest import roles
@@ -276,8 +276,8 @@ def _labels_judged(
     run: Run, bench: BenchmarkCorpus, record: dict[str, Any], seed: int, draws: int
 ) -> dict[str, Any] | None:
     """The answer's judgement by the labels of a classification corpus (None for similarity data, or with
-    ``draws`` 0): see :func:`flare_core.run.benchmark_answer.label_tables`."""
-    from flare_core.run.benchmark_answer import label_tables
+    ``draws`` 0): see :func:`flare_core.benchmark.answer_tables.label_tables`."""
+    from flare_core.benchmark.answer_tables import label_tables
 
     if bench.pairs is not None or not draws:
         return None
@@ -371,7 +371,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     see :func:`score_summary`; ``mean_spearman_knn``: with the kNN oracle), the regret of the verdict, the
     label-free choice per use judged leave one corpus out (``label_free``) and what each ground of the
     answer lost (``trust_levels``)."""
-    from flare_core.run.benchmark_answer import label_free_summary, trust_levels
+    from flare_core.benchmark.answer_tables import label_free_summary, trust_levels
 
     label_free = label_free_summary(list(records))
     return {
