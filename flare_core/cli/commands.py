@@ -337,8 +337,8 @@ def cmd_collapse(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from flare_core.run.params import RunParams
-    from flare_core.run.studies import run_studies
     from flare_core.run.summary import summarise
+    from flare_core.run.validation_stage import run_studies
 
     run = _store(args).get(args.run_id)
     studies = [s.strip() for s in args.studies.split(",") if s.strip()]

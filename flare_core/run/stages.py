@@ -26,10 +26,10 @@ from flare_core.run.labels_stage import comparison_stage
 from flare_core.run.outcomes import StageRunner
 from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
-from flare_core.run.studies import run_studies
 from flare_core.run.sufficiency_stage import sufficiency_stage
 from flare_core.run.summary import summary_table
 from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
+from flare_core.run.validation_stage import run_studies
 from flare_core.store.cache import sweep_stale_scratch
 from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import Run

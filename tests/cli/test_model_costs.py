@@ -10,7 +10,8 @@ import pytest
 
 from flare_core.cli.model_commands import budget_models, budget_result
 from flare_core.encoders.cost import PeakMemory, load_measurements, save_measurements, vector_bytes
-from flare_core.run.model_costs import budget_reasons, describe_duration, expected_embedding_seconds
+from flare_core.encoders.model_costs import budget_reasons
+from flare_core.run.eta import describe_duration, expected_embedding_seconds
 from tests.support import flare
 
 
