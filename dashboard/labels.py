@@ -11,6 +11,7 @@ from dashboard.common import escape, open_analysis_page, show_verdict
 from dashboard.session import current_access
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
+from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
 from flare_core.view import figures
 from flare_core.view.verdict import labels_table
@@ -131,7 +132,7 @@ def answer_step() -> None:
         st.info("The chances appear after the first batch.")
         return
     show_verdict(run, container_key="labels-verdict")
-    verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
+    verdict = load_verdict(run) or {}
     table = labels_table(verdict)
     if not table.empty:
         st.dataframe(

@@ -14,6 +14,7 @@ from dashboard.common import (
     status_banner,
 )
 from dashboard.tradeoff import show_quality_cost
+from flare_core.answer.stored import has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
@@ -39,8 +40,8 @@ def answer() -> None:
 
 
 answer()
-verdict = run.load_json("verdict.json") if run.has("verdict.json") else None
-said = labels_table(verdict) if verdict and verdict.get("version", 1) >= 3 else None
+verdict = load_verdict(run)
+said = labels_table(verdict) if verdict and has_grounds(verdict) else None
 if said is not None and not said.empty:
     st.subheader("What the labels say")
     st.dataframe(

@@ -17,6 +17,7 @@ import pandas as pd
 
 from flare_core.analyses.probes import few_label_estimates, stopping_advice
 from flare_core.answer.labels import LabelSet
+from flare_core.answer.stored import FewLabelsGround, LabelsGround
 from flare_core.store.runs import Run
 
 COMPARISON = ("labels", "comparison.parquet")
@@ -39,7 +40,7 @@ def candidate_embeddings(run: Run) -> dict[str, np.ndarray]:
     return {m: np.asarray(run.load_embeddings(m), dtype=np.float64) for m in candidate_ids(run)}
 
 
-def full_label_block(run: Run) -> dict[str, Any] | None:
+def full_label_block(run: Run) -> LabelsGround | None:
     """The answer of the run's own labels (None before the ``labels`` stage has stored it): ``best``,
     ``tied`` (models that cannot be told apart from it), ``rows`` (the comparison, best first), ``runner_up``
     (the best model not tied, or the second), ``balanced``, ``method``, ``n_labels``, ``n_classes``."""
@@ -61,7 +62,7 @@ def full_label_block(run: Run) -> dict[str, Any] | None:
     }
 
 
-def few_label_block(run: Run, labels: LabelSet) -> dict[str, Any] | None:
+def few_label_block(run: Run, labels: LabelSet) -> FewLabelsGround | None:
     """The answer of a person's few labels: the candidates' ``estimates`` (estimated accuracy with labels
     aplenty, interval, chance of being best) and the stopping ``advice``; with fewer than two categories
     labelled, only ``need`` (what to label first). None without labels or without two candidates."""

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
+from flare_core.answer.stored import load_verdict
 from flare_core.benchmark.pools import pool_judgements
 from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
@@ -135,7 +136,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         table = table.join(_score_variants(run, estimator))
     candidates = [m for m in done if role_of.get(m) == "candidate"]
     controls = [m for m in done if role_of.get(m) == "control"]
-    verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
+    verdict = load_verdict(run) or {}
     agree = agreement(table, oracle, candidates, seed=seed)
     second = _knn_judgement(oracle_frame, table, candidates, verdict, seed)
     regret = {

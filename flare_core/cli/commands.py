@@ -336,6 +336,7 @@ def cmd_collapse(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from flare_core.answer.stored import load_verdict
     from flare_core.run.params import RunParams
     from flare_core.run.summary import summarise
     from flare_core.run.validation_stage import run_studies
@@ -350,7 +351,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             {
                 "run_id": run.id,
                 "validation": digest,
-                "verdict": run.load_json("verdict.json") if run.has("verdict.json") else None,
+                "verdict": load_verdict(run),
             }
         )
         return 0
@@ -363,8 +364,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if isinstance(rows, list):
                 print(f"\n{estimator} · {study}:")
                 print(_table(pd.DataFrame(rows)))
-    if run.has("verdict.json"):
-        print("\n" + run.load_json("verdict.json")["text"])
+    verdict = load_verdict(run)
+    if verdict is not None:
+        print("\n" + verdict["text"])
     return 0
 
 
