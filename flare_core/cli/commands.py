@@ -61,9 +61,10 @@ def _names(value: str | None) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from flare_core.data.corpus import AUTO, load_corpus
+    from flare_core.encoders import load_precomputed
     from flare_core.run import jobs
     from flare_core.run.create import create_run
-    from flare_core.run.inputs import AUTO, load_corpus, load_precomputed
     from flare_core.run.params import build_params
 
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
