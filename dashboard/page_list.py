@@ -35,3 +35,12 @@ PAGES = (
 SHARED_PAGES = tuple(p.path for p in PAGES if p.needs is None)
 #: The pages drawn from a stored run alone (no form to fill): the shared pages and the list of runs.
 STORED_RUN_PAGES = tuple(p.path for p in PAGES if p.needs in (None, "list"))
+
+
+def url_path(path: str) -> str:
+    """The address of the page ``path`` under the app's root: empty for the default page, else the
+    script's name without ``.py`` (as ``st.Page`` names it)."""
+    spec = next((p for p in PAGES if p.path == path), None)
+    if spec is None:
+        raise ValueError(f"not a page of the dashboard: {path!r}")
+    return "" if spec.default else path.rsplit("/", 1)[-1].removesuffix(".py")
