@@ -290,3 +290,17 @@ def _verdict(run: Run, *, checks_expanded: bool) -> None:
 
 #: The page where a person labels a few texts of a run.
 LABELS_PAGE = "dashboard/labels.py"
+
+
+def show_labels_table(table: pd.DataFrame) -> None:
+    """What the labels say (:func:`flare_core.view.verdict.labels_table`), each model's chance of being the
+    best drawn as a bar."""
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            "chance it is the best": st.column_config.ProgressColumn(
+                "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
+            )
+        },
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import escape, open_analysis_page, show_verdict
+from dashboard.common import escape, open_analysis_page, show_labels_table, show_verdict
 from dashboard.session import current_access
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
@@ -135,15 +135,7 @@ def answer_step() -> None:
     verdict = load_verdict(run) or {}
     table = labels_table(verdict)
     if not table.empty:
-        st.dataframe(
-            table,
-            hide_index=True,
-            column_config={
-                "chance it is the best": st.column_config.ProgressColumn(
-                    "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
-                )
-            },
-        )
+        show_labels_table(table)
     counts = labels.counts()
     st.caption("Labels per category: " + escape(", ".join(f"{c}: {n}" for c, n in counts.items())))
     past = history(run.id, len(labels.entries))

@@ -10,6 +10,7 @@ from dashboard.common import (
     escape,
     load_frame,
     run_version,
+    show_labels_table,
     show_verdict,
     status_banner,
 )
@@ -44,15 +45,7 @@ verdict = load_verdict(run)
 said = labels_table(verdict) if verdict and has_grounds(verdict) else None
 if said is not None and not said.empty:
     st.subheader("What the labels say")
-    st.dataframe(
-        said,
-        hide_index=True,
-        column_config={
-            "chance it is the best": st.column_config.ProgressColumn(
-                "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
-            )
-        },
-    )
+    show_labels_table(said)
 manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]
