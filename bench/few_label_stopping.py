@@ -1,7 +1,7 @@
 """Study: which stopping rule makes the few-label advice calibrated, chosen leave-one-corpus-out.
 
 For every classification corpus of the benchmark (embeddings cached by ``bench/label_free_scores.py``)
-and every seeded draw of random texts (the draws of :func:`flare_core.run.benchmark_labels.few_label_draws`),
+and every seeded draw of random texts (the draws of :func:`flare_core.benchmark.label_draws.few_label_draws`),
 the product's leave-one-out margins and extrapolated correctness are computed once per k; each candidate
 rule then says "settled" or not from statistics of them, and is judged by the share of settled draws
 whose pick is within 2 points of the oracle's best model. Candidates (each a small grid):
@@ -42,9 +42,9 @@ from label_free_scores import corpus_embeddings  # noqa: E402
 
 from flare_core.analyses import probes  # noqa: E402
 from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
+from flare_core.benchmark.label_draws import KS, WITHIN_POINTS  # noqa: E402
+from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
 from flare_core.encoders import get_spec  # noqa: E402
-from flare_core.run.benchmark import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
-from flare_core.run.benchmark_labels import KS, WITHIN_POINTS  # noqa: E402
 
 FLOOR_SHARE = 0.3
 INFLATE = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0)

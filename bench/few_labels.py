@@ -2,7 +2,7 @@
 
 Reads the embeddings cached by ``bench/label_free_scores.py`` (the candidates of the benchmark pool, 128
 tokens) and prints, per corpus and averaged over corpora, the tables of
-:mod:`flare_core.run.benchmark_labels`:
+:mod:`flare_core.benchmark.label_draws`:
 
 1. few labels: k = 16 … 128 labelled texts, 30 seeded draws per k; texts chosen in batches of 16 by
    ``next_rows``' contest strategy against random texts, each with the product's estimator, and each
@@ -35,15 +35,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from label_free_scores import corpus_embeddings  # noqa: E402
 
-from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, load_benchmark_corpus  # noqa: E402
-from flare_core.encoders import get_spec  # noqa: E402
-from flare_core.run.benchmark import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
-from flare_core.run.benchmark_labels import (  # noqa: E402
+from flare_core.benchmark.label_draws import (  # noqa: E402
     few_label_draws,
     few_label_table,
     full_label_table,
     stopping_table,
 )
+from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
+from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, load_benchmark_corpus  # noqa: E402
+from flare_core.encoders import get_spec  # noqa: E402
 
 
 def classification_corpora() -> list[str]:

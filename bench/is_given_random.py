@@ -38,12 +38,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix  # noqa: E402
-from flare_core.analyses.sufficiency._standardize import _split_indices  # noqa: E402
+from flare_core.analyses.sufficiency._standardize import split_indices  # noqa: E402
 from flare_core.analyses.sufficiency._whiten import fit_whitening, whiten  # noqa: E402
 from flare_core.analyses.validity import agreement, regret_points  # noqa: E402
 from flare_core.answer.evidence import control_kind  # noqa: E402
 from flare_core.answer.trust import RANDOM_WEIGHTS  # noqa: E402
-from flare_core.run.manifest import roles  # noqa: E402
+from flare_core.store.manifest import roles  # noqa: E402
 from flare_core.store.runs import RunStore  # noqa: E402
 
 VAL_FRACTION = 0.1
@@ -56,7 +56,7 @@ def given_random_scores(
 ) -> tuple[pd.Series, float]:
     """The median over targets of (IS([U, R] -> V) - IS(R -> V)) / d_V per source U, and the seconds."""
     n = len(next(iter(embeddings.values())))
-    train, _ = _split_indices(n, VAL_FRACTION, SEED)
+    train, _ = split_indices(n, VAL_FRACTION, SEED)
     white = {m: whiten(x, *fit_whitening(x, train, WIDTH)) for m, x in embeddings.items()}
     pool = {t: white[t] for t in targets}
     pool["R"] = white[random]

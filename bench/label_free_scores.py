@@ -52,6 +52,7 @@ from flare_core.analyses.sufficiency._whiten import fit_whitening, whiten  # noq
 from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.answer.evidence import control_kind  # noqa: E402
 from flare_core.answer.trust import RANDOM_WEIGHTS  # noqa: E402
+from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
 from flare_core.data.benchmark_corpora import (  # noqa: E402
     BENCHMARK_CORPORA,
     _clean,
@@ -59,7 +60,6 @@ from flare_core.data.benchmark_corpora import (  # noqa: E402
     load_benchmark_corpus,
 )
 from flare_core.encoders import embed, get_spec, load_encoder, texts_hash  # noqa: E402
-from flare_core.run.benchmark import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
 from flare_core.run.params import DEFAULT_CONTROLS  # noqa: E402
 
 VAL_FRACTION = 0.1

@@ -8,18 +8,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
-PAGES = [
-    "dashboard/overview.py",
-    "dashboard/sufficiency.py",
-    "dashboard/corpus.py",
-    "dashboard/collapse.py",
-    "dashboard/layers.py",
-    "dashboard/validation.py",
-    "dashboard/runs.py",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from dashboard.page_list import STORED_RUN_PAGES as PAGES  # noqa: E402
 
 
 def main() -> None:

@@ -127,9 +127,9 @@ def time_demo(runs_dir: Path) -> dict:
 
 
 def time_standard(runs_dir: Path, models: list[str] | None = None, **options: object) -> dict:
+    from flare_core.benchmark.suite import make_run
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
     from flare_core.run import jobs
-    from flare_core.run.benchmark import make_run
     from flare_core.run.params import build_params
     from flare_core.store.runs import RunStore
 

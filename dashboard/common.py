@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.session import current_access, store
+from flare_core.answer.stored import load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.run.outcomes import problem_sentences
 from flare_core.run.progress import progress_sentence, stage_words
@@ -255,10 +256,10 @@ def show_verdict(run: Run, *, checks_expanded: bool = False, container_key: str 
 
 
 def _verdict(run: Run, *, checks_expanded: bool) -> None:
-    if not run.has("verdict.json"):
+    verdict = load_verdict(run)
+    if verdict is None:
         st.info("The answer appears when the models have read your texts.")
         return
-    verdict = run.load_json("verdict.json")
     view = verdict_view(verdict)
     alert = getattr(st, view.tone)
     if view.basis_words:
@@ -288,3 +289,17 @@ def _verdict(run: Run, *, checks_expanded: bool) -> None:
 
 #: The page where a person labels a few texts of a run.
 LABELS_PAGE = "dashboard/labels.py"
+
+
+def show_labels_table(table: pd.DataFrame) -> None:
+    """What the labels say (:func:`flare_core.view.verdict.labels_table`), each model's chance of being the
+    best drawn as a bar."""
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            "chance it is the best": st.column_config.ProgressColumn(
+                "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
+            )
+        },
+    )

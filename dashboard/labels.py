@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import escape, open_analysis_page, show_verdict
+from dashboard.common import escape, open_analysis_page, show_labels_table, show_verdict
 from dashboard.session import current_access
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
+from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
 from flare_core.view import figures
 from flare_core.view.verdict import labels_table
@@ -131,18 +132,10 @@ def answer_step() -> None:
         st.info("The chances appear after the first batch.")
         return
     show_verdict(run, container_key="labels-verdict")
-    verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
+    verdict = load_verdict(run) or {}
     table = labels_table(verdict)
     if not table.empty:
-        st.dataframe(
-            table,
-            hide_index=True,
-            column_config={
-                "chance it is the best": st.column_config.ProgressColumn(
-                    "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
-                )
-            },
-        )
+        show_labels_table(table)
     counts = labels.counts()
     st.caption("Labels per category: " + escape(", ".join(f"{c}: {n}" for c, n in counts.items())))
     past = history(run.id, len(labels.entries))

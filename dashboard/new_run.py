@@ -12,8 +12,8 @@ from flare_core.answer.label_free import USE_WORDS
 from flare_core.errors import CorpusError
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
+from flare_core.run.eta import describe_duration, expected_embedding_seconds
 from flare_core.run.inputs import available_models, max_upload_mb, preview_table
-from flare_core.run.model_costs import describe_duration, expected_embedding_seconds
 from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
 from flare_core.run.precheck import (
     CorpusPrecheck,

@@ -10,10 +10,12 @@ from dashboard.common import (
     escape,
     load_frame,
     run_version,
+    show_labels_table,
     show_verdict,
     status_banner,
 )
 from dashboard.tradeoff import show_quality_cost
+from flare_core.answer.stored import has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
@@ -39,19 +41,11 @@ def answer() -> None:
 
 
 answer()
-verdict = run.load_json("verdict.json") if run.has("verdict.json") else None
-said = labels_table(verdict) if verdict and verdict.get("version", 1) >= 3 else None
+verdict = load_verdict(run)
+said = labels_table(verdict) if verdict and has_grounds(verdict) else None
 if said is not None and not said.empty:
     st.subheader("What the labels say")
-    st.dataframe(
-        said,
-        hide_index=True,
-        column_config={
-            "chance it is the best": st.column_config.ProgressColumn(
-                "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
-            )
-        },
-    )
+    show_labels_table(said)
 manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]

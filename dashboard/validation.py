@@ -14,7 +14,8 @@ from dashboard.common import (
 )
 from dashboard.findings import show_page_verdict
 from flare_core.answer.shipped import shipped_results
-from flare_core.run.benchmark_report import results_frame
+from flare_core.answer.stored import load_verdict
+from flare_core.benchmark.report import results_frame
 from flare_core.view import figures
 from flare_core.view.glossary import explain, label
 from flare_core.view.page_verdicts import validation_verdict
@@ -25,7 +26,7 @@ version = run_version(run)
 correlations = load_frame(run.id, version, "correlations.parquet")
 studied = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
 if studied or correlations is not None:
-    ranked_by = run.load_json("verdict.json").get("estimator") if run.has("verdict.json") else None
+    ranked_by = (load_verdict(run) or {}).get("estimator")
     main = ranked_by if ranked_by in studied else (studied or list(ESTIMATOR_NAMES))[0]
     subsampling = (
         load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None

@@ -8,12 +8,13 @@ the sentence says it is label-free). :func:`flare_core.analyses.tradeoff.cheapes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from flare_core.run.manifest import roles
+from flare_core.store.manifest import roles
 from flare_core.store.runs import Run
 
 COST_COLUMNS = (
@@ -44,7 +45,7 @@ def run_costs(run: Run) -> pd.DataFrame:
     return frame
 
 
-def answer_quality(verdict: dict[str, Any]) -> pd.DataFrame | None:
+def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
     """The quality behind a version-3 answer, one row per candidate: ``model``, ``quality`` (points),
     ``ci_low``, ``ci_high``, ``label``; None for a label-free answer (the chart then uses the label-free
     score) or an answer with nothing to compare."""
@@ -74,7 +75,7 @@ def answer_quality(verdict: dict[str, Any]) -> pd.DataFrame | None:
     return None
 
 
-def cheapest_good_enough(run: Run, verdict: dict[str, Any]) -> dict[str, Any] | None:
+def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any] | None:
     """:func:`~flare_core.analyses.tradeoff.cheapest_within` by speed for the run's answer (None without
     measured costs or quality)."""
     from flare_core.analyses.tradeoff import cheapest_within

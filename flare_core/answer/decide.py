@@ -10,7 +10,7 @@ The grounds, strongest first:
    often such a choice was right there, and the offer of a few labels;
 4. **unranked**: one candidate only, nothing to choose between.
 
-Schema (``verdict.json``, version 3) — version 2's keys, for the label-free ranking (the map), plus::
+Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored`) — version 2's keys, for the label-free ranking (the map), plus::
 
     basis          "labels" | "few labels" | "label-free" | "unranked"
     recommended    the model to use (for "label-free", the provisional choice); None when unranked
@@ -27,8 +27,15 @@ from __future__ import annotations
 from typing import Any
 
 from flare_core.answer.label_free import odds_sentence
-
-VERDICT_VERSION = 3
+from flare_core.answer.stored import (
+    VERDICT_VERSION,
+    Decision,
+    FewLabelsGround,
+    LabelFreeGround,
+    LabelsGround,
+    MapVerdict,
+    Verdict,
+)
 
 
 def _join(names: list[str]) -> str:
@@ -39,7 +46,7 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def from_full_labels(block: dict[str, Any], agreement: float | None, leading: str | None) -> dict[str, Any]:
+def from_full_labels(block: LabelsGround, agreement: float | None, leading: str | None) -> Decision:
     """Headline, summary and fields of an answer decided by the run's own labels."""
     rows = {r["model"]: r for r in block["rows"]}
     best, tied = block["best"], list(block["tied"])
@@ -85,7 +92,7 @@ def _behind(rows: dict[str, Any], model: str, best: str) -> str:
     return f"is {rows[model]['gap']:.1f} points behind"
 
 
-def from_few_labels(block: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:
+def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
     """Headline, summary and fields of an answer from a person's few labels (None when they cannot
     decide yet: fewer than two categories labelled)."""
     if "estimates" not in block:
@@ -125,7 +132,7 @@ def from_few_labels(block: dict[str, Any], choice: dict[str, Any] | None) -> dic
             "short_list": short[:3], "next_step": next_step}  # fmt: skip
 
 
-def from_label_free(choice: dict[str, Any], need: str | None = None) -> dict[str, Any]:
+def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decision:
     """Headline, summary and fields of the provisional, label-free answer."""
     best = choice["choice"]
     others = [m for m in choice["short_list"] if m != best]
@@ -142,14 +149,14 @@ def from_label_free(choice: dict[str, Any], need: str | None = None) -> dict[str
 
 
 def compose(
-    ranking: dict[str, Any],
+    ranking: MapVerdict,
     *,
-    full: dict[str, Any] | None = None,
-    few: dict[str, Any] | None = None,
-    choice: dict[str, Any] | None = None,
+    full: LabelsGround | None = None,
+    few: FewLabelsGround | None = None,
+    choice: LabelFreeGround | None = None,
     agreement: float | None = None,
     provisional: bool = False,
-) -> dict[str, Any]:
+) -> Verdict:
     """The version-3 verdict: ``ranking`` is the version-2 verdict of the label-free ranking (the map,
     :func:`~flare_core.answer.verdict.verdict` or ``unranked_verdict``); the grounds in order of strength."""
     decided = None

@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
+from flare_core.answer.stored import MapVerdict
 from flare_core.answer.trust import RANDOM_WEIGHTS, ROWS_SHUFFLED, Evidence, assess
 from flare_core.answer.verdict import MIN_RANKED, unranked_verdict, verdict
-from flare_core.run.manifest import RANKED_ROLES, roles
+from flare_core.store.manifest import RANKED_ROLES, roles
 from flare_core.store.runs import Run
 
 _CONTROL_KINDS = {"control: random weights": RANDOM_WEIGHTS, "control: rows shuffled": ROWS_SHUFFLED}
@@ -75,7 +76,7 @@ def gather_evidence(run: Run, estimator: str, available: list[str]) -> tuple[Evi
     return evidence, controls
 
 
-def ranking_verdict(run: Run, *, provisional: bool) -> dict:
+def ranking_verdict(run: Run, *, provisional: bool) -> MapVerdict:
     """The version-2 verdict of the label-free ranking (the map): from the first estimator that scored at
     least two candidates, else the verdict of a run with nothing to rank (what its one model's analyses
     say)."""

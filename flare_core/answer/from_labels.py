@@ -4,10 +4,8 @@ labels a person gave it (:mod:`flare_core.answer.labels`), and which texts to as
 Everything reads the embeddings the run stored; nothing is embedded again, so an update after a batch of
 labels takes about a second (``bench/few_label_speed.py``).
 
-Stored by the pipeline's stage ``labels`` (every text labelled)::
-
-    labels/comparison.parquet   one row per candidate: model, accuracy, f1_macro, gap, gap_low, gap_high, tied
-    labels/comparison.json      the table's attrs: best, balanced, method, folds, repeats, n_labels, n_classes
+The run's own labels are judged by the pipeline's stage ``labels`` (:mod:`flare_core.run.labels_stage`),
+which stores ``labels/comparison.parquet`` and ``labels/comparison.json``; :func:`full_label_block` reads them.
 """
 
 from __future__ import annotations
@@ -17,8 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.probes import compare_with_labels, few_label_estimates, stopping_advice
+from flare_core.analyses.probes import few_label_estimates, stopping_advice
 from flare_core.answer.labels import LabelSet
+from flare_core.answer.stored import FewLabelsGround, LabelsGround
 from flare_core.store.runs import Run
 
 COMPARISON = ("labels", "comparison.parquet")
@@ -41,41 +40,7 @@ def candidate_embeddings(run: Run) -> dict[str, np.ndarray]:
     return {m: np.asarray(run.load_embeddings(m), dtype=np.float64) for m in candidate_ids(run)}
 
 
-def comparison_stage(run: Run, labels: list[str] | None) -> None:
-    """The pipeline's stage ``labels``: every candidate judged on the run's label column (or on its scored
-    pairs' cosines, stored by the downstream stage), stored."""
-    from flare_core.analyses.pair_probes import compare_with_pair_scores
-    from flare_core.run.baseline_stages import PAIR_COSINES
-    from flare_core.run.outcomes import StageSkipped
-
-    candidates = candidate_ids(run)
-    if len(candidates) < 2:
-        raise StageSkipped("comparing models on your labels needs at least two embedded candidates")
-    seed = int(run.manifest.get("params", {}).get("seed", 0))
-    if labels is not None:
-        frame = compare_with_labels(candidate_embeddings(run), labels, seed=seed)
-        metric = "accuracy"
-    else:
-        cosines = run.load_frame(*PAIR_COSINES) if run.has(*PAIR_COSINES) else pd.DataFrame()
-        scored = [m for m in candidates if m in cosines]
-        if len(scored) < 2:
-            raise StageSkipped(
-                "comparing models on your pair scores needs two candidates that can embed the pairs"
-            )
-        gold = run.load_frame("pairs.parquet")["score"].to_numpy(dtype=float)
-        frame = compare_with_pair_scores({m: cosines[m].to_numpy() for m in scored}, gold, seed=seed)
-        frame = frame.rename(columns={"n_pairs": "n_labels"}).assign(n_classes=None)
-        metric = "spearman"
-    info = {k: (bool(v) if isinstance(v, np.bool_) else v) for k, v in frame.attrs.items()}
-    classes = frame["n_classes"].iloc[0]
-    info.update(n_labels=int(frame["n_labels"].iloc[0]), n_classes=None if classes is None else int(classes))
-    info["metric"] = metric
-    frame.attrs = {}
-    run.save_frame(frame, *COMPARISON)
-    run.save_json(info, *COMPARISON_INFO)
-
-
-def full_label_block(run: Run) -> dict[str, Any] | None:
+def full_label_block(run: Run) -> LabelsGround | None:
     """The answer of the run's own labels (None before the ``labels`` stage has stored it): ``best``,
     ``tied`` (models that cannot be told apart from it), ``rows`` (the comparison, best first), ``runner_up``
     (the best model not tied, or the second), ``balanced``, ``method``, ``n_labels``, ``n_classes``."""
@@ -97,7 +62,7 @@ def full_label_block(run: Run) -> dict[str, Any] | None:
     }
 
 
-def few_label_block(run: Run, labels: LabelSet) -> dict[str, Any] | None:
+def few_label_block(run: Run, labels: LabelSet) -> FewLabelsGround | None:
     """The answer of a person's few labels: the candidates' ``estimates`` (estimated accuracy with labels
     aplenty, interval, chance of being best) and the stopping ``advice``; with fewer than two categories
     labelled, only ``need`` (what to label first). None without labels or without two candidates."""

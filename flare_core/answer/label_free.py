@@ -25,6 +25,7 @@ from flare_core.analyses.label_free_rules import (
     rule_table,
 )
 from flare_core.answer.shipped import shipped_results
+from flare_core.answer.stored import LabelFreeGround
 
 #: What a person can say the embeddings are for (New run, ``flare run --use``), in words.
 USE_WORDS = {
@@ -97,7 +98,7 @@ def rule_for(use: str) -> dict[str, Any]:
     return judged
 
 
-def provisional_choice(scores: pd.DataFrame, use: str) -> dict[str, Any] | None:
+def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None:
     """The label-free pick of one run: ``scores`` has one row per candidate (index: model) and the
     label-free columns the rules read (``dim``, ``flow``, ``effective_rank``…). Returns ``choice``,
     ``short_list`` (at most three, best first), ``rule`` and its words, ``use`` and the benchmark ``odds``;

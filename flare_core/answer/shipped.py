@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 #: ``flare benchmark --readme`` writes it; the package carries it (see pyproject's package data).
-SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "run" / "benchmark_results.json"
+SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "benchmark" / "benchmark_results.json"
 
 
 def shipped_results() -> dict[str, Any] | None:

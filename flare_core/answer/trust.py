@@ -49,7 +49,7 @@ class Check:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the checks read, gathered from a finished run (see ``flare_core.run.summary``).
+    """What the checks read, gathered from a finished run (see :func:`flare_core.answer.evidence.ranking_verdict`).
 
     ``scores``: the ranked candidates (columns ``model``, ``score``, ``ci_low``, ``ci_high``);
     ``controls``: control model → (kind, score under the same estimator); ``n_train``/``n_val``: texts

@@ -5,7 +5,7 @@ FLARE's flows by default) and the :mod:`trust assessment <flare_core.answer.trus
 sentences (``headline`` and ``summary``) are for anyone; ``checks`` carry the figures. With a *low*
 trust level no model is recommended: the headline says so and the summary gives the reasons.
 
-Schema (``verdict.json``, version 2)::
+Schema (``verdict.json``, version 2: :class:`~flare_core.answer.stored.MapVerdict`)::
 
     version, provisional, estimator, score_label
     recommended        model id, or None when trust is low
@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import estimator_label
+from flare_core.answer.stored import MAP_VERSION, MapVerdict
 from flare_core.answer.trust import TrustAssessment, overlapping
 
-__all__ = ["VERDICT_VERSION", "MIN_RANKED", "overlapping", "unranked_verdict", "verdict"]
+__all__ = ["MIN_RANKED", "overlapping", "unranked_verdict", "verdict"]
 
-VERDICT_VERSION = 2
 #: A ranking compares candidates: it needs at least this many scored ones.
 MIN_RANKED = 2
 
@@ -79,7 +79,7 @@ def verdict(
     partial: Sequence[str] = (),
     failed: Sequence[str] = (),
     provisional: bool = False,
-) -> dict[str, Any]:
+) -> MapVerdict:
     """The verdict (schema in the module docstring) of ranked candidates ``scores``.
 
     ``scores``: columns ``model``, ``score``, ``ci_low``, ``ci_high`` (ranked models only: candidates
@@ -125,7 +125,7 @@ def verdict(
         role=["partial" if m in partial else "candidate" for m in ranked["model"]]
     )
     return {
-        "version": VERDICT_VERSION,
+        "version": MAP_VERSION,
         "provisional": bool(provisional),
         "estimator": estimator,
         "score_label": f"information sufficiency, {estimator_label(estimator)} (nats per dimension)",
@@ -148,7 +148,7 @@ def unranked_verdict(
     facts: Sequence[str] = (),
     failed: Sequence[str] = (),
     provisional: bool = False,
-) -> dict[str, Any]:
+) -> MapVerdict:
     """The verdict of a run with fewer than :data:`MIN_RANKED` scored candidates: no ranking, so no
     recommendation, and what the run can still tell (``facts``: sentences on the run's one model, such as
     its accuracy on the labels or its collapse). Same schema as :func:`verdict`, with ``ranking`` empty."""
@@ -169,7 +169,7 @@ def unranked_verdict(
     if failed:
         text += f" Not ranked because they failed: {_join(list(failed))}."
     return {
-        "version": VERDICT_VERSION,
+        "version": MAP_VERSION,
         "provisional": bool(provisional),
         "estimator": None,
         "score_label": None,

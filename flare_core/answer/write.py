@@ -9,8 +9,6 @@ batch of labels. It holds the run's labels lock, so that an answer never misses 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -21,6 +19,7 @@ from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
 from flare_core.answer.label_free import provisional_choice
 from flare_core.answer.labels import labels_lock, load_labels
+from flare_core.answer.stored import LabelsGround, MapVerdict, Verdict, save_verdict
 from flare_core.store.runs import Run
 
 #: Geometry columns a label-free rule reads, with the sign that makes higher better.
@@ -46,7 +45,7 @@ def label_free_scores(run: Run) -> pd.DataFrame:
     return table
 
 
-def _agreement(ranking: dict[str, Any], full: dict[str, Any] | None) -> float | None:
+def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
     """Spearman of the label-free ranking's scores with the labels' accuracies, over the candidates."""
     if not full or not ranking.get("ranking"):
         return None
@@ -59,7 +58,7 @@ def _agreement(ranking: dict[str, Any], full: dict[str, Any] | None) -> float | 
     return float(both.iloc[:, 0].corr(both.iloc[:, 1], method="spearman"))
 
 
-def build_verdict(run: Run, *, provisional: bool) -> dict[str, Any]:
+def build_verdict(run: Run, *, provisional: bool) -> Verdict:
     """The run's version-3 verdict (see :mod:`flare_core.answer.decide`), from what is stored now."""
     ranking = ranking_verdict(run, provisional=False)
     use = str(run.manifest.get("params", {}).get("use") or "unsure")
@@ -85,9 +84,9 @@ def build_verdict(run: Run, *, provisional: bool) -> dict[str, Any]:
     return verdict
 
 
-def write_verdict(run: Run, *, provisional: bool = False) -> dict[str, Any]:
-    """Build and store ``verdict.json`` (under the labels lock); returns it."""
+def write_verdict(run: Run, *, provisional: bool = False) -> Verdict:
+    """Build and store the run's verdict (under the labels lock); returns it."""
     with labels_lock(run):
         verdict = build_verdict(run, provisional=provisional)
-        run.save_json(verdict, "verdict.json")
+        save_verdict(run, verdict)
     return verdict

@@ -61,9 +61,10 @@ def _names(value: str | None) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from flare_core.data.corpus import AUTO, load_corpus
+    from flare_core.encoders import load_precomputed
     from flare_core.run import jobs
     from flare_core.run.create import create_run
-    from flare_core.run.inputs import AUTO, load_corpus, load_precomputed
     from flare_core.run.params import build_params
 
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
@@ -336,9 +337,10 @@ def cmd_collapse(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from flare_core.answer.stored import load_verdict
     from flare_core.run.params import RunParams
-    from flare_core.run.studies import run_studies
     from flare_core.run.summary import summarise
+    from flare_core.run.validation_stage import run_studies
 
     run = _store(args).get(args.run_id)
     studies = [s.strip() for s in args.studies.split(",") if s.strip()]
@@ -350,7 +352,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             {
                 "run_id": run.id,
                 "validation": digest,
-                "verdict": run.load_json("verdict.json") if run.has("verdict.json") else None,
+                "verdict": load_verdict(run),
             }
         )
         return 0
@@ -363,8 +365,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if isinstance(rows, list):
                 print(f"\n{estimator} · {study}:")
                 print(_table(pd.DataFrame(rows)))
-    if run.has("verdict.json"):
-        print("\n" + run.load_json("verdict.json")["text"])
+    verdict = load_verdict(run)
+    if verdict is not None:
+        print("\n" + verdict["text"])
     return 0
 
 
@@ -397,7 +400,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from flare_core.run import benchmark, benchmark_report
+    from flare_core.benchmark import report as benchmark_report
+    from flare_core.benchmark import suite as benchmark
 
     benchmark_report.readme_markers(args.readme_section)  # a bad name is refused before any work
     store = _store(args)

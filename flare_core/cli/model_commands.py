@@ -58,7 +58,7 @@ def add_budget_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from flare_core.run.model_costs import measure_registry, model_rows
+    from flare_core.encoders.model_costs import measure_registry, model_rows
 
     if args.measure:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
@@ -86,7 +86,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def budget_models(models: list[str], args: argparse.Namespace) -> list[str]:
     """``flare run``: the ``models`` within the budget of ``args``; says which were left out and why."""
-    from flare_core.run.model_costs import budget_reasons
+    from flare_core.encoders.model_costs import budget_reasons
 
     if args.max_width is None and args.min_texts_per_s is None:
         return models
@@ -101,7 +101,7 @@ def budget_models(models: list[str], args: argparse.Namespace) -> list[str]:
 
 def budget_result(run: Any, args: argparse.Namespace) -> dict[str, Any] | None:
     """``flare show``: the best model of ``run`` within the budget of ``args`` (None without a budget)."""
-    from flare_core.run.model_costs import budget_reasons, describe_budget
+    from flare_core.encoders.model_costs import budget_reasons, describe_budget
     from flare_core.view.tradeoff import cheapest_sentence, tradeoff_view
 
     if args.max_width is None and args.min_texts_per_s is None:

@@ -155,13 +155,13 @@ def folder_revision(folder: Path) -> str:
 
 
 def _st_encoder(st_model, model_id: str, source: str, kind: str, revision: str, device) -> Encoder:
-    from flare_core.encoders.transformer import SentenceTransformerEncoder, _st_dim
+    from flare_core.encoders.transformer import SentenceTransformerEncoder, sentence_transformer_dim
 
     inner = getattr(st_model[0], "auto_model", None)
     config = getattr(inner, "config", None)
     spec = ModelSpec(
         id=model_id,
-        dim=int(_st_dim(st_model) or 0) or None,
+        dim=int(sentence_transformer_dim(st_model) or 0) or None,
         layers=getattr(config, "num_hidden_layers", None),
         max_tokens=getattr(st_model, "max_seq_length", None),
         source=source,

@@ -264,7 +264,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
     ) -> np.ndarray:
         """Sentence embeddings from the model's own sentence-transformers pipeline, float32 (N, d)."""
         if not texts:
-            return empty_matrix(int(_st_dim(self.st_model) or 0))
+            return empty_matrix(int(sentence_transformer_dim(self.st_model) or 0))
         before = self.st_model.max_seq_length
         if max_length is not None:  # never past the model's own positions (a local model may have 128)
             self.st_model.max_seq_length = min(max_length, self._limit(max_length))
@@ -288,7 +288,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
 # ---------------------------------------------------------------------------- loading
 
 
-def _st_dim(st_model: Any) -> int | None:
+def sentence_transformer_dim(st_model: Any) -> int | None:
     """Output dimension of a SentenceTransformer (method renamed across sentence-transformers versions)."""
     getter = getattr(st_model, "get_embedding_dimension", None) or st_model.get_sentence_embedding_dimension
     return getter()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from flare_core.run.manifest import model_kind
 from flare_core.run.params import RunParams
+from flare_core.store.manifest import model_kind
 from flare_core.store.runs import Run, safe_name
 
 

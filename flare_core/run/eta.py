@@ -12,7 +12,8 @@ fixed start-up cost and a prior cost per unit for a 2-core laptop CPU. The estim
   of the units done), drawn towards the run's rate by ``_SHRINK_SECONDS`` of prior, so that its first
   unit or two (two finishing at once on two workers, a model still loading) do not swing it.
 
-``remaining_seconds`` is None until one unit has finished (nothing measured yet).
+``remaining_seconds`` is None until one unit has finished (nothing measured yet). Before a run,
+``expected_embedding_seconds`` scales each model's measured speed to the corpus.
 """
 
 from __future__ import annotations
@@ -316,3 +317,35 @@ def manifest_remaining_seconds(manifest: Mapping[str, Any], now: float) -> float
             int(done), timestamp_seconds(entry.get("started")), timestamp_seconds(entry.get("finished"))
         )
     return remaining_seconds(plan_from_dicts(rows), states, now)
+
+
+def expected_embedding_seconds(
+    models: Sequence[str], texts: Sequence[str], device: str | None = None
+) -> tuple[dict[str, float], list[str]]:
+    """``({model: seconds}, unmeasured)``: how long each measured model of ``models`` should take to load
+    and embed ``texts`` on this machine, and the models with no measurement here (the registry of
+    :mod:`flare_core.encoders.model_costs`)."""
+    from flare_core.encoders.cost import expected_seconds, load_measurements
+    from flare_core.encoders.model_costs import this_device_kind
+
+    stored = load_measurements().get(this_device_kind(device), {})
+    seconds, unmeasured = {}, []
+    for model in models:
+        value = expected_seconds(stored[model], texts) if model in stored else None
+        if value is None:
+            unmeasured.append(model)
+        else:
+            seconds[model] = value
+    return seconds, unmeasured
+
+
+def describe_duration(seconds: float) -> str:
+    """``"under 10 s"``, ``"about 40 s"``, ``"about 3 min"``, ``"about 1.5 h"`` (plain words)."""
+    check_number(seconds, "seconds", min_value=0)
+    if seconds < 10:
+        return "under 10 s"
+    if seconds < 90:
+        return f"about {round(seconds, -1):.0f} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60):.0f} min"
+    return f"about {seconds / 3600:.1f} h"

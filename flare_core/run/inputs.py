@@ -1,5 +1,7 @@
-"""What a person gives to start a run, read and checked: a corpus table, precomputed embeddings and the
-models to choose from (the New run page and ``flare run`` use the same functions)."""
+"""What a person gives to start a run, read and checked: a preview of a corpus table, the models to choose
+from and the largest upload (the New run page, ``flare run`` and ``flare app`` use the same functions). The
+corpus itself is read by :func:`flare_core.data.corpus.load_corpus`, precomputed embeddings by
+:func:`flare_core.encoders.load_precomputed`."""
 
 from __future__ import annotations
 
@@ -9,11 +11,7 @@ from typing import Any, BinaryIO
 import pandas as pd
 
 from flare_core.data.columns import detect_columns
-from flare_core.data.corpus import AUTO, Corpus, load_corpus
 from flare_core.data.reading import read_table
-from flare_core.encoders import load_precomputed
-
-__all__ = ["AUTO", "Corpus", "available_models", "load_corpus", "load_precomputed", "preview_table"]
 
 
 def available_models() -> tuple[list[str], list[str]]:

@@ -17,21 +17,21 @@ import os
 import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
-from flare_core.answer.from_labels import comparison_stage
 from flare_core.answer.write import write_verdict
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
 from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
 from flare_core.run.eta import StagePlan, run_plan, text_units
-from flare_core.run.manifest import transformer_models
+from flare_core.run.labels_stage import comparison_stage
 from flare_core.run.outcomes import StageRunner
 from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
-from flare_core.run.studies import run_studies
 from flare_core.run.sufficiency_stage import sufficiency_stage
 from flare_core.run.summary import summary_table
 from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
+from flare_core.run.validation_stage import run_studies
 from flare_core.store.cache import sweep_stale_scratch
+from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import Run
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import numpy as np
 
 from flare_core.compute.executor import torch_threads
-from flare_core.run.manifest import candidates, controls, record_worker
 from flare_core.run.outcomes import StageSkipped
 from flare_core.run.params import RunParams
+from flare_core.store.manifest import candidates, controls, record_worker
 from flare_core.store.runs import Run
 
 #: Fewer texts than this leave fewer than 2 held out (a tenth) to test the densities on.

@@ -17,11 +17,11 @@ import pandas as pd
 from flare_core.errors import DamagedFile
 from flare_core.run.embedding_stage import token_model
 from flare_core.run.eta import COLLAPSE_UNIT_SECONDS, collapse_costs
-from flare_core.run.manifest import transformer_models
 from flare_core.run.params import RunParams
 from flare_core.run.progress import no_report
 from flare_core.store import doctor
 from flare_core.store.cache import scratch_dir
+from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import Run, safe_name
 
 

@@ -37,7 +37,7 @@ from flare_core.checks import check_choice
 from flare_core.errors import AccessDenied, RunNotFound
 from flare_core.store import shares
 from flare_core.store.damage import MANIFEST
-from flare_core.store.runs import Run, RunStore, _is_linked_run, validate_run_id
+from flare_core.store.runs import Run, RunStore, is_linked_run, validate_run_id
 from flare_core.store.texts import TextMatcher, strip_frame
 
 #: Everything a session may be allowed: look at a run, see its corpus texts, see the list of runs, and the
@@ -222,7 +222,7 @@ class ViewerStore(RunStore):
 
     def get(self, run_id: str) -> Run:
         path = self._path(run_id)
-        if run_id != self.run_id or _is_linked_run(path) or not (path / MANIFEST).is_file():
+        if run_id != self.run_id or is_linked_run(path) or not (path / MANIFEST).is_file():
             raise RunNotFound(f"no run {run_id!r} here")
         return ViewerRun(path, texts=self.texts)
 

@@ -49,7 +49,8 @@ def outside_files(manifest: dict[str, Any]) -> set[str]:
     return files
 
 
-def _is_linked_run(path: Path) -> bool:
+def is_linked_run(path: Path) -> bool:
+    """Whether the run folder ``path`` or its manifest is a symbolic link (such a run is never opened)."""
     return path.is_symlink() or (path / MANIFEST).is_symlink()
 
 
@@ -284,7 +285,7 @@ class RunStore:
 
     def get(self, run_id: str) -> Run:
         path = self._path(run_id)
-        if _is_linked_run(path) or not (path / MANIFEST).is_file():
+        if is_linked_run(path) or not (path / MANIFEST).is_file():
             raise RunNotFound(f"no run {run_id!r} in {self.root}")
         return Run(path)
 
@@ -301,7 +302,7 @@ class RunStore:
         for path in sorted(self.root.iterdir()):
             if (
                 RUN_ID_PATTERN.fullmatch(path.name)
-                and not _is_linked_run(path)
+                and not is_linked_run(path)
                 and (path / MANIFEST).is_file()
             ):
                 yield Run(path)

@@ -21,10 +21,11 @@ from typing import Any
 import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
+from flare_core.answer.stored import has_trust
 from flare_core.checks import check_bool, check_int
 from flare_core.errors import ReportError
-from flare_core.run.manifest import transformer_models
 from flare_core.store import atomic
+from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import MANIFEST, Run, utc_now
 from flare_core.view import figures
 from flare_core.view import results as run_results
@@ -88,7 +89,7 @@ def _best(scores: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
     verdict = results.get("verdict")
-    if isinstance(verdict, dict) and verdict.get("version", 1) >= 2:
+    if isinstance(verdict, dict) and has_trust(verdict):
         view = verdict_view(verdict)
         parts = [f'<p class="note">{escape(view.basis_words)}</p>'] if view.basis_words else []
         parts += [

@@ -13,6 +13,7 @@ import pandas as pd
 
 from flare_core.analyses.graph import ORDERS
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
+from flare_core.answer.stored import load_verdict
 from flare_core.store.runs import Run, RunStore, safe_name
 
 HEATMAP_ORDERS = ORDERS  # the orders the IS heatmap offers (see is_graph_view)
@@ -89,8 +90,9 @@ def run_results(run: Run) -> dict[str, Any]:
     }.items():
         if run.has(*parts):
             out[key] = _records(run.load_frame(*parts))
-    if run.has("verdict.json"):
-        out["verdict"] = run.load_json("verdict.json")
+    verdict = load_verdict(run)
+    if verdict is not None:
+        out["verdict"] = verdict
     if run.has("labels", "labels.json"):
         out["labels_given"] = run.load_json("labels", "labels.json")
     if run.has("validation.json"):

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.answer.costs import COST_COLUMNS, answer_quality, label_free_quality, run_costs
+from flare_core.answer.stored import load_verdict
 from flare_core.store.runs import Run
 
 __all__ = [
@@ -47,8 +48,9 @@ def run_quality(run: Run) -> pd.DataFrame | None:
     else the downstream score when the run has one (classification accuracy, similarity or retrieval, in
     points), else the label-free information-sufficiency score with its bootstrap interval (its label starts
     with "label-free"); None when the run has none yet."""
-    if run.has("verdict.json"):
-        quality = answer_quality(run.load_json("verdict.json"))
+    verdict = load_verdict(run)
+    if verdict is not None:
+        quality = answer_quality(verdict)
         if quality is not None:
             return quality
     ranked = set(run_costs(run)["model"])

@@ -1,8 +1,9 @@
 """The verdict as people read it: a headline in the colour of its trust level, a sentence or two, and the
 trust checks as a table. The Overview and Validation pages and the HTML report all show it from here.
 
-Reads ``verdict.json`` of schema 2 (``flare_core.answer.verdict``); a verdict of an older run (schema 1: a
-``text`` and a ``confidence``) is shown as its text, in the neutral tone.
+Reads a stored verdict of any schema (:mod:`flare_core.answer.stored`): one of schema 3 with its grounds,
+one of schema 2 as the label-free ranking alone, and one of an older run (schema 1: a ``text`` and a
+``confidence``) as its text, in the neutral tone.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+
+from flare_core.answer.stored import has_grounds, has_trust
 
 #: The tone of each trust level: the name of a Streamlit alert (``st.success``…) and a report CSS class.
 TONES = {"high": "success", "moderate": "warning", "low": "error"}
@@ -63,7 +66,7 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
     """The :class:`VerdictView` of a stored verdict (schema 1, 2 or 3)."""
     if not isinstance(verdict, dict):
         raise ValueError(f"a verdict is a dict, got {type(verdict).__name__}")
-    if verdict.get("version", 1) < 2:
+    if not has_trust(verdict):
         return VerdictView("info", str(verdict.get("text", "")), "", None, False, trust_checks({}))
     trust = verdict.get("trust") or {}
     level = trust.get("level")
@@ -75,7 +78,7 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
         checks=trust_checks(trust),
         controls=[str(row["text"]) for row in verdict.get("controls", []) if row.get("text")],
     )
-    if verdict.get("version", 2) < 3:
+    if not has_grounds(verdict):
         return VerdictView(tone=TONES.get(level, "info"), **common)
     basis = verdict.get("basis")
     tone = "success" if verdict.get("settled") else "info"

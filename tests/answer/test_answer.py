@@ -10,12 +10,13 @@ import pytest
 from flare_core.answer import labels as store
 from flare_core.answer.decide import compose
 from flare_core.answer.from_labels import few_label_history, next_texts
+from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import build_verdict, label_free_scores, write_verdict
 
 
 def test_the_runs_own_labels_decide_with_intervals_and_ties(labelled):
     run, _ = labelled
-    verdict = run.load_json("verdict.json")
+    verdict = load_verdict(run)
     assert verdict["version"] == 3 and verdict["basis"] == "labels" and verdict["settled"] is True
     assert verdict["recommended"] == "clear" and verdict["labels"]["best"] == "clear"
     rows = {r["model"]: r for r in verdict["labels"]["rows"]}
@@ -28,7 +29,7 @@ def test_the_runs_own_labels_decide_with_intervals_and_ties(labelled):
 
 def test_without_labels_the_answer_is_provisional_and_offers_labels(unlabelled):
     run, _ = unlabelled
-    verdict = run.load_json("verdict.json")
+    verdict = load_verdict(run)
     assert verdict["basis"] == "label-free" and verdict["settled"] is False
     assert verdict["recommended"] == "noise" and verdict["short_list"][0] == "noise"
     assert verdict["headline"].startswith("Provisionally noise, without labels")

@@ -8,9 +8,11 @@ import os
 
 import pytest
 
+from flare_core.answer.stored import load_verdict
 from flare_core.cli.model_commands import budget_models, budget_result
 from flare_core.encoders.cost import PeakMemory, load_measurements, save_measurements, vector_bytes
-from flare_core.run.model_costs import budget_reasons, describe_duration, expected_embedding_seconds
+from flare_core.encoders.model_costs import budget_reasons
+from flare_core.run.eta import describe_duration, expected_embedding_seconds
 from tests.support import flare
 
 
@@ -75,7 +77,7 @@ def test_budget_leaves_out_wide_or_slow_models_and_keeps_unknown_ones():
 def test_show_names_the_best_model_within_a_budget(labelled_run):
     result = budget_result(labelled_run, argparse.Namespace(max_width=100, min_texts_per_s=None))
     assert result["left_out"] == {"all-MiniLM-L6-v2": "384 dimensions, more than 100"}
-    accuracy = {r["model"]: r["accuracy"] for r in labelled_run.load_json("verdict.json")["labels"]["rows"]}
+    accuracy = {r["model"]: r["accuracy"] for r in load_verdict(labelled_run)["labels"]["rows"]}
     accuracy.pop("all-MiniLM-L6-v2")
     assert result["best"] == max(accuracy, key=accuracy.get)  # the answer's own grounds: the labels
     assert result["sentence"].startswith(f"Best at most 100 dimensions: {result['best']}")

@@ -11,19 +11,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.page_list import SHARED_PAGES as PAGES
 from flare_core.store import shares
 from flare_core.store.runs import RunStore
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TOKEN = "the-owner-token-of-this-test-server"
-PAGES = [
-    "dashboard/overview.py",
-    "dashboard/sufficiency.py",
-    "dashboard/corpus.py",
-    "dashboard/collapse.py",
-    "dashboard/layers.py",
-    "dashboard/validation.py",
-]
 pytestmark = pytest.mark.slow
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from flare_core.answer.stored import load_verdict
 from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
 
 SHOTS = ROOT / "test-output" / "screenshots"
@@ -235,7 +236,7 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
         while run.status != "done" and time.monotonic() < deadline:
             time.sleep(1)
         assert run.status == "done", run.manifest.get("error")
-        headline = verdict_view(run.load_json("verdict.json")).headline
+        headline = verdict_view(load_verdict(run)).headline
         overview.locator(VERDICT).get_by_text(headline, exact=False).first.wait_for(timeout=30_000)
         ranked = set(run.load_frame("summary.parquet")["model"])
         assert {"api-a", "api-b", "api-c"} <= ranked

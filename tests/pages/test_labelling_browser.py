@@ -14,6 +14,7 @@ import signal
 
 from flare_core.answer.from_labels import next_texts
 from flare_core.answer.labels import load_labels
+from flare_core.answer.stored import load_verdict
 from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
 from tests.support import flare, planted_run
 
@@ -35,7 +36,7 @@ def _shown_answer(page) -> str:
 def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
     run, truth = planted_run(tmp_path, with_labels=False)
     runs_dir = run.path.parent
-    before = json.loads(run.artefact("verdict.json").read_text())
+    before = load_verdict(run)
     assert before["basis"] == "label-free" and before["recommended"] == "noise"
     category = {"sport": "sport", "politics": "politics", "tech": "politics"}  # two categories
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             saved = load_labels(run)
             assert saved.latest() == {r: category[truth[r]] for r in rows}  # what was picked in the table
             answer = _shown_answer(page)
-            after = json.loads(run.artefact("verdict.json").read_text())
+            after = load_verdict(run)
             assert after["basis"] == "few labels" and after["headline"] in answer
             assert after["headline"] != before["headline"] and "clear" in after["headline"]
             assert "probability" in answer  # the chance that the leader is the best, in words

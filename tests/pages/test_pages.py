@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from flare_core.answer.stored import load_verdict
 from tests.pages.test_access_pages import _opens_nothing
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -69,7 +70,7 @@ def test_every_analysis_page_opens_with_its_verdict(open_page, labelled_run, pag
 
 def test_overview_leads_with_the_answer_of_the_labels_and_keeps_the_map(open_page, labelled_run):
     at = open_page("dashboard/overview.py", labelled_run)
-    verdict = labelled_run.load_json("verdict.json")
+    verdict = load_verdict(labelled_run)
     comparison = labelled_run.load_frame("labels", "comparison.parquet")
     assert verdict["basis"] == "labels" and verdict["settled"]
     assert verdict["recommended"] == comparison.iloc[0]["model"]

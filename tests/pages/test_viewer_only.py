@@ -17,20 +17,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.page_list import SHARED_PAGES as PAGES
 from flare_core.run import jobs
 from flare_core.store import shares
 from flare_core.store.runs import RunStore
 from tests.pages.test_access_pages import _opens_nothing
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGES = [
-    "dashboard/overview.py",
-    "dashboard/sufficiency.py",
-    "dashboard/corpus.py",
-    "dashboard/collapse.py",
-    "dashboard/layers.py",
-    "dashboard/validation.py",
-]
 MUTATING_KEYS = ("cancel-", "delete-run", "import", "start", "share-")
 OWNER_TOKEN = "owner-token-that-must-not-work-here"
 

@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 
 from flare_core.answer.costs import run_costs
+from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
 from flare_core.data.demo import bbc_news_frame
 from flare_core.encoders import random_init_transformer
@@ -179,7 +180,7 @@ def _compute(shape: dict, tiny: Path, folder: Path) -> dict:
         "outcome": status,
         "detail": manifest.get("error") or "; ".join(f"{p['stage']}: {p['why']}" for p in problems(manifest)),
         "skipped": ", ".join(skipped),
-        "verdict": (run.load_json("verdict.json") if run.has("verdict.json") else {}).get("headline", ""),
+        "verdict": (load_verdict(run) or {}).get("headline", ""),
         "seconds": time.perf_counter() - started,
         "problems": problems(manifest),
         "after labels": after_labels,

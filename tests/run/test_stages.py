@@ -7,6 +7,7 @@ import os
 import pandas as pd
 import pytest
 
+from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
 from flare_core.data.demo import bbc_news_frame
 from flare_core.run import jobs
@@ -68,7 +69,7 @@ def test_sts_columns_give_spearman(tmp_path, articles):
     rho = downstream["cosine_spearman"].to_numpy()
     assert ((rho >= 3**0.5 / 2 - 1e-9) & (rho < 0.95)).all(), rho
     # the pair scores decide the answer: the model whose cosines follow them best, compared with paired intervals
-    verdict = run.load_json("verdict.json")
+    verdict = load_verdict(run)
     assert verdict["basis"] == "labels" and verdict["labels"]["metric"] == "spearman"
     assert verdict["recommended"] == downstream["cosine_spearman"].idxmax()
     assert verdict["headline"].startswith(

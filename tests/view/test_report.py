@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.offline
 import pytest
 
+from flare_core.answer.stored import VERDICT_FILE
 from flare_core.store.runs import Run, RunStore, safe_name
 from flare_core.view import results as results_module
 from flare_core.view.report import ReportError, build_report, write_report
@@ -156,7 +157,7 @@ def test_report_without_texts(hand_run):
 
 
 def test_verdict_text_is_used_and_escaped(hand_run):
-    hand_run.save_json({"text": f"Use {EVIL_MODEL}."}, "verdict.json")
+    hand_run.save_json({"text": f"Use {EVIL_MODEL}."}, VERDICT_FILE)
     page = build_report(hand_run)
     assert "Use evil&lt;script&gt;alert(1)&lt;/script&gt;." in page
     assert EVIL not in page
@@ -172,7 +173,7 @@ def test_verdict_of_schema_2_shows_headline_trust_and_checks_escaped(hand_run):
     trust = TrustAssessment(
         "low", [Check("pool", "fail", "2 candidates", "Two candidates are too few.", 2.0)]
     )
-    hand_run.save_json(verdict(scores, estimator="flow", trust=trust), "verdict.json")
+    hand_run.save_json(verdict(scores, estimator="flow", trust=trust), VERDICT_FILE)
     page = build_report(hand_run)
     assert (
         '<p class="recommendation error"><strong>The label-free ranking cannot be trusted on this corpus.</strong>'

@@ -47,7 +47,7 @@ def _derive_seed(seed: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(payload).digest()[:4], "little") & 0x7FFFFFFF
 
 
-def _split_indices(n: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def split_indices(n: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Seeded train/validation split of ``range(n)``: ``(train_idx, val_idx)``, sorted int64 arrays."""
     rng = np.random.default_rng(_derive_seed(seed, "split"))
     perm = rng.permutation(n)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from flare_core.analyses.sufficiency._config import DictConfig
-from flare_core.analyses.sufficiency._standardize import _split_indices
+from flare_core.analyses.sufficiency._standardize import split_indices
 from flare_core.analyses.sufficiency._whiten import fit_whitening
 from flare_core.analyses.sufficiency.matrix_run import MatrixInputs, MatrixRun
 from flare_core.analyses.sufficiency.registry import get_estimator
@@ -207,7 +207,7 @@ def _split(
             raise ValueError(f"need at least 2 rows, got {n}")
         every = np.arange(n, dtype=np.int64)
         return every, every
-    train_idx, val_idx = _split_indices(n, val_fraction, seed)
+    train_idx, val_idx = split_indices(n, val_fraction, seed)
     if len(train_idx) < 2 or len(val_idx) < 2:
         raise ValueError(
             f"{n} rows with val_fraction={val_fraction} give {len(train_idx)} training and "

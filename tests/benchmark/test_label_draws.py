@@ -6,7 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.run.benchmark_labels import few_label_draws, few_label_table, full_label_table, stopping_table
+from flare_core.benchmark.label_draws import (
+    few_label_draws,
+    few_label_table,
+    full_label_table,
+    stopping_table,
+)
 
 
 def _pool(n: int = 90, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:

@@ -1,5 +1,5 @@
 """The validity benchmark in words and tables: the Markdown the README shows between its markers, and the
-Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.run.benchmark`)."""
+Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.benchmark.suite`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from flare_core.answer.label_free import USE_WORDS
-from flare_core.run.benchmark import TABLE_SCORES, _agreement_row, _mean, _spearman, score_summary
-from flare_core.run.benchmark_pools import pool_size_lines
+from flare_core.benchmark.pools import pool_size_lines
+from flare_core.benchmark.suite import TABLE_SCORES, agreement_row, finite_mean, score_summary, spearman_of
 from flare_core.store import atomic
 
 README_START = "<!-- benchmark:start -->"
@@ -41,7 +41,7 @@ def results_frame(result: dict[str, Any]) -> pd.DataFrame:
             "leading model": r["verdict"]["leading"],
             "trust": r["verdict"]["trust"],
             "points lost by the leader": r["regret"]["leading"],
-            "ranking vs labels (ρ)": _spearman(r, "flow"),
+            "ranking vs labels (ρ)": spearman_of(r, "flow"),
         }
         for r in result["corpora"]
     ]
@@ -83,11 +83,11 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines.append(
             f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | {_fmt(choice.get('lost'), '{:.1f}')} | "
             f"{r['verdict']['leading']} | {_fmt(r['regret']['leading'], '{:.1f}')} | {r['verdict']['trust']} | "
-            + " | ".join(_with_interval(_agreement_row(r, s)) for s in TABLE_SCORES)
+            + " | ".join(_with_interval(agreement_row(r, s)) for s in TABLE_SCORES)
             + " |"
         )
     lines.append(
-        f"| **mean** | | | | {_fmt(_mean(lost), '{:.1f}')} | | {_fmt(summary['mean_regret_leading'], '{:.1f}')} | | "
+        f"| **mean** | | | | {_fmt(finite_mean(lost), '{:.1f}')} | | {_fmt(summary['mean_regret_leading'], '{:.1f}')} | | "
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
@@ -135,12 +135,12 @@ def _knn_lines(result: dict[str, Any]) -> list[str]:
         knn = r["knn"]
         lines.append(
             f"| {r['corpus']} | {knn['best']} | {_fmt(knn['leading'], '{:.1f}')} | "
-            + " | ".join(_fmt(_spearman(knn, s)) for s in TABLE_SCORES)
+            + " | ".join(_fmt(spearman_of(knn, s)) for s in TABLE_SCORES)
             + " |"
         )
     means = result["summary"].get("mean_spearman_knn", {})
     lines.append(
-        f"| **mean** | | {_fmt(_mean([r['knn']['leading'] for r in judged]), '{:.1f}')} | "
+        f"| **mean** | | {_fmt(finite_mean([r['knn']['leading'] for r in judged]), '{:.1f}')} | "
         + " | ".join(_fmt(means.get(s)) for s in TABLE_SCORES)
         + " |"
     )

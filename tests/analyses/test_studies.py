@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.run.studies import partially_shuffled, pool_size_study, shuffle_study
+from flare_core.analyses.studies import partially_shuffled, pool_size_study, shuffle_study
 
 
 def test_partial_shuffle_moves_about_a_fraction_p_of_rows():

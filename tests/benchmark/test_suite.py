@@ -10,7 +10,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from flare_core.answer.shipped import shipped_results
-from flare_core.run import benchmark, benchmark_report
+from flare_core.benchmark import report as benchmark_report
+from flare_core.benchmark import suite as benchmark
 from flare_core.store.runs import RunStore
 from tests.support import flare
 

@@ -1,10 +1,10 @@
 """The registry with what each model costs here, measured once on a standard sample (``flare models
---measure``), and what a user can ask of a pool before a run: the time it should take, and the models that
-fit a budget of width and speed.
+--measure``), and the models of a pool that fit a budget of width and speed.
 
 The standard sample is the first ``n`` snippets of the rotten-tomatoes benchmark corpus (short movie-review
 sentences, 110 characters on average); the expected time of a corpus scales each model's characters per
-second to the corpus's characters and adds its load time.
+second to the corpus's characters and adds its load time
+(:func:`flare_core.run.eta.expected_embedding_seconds`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from flare_core.checks import check_int, check_number
 from flare_core.encoders.cost import (
     device_kind,
-    expected_seconds,
     files_bytes,
     load_measurements,
     measure_models,
@@ -29,7 +28,9 @@ DEFAULT_MEASURE_TEXTS = 500
 MEASURED = ("texts_per_s", "chars_per_s", "load_s", "peak_memory_mib", "gpu_peak_memory_mib")
 
 
-def _this_device(device: str | None) -> str:
+def this_device_kind(device: str | None) -> str:
+    """The device kind (``cpu``, ``cuda`` …) under which the measurements of ``device`` are kept (None: the
+    default device)."""
     from flare_core.device import pick_device
 
     return device_kind(str(pick_device(device)))
@@ -45,7 +46,7 @@ def model_rows(device: str | None = None) -> list[dict[str, Any]]:
     from flare_core.encoders.pool import POOL
 
     stored = load_measurements()
-    kind = _this_device(device)
+    kind = this_device_kind(device)
     rows = []
     for spec in list_models():
         size = files_bytes(POOL[spec.id].files())
@@ -89,25 +90,9 @@ def measure_registry(
     chosen = check_model_ids(models) if models else [s.id for s in list_models() if is_available(s.id)]
     texts = standard_sample(n_texts)
     found = measure_models(chosen, texts, device=device, progress=progress)
-    kind = _this_device(device)
+    kind = this_device_kind(device)
     save_measurements({m: r for m, r in found.items() if "error" not in r}, kind)
     return found
-
-
-def expected_embedding_seconds(
-    models: Sequence[str], texts: Sequence[str], device: str | None = None
-) -> tuple[dict[str, float], list[str]]:
-    """``({model: seconds}, unmeasured)``: how long each measured model of ``models`` should take to load
-    and embed ``texts`` on this machine, and the models with no measurement here."""
-    stored = load_measurements().get(_this_device(device), {})
-    seconds, unmeasured = {}, []
-    for model in models:
-        value = expected_seconds(stored[model], texts) if model in stored else None
-        if value is None:
-            unmeasured.append(model)
-        else:
-            seconds[model] = value
-    return seconds, unmeasured
 
 
 def budget_reasons(
@@ -145,15 +130,3 @@ def describe_budget(max_width: int | None, min_texts_per_s: float | None) -> str
     if min_texts_per_s is not None:
         parts.append(f"at ≥ {min_texts_per_s:g} texts/s")
     return ", ".join(parts)
-
-
-def describe_duration(seconds: float) -> str:
-    """``"under 10 s"``, ``"about 40 s"``, ``"about 3 min"``, ``"about 1.5 h"`` (plain words)."""
-    check_number(seconds, "seconds", min_value=0)
-    if seconds < 10:
-        return "under 10 s"
-    if seconds < 90:
-        return f"about {round(seconds, -1):.0f} s"
-    if seconds < 5400:
-        return f"about {round(seconds / 60):.0f} min"
-    return f"about {seconds / 3600:.1f} h"

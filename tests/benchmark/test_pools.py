@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from flare_core.analyses.sufficiency import SufficiencyResult
-from flare_core.run.benchmark_pools import pool_judgements, pool_size_lines, subpool_judgement, subpool_scores
+from flare_core.benchmark.pools import pool_judgements, pool_size_lines, subpool_judgement, subpool_scores
 
 
 @pytest.fixture(scope="module")

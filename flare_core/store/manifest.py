@@ -1,4 +1,5 @@
-"""Reading and updating the models of a run's manifest, and the per-worker unit counts."""
+"""A run manifest's structure: its models, their kinds and roles (candidate, partial, control, reference), and
+the per-worker unit counts; read and updated through the run store."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 - **Labels** (:func:`label_tables`, classification corpora): the pick of the labels made on one half of the
   texts and judged on the other; a person's few labels simulated by revealing the corpus's own labels
-  (:mod:`flare_core.run.benchmark_labels`): the share of draws within 2 points of the best and the points
+  (:mod:`flare_core.benchmark.label_draws`): the share of draws within 2 points of the best and the points
   lost, for the product's estimator on random and chosen texts and for each single baseline; and how often
   the stopping advice's "settled" was right.
 - **Without labels** (:func:`label_free_summary`): for each use, the label-free rule chosen leave one corpus
@@ -21,7 +21,7 @@ import pandas as pd
 
 from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table
 from flare_core.answer.label_free import USE_WORDS, benchmark_cases
-from flare_core.run.benchmark_labels import (
+from flare_core.benchmark.label_draws import (
     WITHIN_POINTS,
     few_label_draws,
     few_label_table,

@@ -31,12 +31,13 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
+from flare_core.answer.stored import load_verdict
+from flare_core.benchmark.pools import pool_judgements
 from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
-from flare_core.run.benchmark_pools import pool_judgements
-from flare_core.run.manifest import roles
 from flare_core.run.params import RunParams, build_params
 from flare_core.store import atomic
+from flare_core.store.manifest import roles
 from flare_core.store.runs import Run, RunStore
 
 BENCHMARK_VERSION = 1
@@ -87,8 +88,8 @@ def corpus_sample(bench: BenchmarkCorpus, max_texts: int | None) -> BenchmarkCor
 def make_run(store: RunStore, bench: BenchmarkCorpus, params: RunParams) -> Run:
     """Create the queued run of ``bench``: its texts (and labels) written to a CSV and read back as a
     user's upload would be."""
+    from flare_core.data.corpus import load_corpus
     from flare_core.run.create import create_run
-    from flare_core.run.inputs import load_corpus
 
     folder = benchmark_dir(store) / "corpora"
     folder.mkdir(parents=True, exist_ok=True)
@@ -135,7 +136,7 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         table = table.join(_score_variants(run, estimator))
     candidates = [m for m in done if role_of.get(m) == "candidate"]
     controls = [m for m in done if role_of.get(m) == "control"]
-    verdict = run.load_json("verdict.json") if run.has("verdict.json") else {}
+    verdict = load_verdict(run) or {}
     agree = agreement(table, oracle, candidates, seed=seed)
     second = _knn_judgement(oracle_frame, table, candidates, verdict, seed)
     regret = {
@@ -276,8 +277,8 @@ def _labels_judged(
     run: Run, bench: BenchmarkCorpus, record: dict[str, Any], seed: int, draws: int
 ) -> dict[str, Any] | None:
     """The answer's judgement by the labels of a classification corpus (None for similarity data, or with
-    ``draws`` 0): see :func:`flare_core.run.benchmark_answer.label_tables`."""
-    from flare_core.run.benchmark_answer import label_tables
+    ``draws`` 0): see :func:`flare_core.benchmark.answer_tables.label_tables`."""
+    from flare_core.benchmark.answer_tables import label_tables
 
     if bench.pairs is not None or not draws:
         return None
@@ -326,12 +327,14 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def _agreement_row(record: dict[str, Any], score: str) -> dict[str, Any] | None:
+def agreement_row(record: dict[str, Any], score: str) -> dict[str, Any] | None:
+    """The row of a corpus ``record``'s agreement table for ``score`` (None when it was not judged)."""
     return next((row for row in record["agreement"] if row["score"] == score), None)
 
 
-def _spearman(record: dict[str, Any], score: str) -> float | None:
-    row = _agreement_row(record, score)
+def spearman_of(record: dict[str, Any], score: str) -> float | None:
+    """The Spearman correlation of ``score`` with the oracle on a corpus ``record`` (None when not judged)."""
+    row = agreement_row(record, score)
     return None if row is None else row["spearman"]
 
 
@@ -347,7 +350,7 @@ def score_summary(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     scores = [row["score"] for row in records[0]["agreement"]] if records else []
     rows = []
     for score in scores:
-        agree = [_agreement_row(r, score) for r in records]
+        agree = [agreement_row(r, score) for r in records]
         if any(a is None for a in agree):
             continue
         spearman = _finite([a["spearman"] for a in agree])
@@ -355,10 +358,10 @@ def score_summary(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "score": score,
-                "mean_spearman": _mean(spearman),
+                "mean_spearman": finite_mean(spearman),
                 "lowest_spearman": min(spearman) if spearman else None,
                 "mean_kendall": float(np.mean(_finite([a["kendall"] for a in agree]) or [np.nan])),
-                "mean_points_lost_by_top": _mean(lost),
+                "mean_points_lost_by_top": finite_mean(lost),
                 "top_is_best_on": sum(v == 0.0 for v in lost),
             }
         )
@@ -371,7 +374,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     see :func:`score_summary`; ``mean_spearman_knn``: with the kNN oracle), the regret of the verdict, the
     label-free choice per use judged leave one corpus out (``label_free``) and what each ground of the
     answer lost (``trust_levels``)."""
-    from flare_core.run.benchmark_answer import label_free_summary, trust_levels
+    from flare_core.benchmark.answer_tables import label_free_summary, trust_levels
 
     label_free = label_free_summary(list(records))
     return {
@@ -380,14 +383,14 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_spearman": _mean_spearman(records),
         "mean_spearman_knn": _mean_spearman([r["knn"] for r in records if r.get("knn")]),
         "scores": _records(score_summary(records)),
-        "mean_regret_leading": _mean([r["regret"]["leading"] for r in records]),
+        "mean_regret_leading": finite_mean([r["regret"]["leading"] for r in records]),
         "recommended_on": sum(r["verdict"]["recommended"] is not None for r in records),
         "corpora": len(records),
         "control_recommended": sum(r["verdict"]["recommended"] in r["controls"] for r in records),
     }
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
+def finite_mean(values: Sequence[float | None]) -> float | None:
     """The mean of the finite ``values``, or None when there is none."""
     finite = _finite(values)
     return float(np.mean(finite)) if finite else None
@@ -395,4 +398,4 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def _mean_spearman(judged: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     """Each of :data:`TABLE_SCORES` → its mean Spearman over ``judged`` (records, or their kNN parts)."""
-    return {score: _mean([_spearman(r, score) for r in judged]) for score in TABLE_SCORES}
+    return {score: finite_mean([spearman_of(r, score) for r in judged]) for score in TABLE_SCORES}

@@ -1,0 +1,177 @@
+"""The verdict as it is stored: its types, its schema version, and the one place that reads and writes
+``verdict.json``.
+
+A verdict is a JSON object. Its schema version says which keys it has:
+
+1. an old run's ``text`` and ``confidence`` only;
+2. the label-free ranking (the map) with its trust checks: :class:`MapVerdict`
+   (built by :func:`flare_core.answer.verdict.verdict`);
+3. the answer and its grounds on top of the map: :class:`Verdict` (built by
+   :func:`flare_core.answer.decide.compose`, written by :func:`flare_core.answer.write.write_verdict`).
+
+Readers (pages, report, CLI, benchmark) call :func:`load_verdict` and ask :func:`schema_version` what a
+verdict holds; the types are ``TypedDict``, so a verdict stays the plain dict that is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from flare_core.store.runs import Run
+
+#: The file of a run that holds its verdict.
+VERDICT_FILE = "verdict.json"
+#: The schema of the label-free ranking's verdict (the map).
+MAP_VERSION = 2
+#: The schema written today: the map and the answer's grounds.
+VERDICT_VERSION = 3
+
+
+class TrustCheck(TypedDict):
+    """One check of the label-free ranking: ``status`` is "pass", "warn", "fail" or "not checked"."""
+
+    name: str
+    status: str
+    figure: str
+    text: str
+    value: float | None
+
+
+class Trust(TypedDict):
+    """The ranking's trust ``level`` ("high", "moderate", "low"; None with nothing ranked) and its checks."""
+
+    level: str | None
+    checks: list[TrustCheck]
+
+
+class MapVerdict(TypedDict):
+    """Schema 2: the label-free ranking's verdict (see :mod:`flare_core.answer.verdict`). ``ranking``
+    rows: model, score, ci_low, ci_high, rank, role; ``controls`` rows: model, kind, score, would_rank,
+    of, text."""
+
+    version: int
+    provisional: bool
+    estimator: str | None
+    score_label: str | None
+    recommended: str | None
+    leading: str | None
+    trust: Trust
+    headline: str
+    summary: str
+    text: str
+    tied_with: list[str]
+    ranking: list[dict[str, Any]]
+    controls: list[dict[str, Any]]
+    failed: list[str]
+
+
+class LabelsGround(TypedDict):
+    """What the run's own labels say (:func:`flare_core.answer.from_labels.full_label_block`): ``rows`` are
+    the comparison, best first (model, accuracy or spearman, f1_macro, gap, gap_low, gap_high, tied)."""
+
+    best: str
+    tied: list[str]
+    runner_up: str | None
+    rows: list[dict[str, Any]]
+    metric: str
+    balanced: bool | None
+    method: str | None
+    folds: int | None
+    repeats: int | None
+    n_labels: int | None
+    n_classes: int | None
+
+
+class FewLabelsGround(TypedDict, total=False):
+    """What a person's few labels say (:func:`flare_core.answer.from_labels.few_label_block`): always
+    ``n_labels``, ``counts``, ``batches``, ``skipped``; then either ``need`` (fewer than two categories
+    labelled) or ``method``, ``estimates`` (model, estimate, ci_low, ci_high, p_best …) and ``advice``."""
+
+    n_labels: int
+    counts: dict[str, int]
+    batches: int
+    skipped: int
+    need: str
+    method: str | None
+    estimates: list[dict[str, Any]]
+    advice: dict[str, Any]
+
+
+class LabelFreeGround(TypedDict):
+    """The provisional label-free choice (:func:`flare_core.answer.label_free.provisional_choice`)."""
+
+    use: str
+    use_words: str
+    rule: str
+    rule_words: str
+    choice: str
+    short_list: list[str]
+    odds: dict[str, Any]
+
+
+class Decision(TypedDict):
+    """The fields a ground decides (:mod:`flare_core.answer.decide`): ``basis`` is "labels", "few labels",
+    "label-free" or "unranked"."""
+
+    basis: str
+    recommended: str | None
+    settled: bool
+    headline: str
+    summary: str
+    tied_with: list[str]
+    short_list: list[str]
+    next_step: str
+
+
+class _Cost(TypedDict, total=False):
+    cost: dict[str, Any]  # the cheapest good-enough model (analyses.tradeoff.cheapest_within), when measured
+
+
+class Verdict(MapVerdict, _Cost):
+    """Schema 3: the map's keys (``headline`` … ``recommended`` now those of the deciding ground), the
+    :class:`Decision`'s, the blocks behind each ground (None when absent), the ``agreement`` (Spearman of
+    the label-free ranking with the labels) and the map's own ``map_headline`` and ``map_summary``."""
+
+    basis: str
+    settled: bool
+    short_list: list[str]
+    next_step: str
+    labels: LabelsGround | None
+    few_labels: FewLabelsGround | None
+    label_free: LabelFreeGround | None
+    agreement: float | None
+    map_headline: str
+    map_summary: str
+
+
+def schema_version(verdict: Mapping[str, Any]) -> int:
+    """The schema version of a stored ``verdict`` (1 for an old run's verdict without one)."""
+    if not isinstance(verdict, Mapping):
+        raise ValueError(f"a verdict is a dict, got {type(verdict).__name__}")
+    return int(verdict.get("version", 1))
+
+
+def has_trust(verdict: Mapping[str, Any]) -> bool:
+    """Whether ``verdict`` carries the label-free ranking and its trust checks (schema 2 or later)."""
+    return schema_version(verdict) >= MAP_VERSION
+
+
+def has_grounds(verdict: Mapping[str, Any]) -> bool:
+    """Whether ``verdict`` carries the answer's grounds (schema 3 or later)."""
+    return schema_version(verdict) >= VERDICT_VERSION
+
+
+def load_verdict(run: Run) -> Verdict | None:
+    """The verdict stored with ``run`` as written (any schema: see :func:`schema_version`), or None
+    before one is written."""
+    return run.load_json(VERDICT_FILE) if run.has(VERDICT_FILE) else None
+
+
+def save_verdict(run: Run, verdict: Verdict) -> None:
+    """Store ``verdict`` with ``run`` (an atomic write: readers see the old or the new one)."""
+    if schema_version(verdict) != VERDICT_VERSION:
+        raise ValueError(
+            f"only a verdict of schema {VERDICT_VERSION} is written, got {schema_version(verdict)}"
+        )
+    run.save_json(verdict, VERDICT_FILE)
