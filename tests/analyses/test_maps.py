@@ -64,3 +64,35 @@ def test_large_inputs_are_sampled_to_max_points():
 def test_bad_shapes_are_refused(bad):
     with pytest.raises(ValueError, match="2-D array with at least 2 rows"):
         embedding_map(bad)
+
+
+@pytest.mark.slow
+def test_a_new_process_draws_the_same_map_from_umaps_compiled_code_kept_on_disk(tmp_path):
+    """Every compiled function of umap-learn is kept on disk, and a map drawn with that code in a new
+    process is the one drawn with freshly compiled code, to the last bit."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from numba.core.dispatcher import Dispatcher
+
+    from flare_core.analyses import maps
+
+    maps._keep_umap_compiled()
+    import umap.umap_
+
+    dispatchers = [v for v in vars(umap.umap_).values() if isinstance(v, Dispatcher)]
+    assert dispatchers and all(type(d._cache).__name__ == "FunctionCache" for d in dispatchers)
+    script = (
+        "import sys, numpy as np\n"
+        "import flare_core.analyses.maps as m\n"
+        "if sys.argv[1] == 'fresh': m._keep_umap_compiled = lambda: 0\n"
+        "x = np.random.default_rng(1).normal(size=(60, 12)).astype('float32')\n"
+        "np.save(sys.argv[2], m.embedding_map(x, seed=0)[['x', 'y']].to_numpy())\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    for how in ("fresh", "kept", "kept"):
+        subprocess.run(
+            [sys.executable, "-c", script, how, str(tmp_path / f"{how}.npy")], check=True, cwd=root
+        )
+    np.testing.assert_array_equal(np.load(tmp_path / "fresh.npy"), np.load(tmp_path / "kept.npy"))
