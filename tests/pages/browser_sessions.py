@@ -76,14 +76,22 @@ class Session:
         self.times.append(time.monotonic() - started)
 
     def settle(self, ms: int = 1500) -> None:
-        """Wait until the session's script has run again and finished (after a click or a sent message)."""
-        self.page.wait_for_timeout(ms)
+        """Wait until the session's script has run again and finished (after a click or a sent message).
+
+        The run must start within ``ms`` milliseconds; what starts no run (a refused message) waits that
+        long. Once it has started, its end is awaited (30 s at most)."""
+        started = time.monotonic()
+        while self._script_state() == "notRunning" and time.monotonic() - started < ms / 1000:
+            self.page.wait_for_timeout(20)
         deadline = time.monotonic() + 30
-        while not self.page.evaluate(
-            "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'"
-        ):
+        while self._script_state() != "notRunning":
             assert time.monotonic() < deadline, "the script did not finish within 30 s"
-            self.page.wait_for_timeout(50)
+            self.page.wait_for_timeout(20)
+
+    def _script_state(self) -> str | None:
+        return self.page.evaluate(
+            "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState ?? null"
+        )
 
     def text(self) -> str:
         return self.page.inner_text("body")
@@ -198,7 +206,10 @@ def capture(owner: Session, click) -> list[bytes]:
     owner.held.clear()
     owner.hold = True
     click()
-    owner.page.wait_for_timeout(1500)
+    deadline = time.monotonic() + 10
+    while not owner.held and time.monotonic() < deadline:
+        owner.page.wait_for_timeout(20)
+    owner.page.wait_for_timeout(300)  # any message that follows the first
     owner.hold = False
     assert owner.held, "the click sent nothing"
     return list(owner.held)
@@ -214,5 +225,4 @@ def replay(session: Session, messages: list[bytes], query: str) -> None:
         if message.WhichOneof("type") == "rerun_script":
             message.rerun_script.query_string = query
         session.server.send(message.SerializeToString())
-        session.page.wait_for_timeout(100)
-    session.page.wait_for_timeout(500)
+        session.settle(500)  # the run it starts, if the server starts one

@@ -93,7 +93,7 @@ def test_page_renders_in_chromium(app_url, browser, stored_run, path, expected, 
         page.get_by_text(expected, exact=False).first.wait_for(timeout=60_000)
         if chart:
             page.locator(".js-plotly-plot .main-svg, .js-plotly-plot canvas").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(1500)  # let the remaining elements settle before the screenshot
+        _drawn(page)  # the script has finished: nothing is left to draw before the screenshot
         assert page.locator("[data-testid='stException']").count() == 0, page.locator(
             "[data-testid='stException']"
         ).first.inner_text()
@@ -124,6 +124,18 @@ def test_the_overview_draws_quality_against_cost_in_chromium(app_url, browser, s
         _shoot(page, "overview-quality-cost")
     finally:
         page.close()
+
+
+def _drawn(page) -> None:
+    """Wait until the page's script has drawn a title and finished, with no placeholder left."""
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return !!app && app.dataset.testScriptState === 'notRunning' && !!document.querySelector('h1')
+                && !document.querySelector('[data-testid="stSkeleton"]');
+        }""",
+        timeout=60_000,
+    )
 
 
 def _assert_no_internal_names(page, path: str) -> None:
@@ -192,7 +204,9 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
         form.get_by_label("Run name").fill("embeddings only")
         form.get_by_label("Run name").press("Tab")
         start = form.get_by_role("button", name="Start run")
-        form.wait_for_timeout(1000)
+        deadline = time.monotonic() + 30
+        while not start.is_enabled() and time.monotonic() < deadline:  # the rerun after the name was typed
+            form.wait_for_timeout(50)
         assert start.is_enabled()
         start.click()
         form.get_by_text("started with 50 texts").first.wait_for(timeout=60_000)
@@ -222,7 +236,7 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
             for path in PAGE_PATHS[1:]:
                 during.goto(f"{app_url}/{path}?run={run_id}", wait_until="domcontentloaded", timeout=60_000)
                 during.locator("h1").first.wait_for(timeout=60_000)
-                during.wait_for_timeout(1000)
+                _drawn(during)
                 assert during.locator("[data-testid='stException']").count() == 0, path
                 _assert_no_internal_names(during, path)
                 _shoot(during, f"during-{path}")
@@ -244,7 +258,7 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
         for path in PAGE_PATHS:
             overview.goto(f"{app_url}/{path}?run={run_id}", wait_until="domcontentloaded", timeout=60_000)
             overview.locator("h1").first.wait_for(timeout=60_000)
-            overview.wait_for_timeout(1500)
+            _drawn(overview)
             assert overview.locator("[data-testid='stException']").count() == 0, path
             assert "This run is running" not in overview.inner_text("body")
             if path in EMBEDDINGS_ONLY_VERDICT_PAGES:
