@@ -10,7 +10,7 @@ import pytest
 from flare_core.answer import labels as store
 from flare_core.answer.decide import compose
 from flare_core.answer.from_labels import few_label_history, next_texts
-from flare_core.answer.stored import load_verdict
+from flare_core.answer.stored import VERDICT_FILE, load_verdict
 from flare_core.answer.write import build_verdict, label_free_scores, write_verdict
 
 
@@ -57,7 +57,7 @@ def test_a_simulated_person_settles_it_with_a_few_labels(unlabelled):
     assert verdict["label_free"]["choice"] == "noise"  # still shown, beside the answer
     history = few_label_history(run, store.load_labels(run))
     assert sorted(history["n_labels"].unique()) == [16 * b for b in range(1, history["batch"].max() + 1)]
-    assert run.load_json("verdict.json") == verdict  # stored as returned
+    assert run.load_json(VERDICT_FILE) == verdict  # stored as returned
 
 
 def test_the_next_texts_skip_what_was_labelled_or_skipped_and_repeat_for_the_same_labels(unlabelled):

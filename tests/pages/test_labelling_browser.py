@@ -14,7 +14,7 @@ import signal
 
 from flare_core.answer.from_labels import next_texts
 from flare_core.answer.labels import load_labels
-from flare_core.answer.stored import load_verdict
+from flare_core.answer.stored import VERDICT_FILE, load_verdict
 from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
 from tests.support import flare, planted_run
 
@@ -80,7 +80,7 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             _open_labels(page, url, run.id)
             page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
             assert after["headline"] in _shown_answer(page)
-            assert json.loads(run.artefact("verdict.json").read_text()) == after
+            assert json.loads(run.artefact(VERDICT_FILE).read_text()) == after
 
             page.goto(f"{url}/runs?run={run.id}", wait_until="domcontentloaded", timeout=60_000)
             page.get_by_role("button", name="Build run bundle (zip)").click()

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from flare_core.answer.stored import VERDICT_FILE
 from flare_core.data.corpus import load_corpus
 from flare_core.run import jobs, stages
 from flare_core.run.create import create_run
@@ -63,7 +64,7 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
     assert outcomes["maps"] == "failed"
     for stage in ("sufficiency_gmm", "geometry", "downstream", "validation", "summary", "verdict"):
         assert outcomes[stage] == "done", (stage, outcomes)
-    assert run.has("verdict.json") and run.has("summary.parquet") and run.has("downstream.parquet")
+    assert run.has(VERDICT_FILE) and run.has("summary.parquet") and run.has("downstream.parquet")
     [problem] = problems(manifest)
     assert problem["stage"] == "maps" and problem["why"] == "the map could not be drawn (injected fault)"
     row = next(r for r in runs_table(store) if r["id"] == run.id)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flare_core.answer.stored import VERDICT_FILE
 from flare_core.errors import BundleError
 from flare_core.store.bundle import export_run
 from flare_core.store.bundle_import import import_run
@@ -59,7 +60,7 @@ def make_run(root: Path, run_id: str = "run-a", status: str = "done") -> Run:
     run.save_frame(
         pd.DataFrame({"text_a": TEXTS[:2], "text_b": TEXTS[2:4], "score": [1.0, 2.0]}), "pairs.parquet"
     )
-    run.save_json({"text": "all-MiniLM-L6-v2 is recommended."}, "verdict.json")
+    run.save_json({"text": "all-MiniLM-L6-v2 is recommended."}, VERDICT_FILE)
     run.save_array(np.arange(4, dtype=np.int64), "collapse", "sample_rows.npy")
     # files a bundle must leave out
     (run.path / "worker.log").write_text("log")
@@ -127,7 +128,7 @@ def test_round_trip_gives_identical_files(source_run, tmp_path, target):
     run = import_run(target, path)
     assert run.id == source_run.id and target.exists(run.id)
     before, after = files_of(source_run.path), files_of(run.path)
-    kept = {k: v for k, v in before.items() if k.endswith((".parquet", ".npy")) or k == "verdict.json"}
+    kept = {k: v for k, v in before.items() if k.endswith((".parquet", ".npy")) or k == VERDICT_FILE}
     assert {k: after[k] for k in kept} == kept
     assert set(after) == {k for k in before if k.endswith((".parquet", ".npy", ".json")) and ".tmp-" not in k}
     manifest = run.manifest
@@ -286,10 +287,10 @@ REFUSED = {
         "'summary.parquet' is not a readable Parquet file",
     ),
     "corrupt-json": (
-        lambda g: rezip(g, edit=_replace("verdict.json", b"{")),
+        lambda g: rezip(g, edit=_replace(VERDICT_FILE, b"{")),
         "'verdict.json' is not valid JSON",
     ),
-    "duplicate": (lambda g: rezip(g, add={"verdict.json": b"{}"}), "appears twice"),
+    "duplicate": (lambda g: rezip(g, add={VERDICT_FILE: b"{}"}), "appears twice"),
     "not-zip": (lambda g: b"this is not a zip file at all", "not a readable zip archive"),
 }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from flare_core.answer.stored import VERDICT_FILE
 from flare_core.errors import RunNotFound
 from flare_core.run import jobs
 from flare_core.store import atomic
@@ -77,14 +78,14 @@ def test_artefacts_that_are_symlinks_are_not_read(tmp_path, outside):
     store = RunStore(tmp_path / "runs")
     run = store.create({"name": "r", "status": "done", "models": [], "corpus": {}, "params": {}})
     (run.path / "corpus.parquet").symlink_to(outside / "secret.parquet")
-    (run.path / "verdict.json").symlink_to(outside / "secret.json")
+    (run.path / VERDICT_FILE).symlink_to(outside / "secret.json")
     (run.path / "sufficiency").symlink_to(outside, target_is_directory=True)
-    for parts in (("corpus.parquet",), ("verdict.json",), ("sufficiency", "secret.json")):
+    for parts in (("corpus.parquet",), (VERDICT_FILE,), ("sufficiency", "secret.json")):
         assert not run.has(*parts)
     with pytest.raises(ValueError, match="symbolic link"):
         run.load_frame("corpus.parquet")
     with pytest.raises(ValueError, match="symbolic link"):
-        run.load_json("verdict.json")
+        run.load_json(VERDICT_FILE)
     with pytest.raises(ValueError, match="symbolic link"):
         run.load_json("sufficiency", "secret.json")
     assert "SECRET-CONTENT" not in atomic.to_json(run_results(run))
