@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -190,7 +191,7 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
 ):
     monkeypatch.setenv("FLARE_MAX_JOBS", "2")
     store = RunStore(tmp_path / "runs")
-    started = []
+    started, paused = [], []
     for _ in range(4):
         proc = flare(
             "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm",
@@ -198,6 +199,13 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
             runs_dir=store.root,
         )  # fmt: skip
         started.append(json.loads(proc.stdout))
+        pid = store.get(started[-1]["run_id"]).manifest.get("pid")
+        if pid:  # a worker started: held until every run is submitted, so none can finish before
+            os.killpg(pid, signal.SIGSTOP)
+            paused.append(pid)
+    for pid in paused:
+        os.killpg(pid, signal.SIGCONT)
+    assert len(paused) == 2
     assert [s["queue_position"] for s in started[2:]] == [1, 2]
     assert all(s["status"] == "queued" for s in started)
     runs = [store.get(s["run_id"]) for s in started]

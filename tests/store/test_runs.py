@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
-import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +12,8 @@ import pytest
 
 from flare_core.store import atomic
 from flare_core.store.runs import RunNotFound, RunStore, safe_name, validate_run_id
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -86,29 +88,34 @@ def test_create_refuses_existing_id(store):
     assert store.get("fixed").manifest["name"] == "a"
 
 
-def _write_forever(path: str, writes) -> None:
-    blobs = [{"blob": "a" * 5_000_000}, {"blob": "b" * 5_000_000}]
+#: A writer that replaces ``argv[1]`` for ever, alternating two 5 MB documents, and adds a byte to ``argv[2]``
+#: after each complete write. A process of its own, whatever this test process has imported or run.
+_WRITER = """
+import sys
+from flare_core.store import atomic
+blobs = [{"blob": "a" * 5_000_000}, {"blob": "b" * 5_000_000}]
+with open(sys.argv[2], "ab", buffering=0) as done:
     while True:
-        atomic.write_json(path, blobs[writes.value % 2])
-        with writes.get_lock():
-            writes.value += 1
+        for blob in blobs:
+            atomic.write_json(sys.argv[1], blob)
+            done.write(b".")
+"""
 
 
 def _kill_mid_write(path, deadline: float) -> bool:
     """Start a writer, kill it with SIGKILL while one of its temporary files exists; whether one was left."""
-    ctx = multiprocessing.get_context("spawn")
-    writes = ctx.Value("i", 0)
-    proc = ctx.Process(target=_write_forever, args=(str(path), writes))
-    proc.start()
+    done = path.parent / "writes-done"
+    done.write_bytes(b"")
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(done)], cwd=ROOT)
     try:
-        while writes.value < 2 and time.monotonic() < deadline:  # it has replaced the file twice
-            time.sleep(0.01)
-        while not list(path.parent.glob(".tmp-*")) and time.monotonic() < deadline:
+        while done.stat().st_size < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # it has replaced the file twice
+        while not list(path.parent.glob(".tmp-*")) and proc.poll() is None and time.monotonic() < deadline:
             pass  # a write is under way
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.join()
-    assert writes.value >= 2, "the writer never finished a write"
+        proc.kill()
+        proc.wait()
+    assert done.stat().st_size >= 2, "the writer never finished a write"
     return bool(list(path.parent.glob(".tmp-*")))
 
 
