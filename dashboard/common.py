@@ -298,8 +298,7 @@ def show_labels_table(table: pd.DataFrame) -> None:
         table,
         hide_index=True,
         column_config={
-            "chance it is the best": st.column_config.ProgressColumn(
-                "chance it is the best", min_value=0.0, max_value=1.0, format="percent"
-            )
+            column: st.column_config.ProgressColumn(column, min_value=0.0, max_value=1.0, format="percent")
+            for column in ("chance it is the best", "chance it is within 1 point of the best")
         },
     )

@@ -31,7 +31,9 @@ def show_quality_cost(run: Run, quality: pd.DataFrame | None = None) -> None:
         return
     choice = st.radio("Weigh quality against", list(COST_CHOICES), horizontal=True, key="cost-axis")
     cost = COST_CHOICES[choice]
-    st.plotly_chart(figures.quality_cost(view["quality"], view["costs"], cost), key="quality-cost")
+    st.plotly_chart(
+        figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), key="quality-cost"
+    )
     sentence = cheapest_sentence(view, cost)
     if sentence:
         st.markdown(escape(sentence))

@@ -6,7 +6,10 @@ Inputs are two frames, one row per model:
 - ``quality``: ``model``, ``quality`` (higher is better), ``ci_low``, ``ci_high`` (its interval; NaN when
   there is none) and ``label``, what the quality is. A label-based quality is in points (accuracy × 100,
   or a correlation × 100); a label that starts with ``"label-free"`` marks a score computed without labels,
-  whose scale is its own.
+  whose scale is its own. Optional: ``good_enough`` (bool), decided by whoever measured the quality (the
+  answer: within 1 point of the best with 90% chance, or a paired gap interval within 1 point), and
+  ``undecided`` (bool: the measurement cannot tell yet whether the model is good enough) with
+  ``more_labels`` (the labels that would tell).
 - ``costs``: ``model``, ``texts_per_s`` (higher is cheaper) and ``bytes_per_vector_float32`` (lower is
   cheaper); ``bytes_per_vector`` is accepted for the latter.
 """
@@ -94,33 +97,39 @@ def _storage_words(ratio: float) -> str:
 
 
 def _good_enough(table: pd.DataFrame, best: pd.Series, points: float, label_free: bool) -> pd.Series:
-    """Which rows are good enough: label-based, within ``points`` of the best or inside the best's interval;
-    label-free with intervals, those whose interval reaches the best's (they cannot be told apart)."""
+    """Which rows are good enough: as the quality's own ``good_enough`` column says when it has one (the
+    best always is); label-free with intervals, those whose interval reaches the best's lower end (they
+    cannot be told apart); otherwise those at most ``points`` below the best."""
+    if "good_enough" in table.columns:
+        return table["good_enough"].fillna(False).astype(bool) | (table["model"] == best["model"])
     best_low = float(best["ci_low"])
     if label_free and np.isfinite(best_low) and table["ci_high"].notna().all():
         return table["ci_high"] >= best_low
-    threshold = float(best["quality"]) - points
-    if np.isfinite(best_low):
-        threshold = min(threshold, best_low)
-    return table["quality"] >= threshold
+    return table["quality"] >= float(best["quality"]) - points
 
 
 def cheapest_within(
-    quality: pd.DataFrame, costs: pd.DataFrame, *, points: float = 1.0, cost: str = "texts_per_s"
+    quality: pd.DataFrame,
+    costs: pd.DataFrame,
+    *,
+    points: float = 1.0,
+    cost: str = "texts_per_s",
+    best: str | None = None,
 ) -> dict[str, Any] | None:
     """The cheapest model that is good enough, against the best one; None when no model has both a
     quality and costs.
 
-    Good enough: with a label-based quality, at most ``points`` below the best model's, or inside the best's
-    interval when it has one (the labels cannot tell the two apart). With a label-free quality (its label
-    starts with ``"label-free"``) and intervals, a model whose interval reaches the best's lower bound;
-    without intervals, ``points`` on the score's own scale. Cheapest: the highest ``texts_per_s`` or the
-    fewest ``bytes_per_vector`` (``cost``), ties broken by quality.
+    ``best``: the model the others are measured against (the answer's choice), by default the one of
+    highest quality. Good enough: as the ``good_enough`` column says when ``quality`` has one; with a
+    label-free quality (its label starts with ``"label-free"``) and intervals, a model whose interval
+    reaches the best's lower bound; otherwise at most ``points`` below the best. Cheapest: the highest
+    ``texts_per_s`` or the fewest ``bytes_per_vector`` (``cost``), ties broken by quality.
 
-    Returns ``model``, ``best``, ``label_free``, ``speedup`` (its texts/s over the best's), ``storage_ratio``
-    (its bytes per vector over the best's), ``candidates`` (the good-enough models) and ``sentence``, e.g.
-    "Cheapest within 1 point of the best (all-mpnet-base-v2): paraphrase-MiniLM-L3-v2, 6× faster, half
-    the storage."
+    Returns ``model``, ``best``, ``label_free``, ``speedup`` (its texts/s over the best's),
+    ``storage_ratio`` (its bytes per vector over the best's), ``candidates`` (the good-enough models),
+    ``undecided`` (the cheapest model cheaper than the pick that the measurement cannot judge yet, with
+    ``more_labels``; None when there is none) and ``sentence``, e.g. "Cheapest within 1 point of the best
+    (all-mpnet-base-v2): paraphrase-MiniLM-L3-v2, 6× faster, half the storage."
     """
     check_number(points, "points", min_value=0)
     check_choice(cost, "cost", COSTS)
@@ -128,22 +137,69 @@ def cheapest_within(
     table = table[np.isfinite(table[cost].astype(float))] if cost in table else table.iloc[0:0]
     if table.empty:
         return None
-    best = table.loc[table["quality"].astype(float).idxmax()]
-    label_free = is_label_free(best["label"])
-    pool = table[_good_enough(table, best, float(points), label_free)]
-    pool = pool.sort_values([cost, "quality"], ascending=[not COSTS[cost], False], kind="stable")
+    if best is not None and best in set(table["model"]):
+        top = table.loc[table["model"] == best].iloc[0]
+    else:
+        top = table.loc[table["quality"].astype(float).idxmax()]
+    label_free = is_label_free(top["label"])
+    order = [cost, "quality"]
+    ascending = [not COSTS[cost], False]
+    pool = table[_good_enough(table, top, float(points), label_free)]
+    pool = pool.sort_values(order, ascending=ascending, kind="stable")
     pick = pool.iloc[0]
-    speedup = _ratio(pick, best, "texts_per_s")
-    storage = _ratio(pick, best, "bytes_per_vector")
+    speedup = _ratio(pick, top, "texts_per_s")
+    storage = _ratio(pick, top, "bytes_per_vector")
+    undecided = _undecided(table, pick, cost) if "undecided" in table.columns else None
+    sentence = _sentence(pick, top, speedup, storage, points, label_free)
+    if undecided is not None:
+        sentence += " " + _undecided_sentence(undecided, top, points, cost)
     return {
         "model": str(pick["model"]),
-        "best": str(best["model"]),
+        "best": str(top["model"]),
         "label_free": label_free,
         "speedup": speedup,
         "storage_ratio": storage,
         "candidates": pool["model"].astype(str).tolist(),
-        "sentence": _sentence(pick, best, speedup, storage, points, label_free),
+        "undecided": None if undecided is None else _undecided_record(undecided, top),
+        "sentence": sentence,
     }
+
+
+def _undecided(table: pd.DataFrame, pick: pd.Series, cost: str) -> pd.Series | None:
+    """The cheapest model cheaper than ``pick`` that the measurement cannot judge yet (None if none)."""
+    cheaper = table[table[cost] > pick[cost]] if COSTS[cost] else table[table[cost] < pick[cost]]
+    cheaper = cheaper[cheaper["undecided"].fillna(False).astype(bool)]
+    if cheaper.empty:
+        return None
+    return cheaper.sort_values([cost, "quality"], ascending=[not COSTS[cost], False], kind="stable").iloc[0]
+
+
+def _undecided_record(row: pd.Series, best: pd.Series) -> dict[str, Any]:
+    more = row.get("more_labels")
+    return {
+        "model": str(row["model"]),
+        "behind": float(best["quality"]) - float(row["quality"]),
+        "more_labels": int(more) if more is not None and np.isfinite(float(more)) else None,
+        "speedup": _ratio(row, best, "texts_per_s"),
+    }
+
+
+def _undecided_sentence(row: pd.Series, best: pd.Series, points: float, cost: str) -> str:
+    record = _undecided_record(row, best)
+    amount = f"{points:g} point" + ("" if points == 1 else "s")
+    speed = f" ({_ratio_words(record['speedup'], 'faster', 'slower')})" if record["speedup"] else ""
+    behind = record["behind"]
+    where = f"{behind:.1f} points behind" if behind > 0.05 else "level with it"
+    high = float(row.get("gap_high", np.nan))
+    if np.isfinite(high):
+        where += f", and may be up to {high:.1f} behind"
+    text = (
+        f"The labels cannot tell yet whether {row['model']}{speed} is within {amount} of {best['model']}: "
+        f"its estimate is {where}"
+    )
+    if record["more_labels"]:
+        return text + f"; about {record['more_labels']} more labels would tell."
+    return text + "; more labels would tell."
 
 
 def _ratio(pick: pd.Series, best: pd.Series, column: str) -> float | None:
@@ -158,7 +214,7 @@ def _sentence(
 ) -> str:
     amount = f"{points:g} point" + ("" if points == 1 else "s")
     if free:
-        scope = f"Cheapest model the label-free score cannot tell apart from its best ({best['model']}; no labels checked it)"
+        scope = f"Cheapest model the label-free score cannot tell apart from {best['model']} (no labels checked it)"
     else:
         scope = f"Cheapest within {amount} of the best ({best['model']})"
     if pick["model"] == best["model"]:

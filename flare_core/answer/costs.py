@@ -47,37 +47,79 @@ def run_costs(run: Run) -> pd.DataFrame:
 
 def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
     """The quality behind a version-3 answer, one row per candidate: ``model``, ``quality`` (points),
-    ``ci_low``, ``ci_high``, ``label``; None for a label-free answer (the chart then uses the label-free
-    score) or an answer with nothing to compare."""
+    ``ci_low``, ``ci_high``, ``label``, and what the answer's own estimate says of each model against its
+    choice: ``good_enough`` (within 1 point of the best: with full labels, the paired gap interval's upper
+    end at most 1 point; with few labels, at least 90% chance), ``undecided`` (the estimate cannot tell
+    yet), ``gap_high`` (the gap's upper end, points) and ``more_labels`` (few labels: the labels that would
+    tell). None for a label-free answer (the chart then uses the label-free score) or an answer with
+    nothing to compare."""
+    from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, SURE
+
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
         pairs = full.get("metric") == "spearman"
         rows = full["rows"]
-        spread = max([(r["gap_high"] - r["gap_low"]) / 2 for r in rows if r["gap"]] or [0.0])
-        quality = [100.0 * r["spearman" if pairs else "accuracy"] for r in rows]
-        halves = [(r["gap_high"] - r["gap_low"]) / 2 if r["gap"] else spread for r in rows]
+        quality = np.array([100.0 * r["spearman" if pairs else "accuracy"] for r in rows])
+        low = np.array([float(r["gap_low"]) if r["gap"] else 0.0 for r in rows])
+        high = np.array([float(r["gap_high"]) if r["gap"] else 0.0 for r in rows])
         label = (
             "agreement with your pair scores (Spearman × 100)"
             if pairs
             else "accuracy on your labels (points)"
         )
+        # each gap's half-width is the uncertainty of its model; the best takes the widest of them
+        halves = np.array(
+            [(h - lo) / 2 if r["gap"] else np.nan for r, lo, h in zip(rows, low, high, strict=True)]
+        )
+        halves = np.where(np.isnan(halves), np.nanmax(halves) if np.isfinite(halves).any() else 0.0, halves)
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": quality,
-             "ci_low": np.subtract(quality, halves), "ci_high": np.add(quality, halves), "label": label}
+             "ci_low": quality - halves, "ci_high": quality + halves, "label": label,
+             "good_enough": high <= GOOD_ENOUGH_POINTS + 1e-9,
+             "undecided": (low <= GOOD_ENOUGH_POINTS) & (high > GOOD_ENOUGH_POINTS + 1e-9),
+             "gap_high": high, "more_labels": np.nan}
         )  # fmt: skip
     if few.get("estimates"):
         rows = few["estimates"]
+        n = int(few["n_labels"])
+        p_within = np.array([float(r["p_within"]) for r in rows])
+        # below the stopping advice's floors (too few labels, or per class, or near guessing) the chances
+        # are not trusted: no model is called good enough yet, and the floors' labels are asked for
+        advice = few.get("advice") or {}
+        trusted = advice.get("reason") in ("sure", "not sure yet")
+        floor = 0 if trusted else int(advice.get("more_labels") or 0)
+        good = p_within >= SURE if trusted else np.zeros(len(rows), dtype=bool)
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": [100.0 * r["estimate"] for r in rows],
              "ci_low": [100.0 * r["ci_low"] for r in rows], "ci_high": [100.0 * r["ci_high"] for r in rows],
-             "label": f"estimated accuracy from your {few['n_labels']} labels (points)"}
+             "label": f"estimated accuracy from your {n} labels (points)",
+             "good_enough": good, "undecided": ~good & (p_within >= 1.0 - SURE),
+             "gap_high": [float(r["gap_high"]) for r in rows],
+             "more_labels": [float(np.fmax(_labels_to_tell(r, n), floor)) for r in rows]}
         )  # fmt: skip
     return None
 
 
+def _labels_to_tell(row: Mapping[str, Any], n_labels: int) -> float:
+    """More labels at which a model's gap to the leader would be told from 1 point with 90% chance
+    (n = (z · sd / |gap - 1 point|)², sd the per-text spread of the difference), in steps of 8, at most
+    256; NaN for the leader."""
+    from scipy import stats
+
+    from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, LABEL_STEP, MAX_MORE, SURE
+
+    distance = abs(float(row["gap"]) - GOOD_ENOUGH_POINTS) / 100.0
+    spread = float(row.get("diff_sd") or 0.0)
+    if float(row["gap"]) <= 0 or spread <= 0:
+        return float("nan")
+    needed = (float(stats.norm.ppf(SURE)) * spread / max(distance, 1e-3)) ** 2
+    more = int(np.ceil(max(needed - n_labels, 1) / LABEL_STEP) * LABEL_STEP)
+    return float(min(max(more, LABEL_STEP), MAX_MORE))
+
+
 def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any] | None:
-    """:func:`~flare_core.analyses.tradeoff.cheapest_within` by speed for the run's answer (None without
-    measured costs or quality)."""
+    """:func:`~flare_core.analyses.tradeoff.cheapest_within` by speed for the run's answer, measured against
+    the model the answer recommends (None without measured costs or quality)."""
     from flare_core.analyses.tradeoff import cheapest_within
 
     costs = run_costs(run)
@@ -86,7 +128,7 @@ def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any]
         quality = label_free_quality(run)
     if quality is None or not costs["texts_per_s"].notna().any():
         return None
-    return cheapest_within(quality, costs, cost="texts_per_s")
+    return cheapest_within(quality, costs, cost="texts_per_s", best=verdict.get("recommended"))
 
 
 def label_free_quality(run: Run) -> pd.DataFrame | None:

@@ -92,44 +92,56 @@ def _behind(rows: dict[str, Any], model: str, best: str) -> str:
     return f"is {rows[model]['gap']:.1f} points behind"
 
 
+def _chance(value: float) -> str:
+    """A chance in the one format of every page and report: a whole percent ("95%")."""
+    return f"{value:.0%}"
+
+
 def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
     """Headline, summary and fields of an answer from a person's few labels (None when they cannot
-    decide yet: fewer than two categories labelled)."""
+    decide yet: fewer than two categories labelled). Every figure comes from the one estimate of
+    :func:`~flare_core.analyses.probes.few_label_estimates`: the recommended model is the one of highest
+    estimated accuracy, and the stopping advice reads its chances."""
     if "estimates" not in block:
         return None
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]
     interval = f"{_pct(top['estimate'])}, likely {_pct(top['ci_low'])} to {_pct(top['ci_high'])}"
-    chance, n = f"{top['p_best']:.0%}", block["n_labels"]
+    n = block["n_labels"]
     either = [m for m in advice.get("either", []) if m != best]
-    if advice["settled"] and either and top["p_best"] < 0.9:
-        headline = f"Use {best} or {_join(either)}: they are within 1 point of each other after {n} labels."
+    if advice["settled"] and either:
+        headline = (
+            f"Use {best} or {_join(either)}: after {n} labels each is within 1 point of the best with at "
+            "least 90% probability."
+        )
         next_step = "Nothing more is needed: either will do."
     elif advice["settled"]:
-        headline = f"Use {best}: best with {chance} probability after {n} labels."
+        headline = (
+            f"Use {best}: after {n} labels it is within 1 point of the best with {_chance(top['p_within'])} "
+            "probability."
+        )
         next_step = "Nothing more is needed; more labels would only narrow the intervals."
     else:
         headline = (
-            f"Provisionally {best}: best with {chance} probability after {n} labels; "
-            f"{advice['more_labels']} more would settle it."
+            f"Provisionally {best}: the most likely best after {n} labels ({_chance(top['p_best'])} chance), "
+            f"not settled yet; {advice['more_labels']} more labels would settle it."
         )
         next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."
     summary = (
-        f"From your {block['n_labels']} labels: its estimated accuracy with plenty of labels is {interval}. "
+        f"{advice['text']} From your {n} labels, its estimated accuracy with plenty of labels is {interval}. "
         "Each model is scored by how well a probe trained on your other labels predicts each labelled text, "
-        "carried forward along its learning curve to plenty of labels; the chances come from resampling your "
-        "labels."
+        "carried forward along its learning curve to plenty of labels; its interval and every chance come "
+        "from resampling your labelled texts."
     )
     if choice and choice["choice"] != best:
         summary += f" The label-free choice was {choice['choice']}."
-    short = [best] + [m for m in advice.get("either", []) if m != best]
+    short = [best, *either]
     short += [
         r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
     ]
     return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
-            "summary": summary, "tied_with": [m for m in advice.get("either", []) if m != best],
-            "short_list": short[:3], "next_step": next_step}  # fmt: skip
+            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step}  # fmt: skip
 
 
 def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decision:
@@ -146,6 +158,19 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
     next_step = need or "Check with a few labels: 16 to 64 labelled texts usually settle which model is best."
     return {"basis": "label-free", "recommended": best, "settled": False, "headline": headline,
             "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
+
+
+def map_note(decided: Decision, leading: str | None) -> str | None:
+    """Why the label-free ranking's leader is not the answer, in words (None when it is, or there is none)."""
+    best = decided.get("recommended")
+    if not leading or not best or leading == best:
+        return None
+    why = {
+        "labels": f"your labels say {best}",
+        "few labels": f"your labels so far point to {best}",
+        "label-free": f"the label-free rule measured best for your use picks {best}",
+    }.get(decided["basis"])
+    return f"The map's leader, {leading}, is not the answer: {why}." if why else None
 
 
 def compose(
@@ -182,16 +207,24 @@ def compose(
     text = " ".join([decided["headline"], decided["summary"], decided["next_step"]])
     if ranking.get("failed"):
         text += f" Not compared because they failed: {_join(list(ranking['failed']))}."
+    map_headline = ranking["headline"]
+    note = map_note(decided, ranking.get("leading"))
+    if note:
+        map_headline = f"{note} {map_headline}"
     return {
         **ranking,
         **decided,
         "version": VERDICT_VERSION,
-        "provisional": bool(provisional),
+        # the answer may still change: the run is not finished, or its ground has not settled the choice
+        "provisional": bool(provisional)
+        or (decided["basis"] in ("few labels", "label-free") and not decided["settled"]),
+        "run_finished": not provisional,
+        "map_note": note,
         "text": text,
         "labels": full,
         "few_labels": few,
         "label_free": choice,
         "agreement": agreement,
-        "map_headline": ranking["headline"],
+        "map_headline": map_headline,
         "map_summary": ranking["summary"],
     }

@@ -131,7 +131,9 @@ class _Cost(TypedDict, total=False):
 class Verdict(MapVerdict, _Cost):
     """Schema 3: the map's keys (``headline`` … ``recommended`` now those of the deciding ground), the
     :class:`Decision`'s, the blocks behind each ground (None when absent), the ``agreement`` (Spearman of
-    the label-free ranking with the labels) and the map's own ``map_headline`` and ``map_summary``."""
+    the label-free ranking with the labels), the map's own ``map_headline`` and ``map_summary``, ``map_note``
+    (why the map's leader is not the answer, when it is not) and ``run_finished``. ``provisional`` is true
+    while the answer may still change: the run is not finished, or its ground has not settled the choice."""
 
     basis: str
     settled: bool
@@ -143,6 +145,8 @@ class Verdict(MapVerdict, _Cost):
     agreement: float | None
     map_headline: str
     map_summary: str
+    map_note: str | None
+    run_finished: bool
 
 
 def schema_version(verdict: Mapping[str, Any]) -> int:

@@ -94,7 +94,9 @@ def few_label_draws(
     oracle: pd.Series | None = None,
 ) -> pd.DataFrame:
     """One row per (draw, k, texts, estimator): ``pick``, ``points_lost``, ``within`` (<= 2 points) and,
-    for the product's estimator, ``settled`` (the stopping advice), ``p_best`` and ``p_near`` of the pick.
+    for the product's estimator, ``settled`` (the stopping advice), ``p_best`` and ``p_within`` of the pick,
+    and every model's stated chances and oracle gap (``chances``: ``[[model, p_best, p_within, points
+    lost], …]``, read by :func:`reliability_table`).
 
     Draw ``i`` of random texts takes the first k rows of one seeded permutation, so its k are nested;
     draw ``i`` of chosen texts follows the product's batches. ``oracle`` (model -> accuracy) defaults to
@@ -129,7 +131,16 @@ def few_label_draws(
                     extra = {
                         "settled": advice["settled"],
                         "p_best": float(lead["p_best"]),
-                        "p_near": float(lead["p_near"]),
+                        "p_within": float(lead["p_within"]),
+                        "chances": [
+                            [
+                                str(r.model),
+                                float(r.p_best),
+                                float(r.p_within),
+                                regret_points(oracle, str(r.model), models),
+                            ]
+                            for r in frame.itertuples(index=False)
+                        ],  # fmt: skip
                     }
                 else:
                     pick, extra = _pick(models, _single_scores(estimator)(units, rows, codes, draw), rng), {}
@@ -166,6 +177,39 @@ def stopping_table(draws: pd.DataFrame, texts: str = "random") -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+#: The bins of stated chances in :func:`reliability_table`.
+CHANCE_BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
+
+
+def reliability_table(
+    draws: pd.DataFrame, chance: str = "p_within", points: float = 1.0
+) -> tuple[pd.DataFrame, float]:
+    """How often what the product states comes true: every model of every product draw, its stated
+    ``chance`` (``"p_within"``: of being within ``points`` of the best; ``"p_best"``: of being the best)
+    binned by :data:`CHANCE_BINS`, against the share of those models within ``points`` of the best on the
+    full labels. Returns the table (``bin``, ``stated`` mean, ``observed`` share, ``count``) and the expected
+    calibration error (the count-weighted mean of ``|stated - observed|``)."""
+    rows = []
+    for chances in draws.get("chances", pd.Series(dtype=object)).dropna():
+        for _model, p_best, p_within, lost in chances:
+            stated = p_within if chance == "p_within" else p_best
+            rows.append((float(stated), float(lost) <= points + 1e-9))
+    if not rows:
+        return pd.DataFrame(columns=["bin", "stated", "observed", "count"]), float("nan")
+    frame = pd.DataFrame(rows, columns=["stated", "observed"])
+    edges = np.asarray(CHANCE_BINS)
+    frame["bin"] = pd.cut(frame["stated"], edges, include_lowest=True).astype(str)
+    table = (
+        frame.groupby("bin", sort=False, observed=True)
+        .agg(stated=("stated", "mean"), observed=("observed", "mean"), count=("stated", "size"))
+        .reset_index()
+        .sort_values("stated")
+        .reset_index(drop=True)
+    )
+    ece = float((table["count"] * (table["stated"] - table["observed"]).abs()).sum() / table["count"].sum())
+    return table, ece
 
 
 def full_label_table(

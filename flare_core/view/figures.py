@@ -432,13 +432,16 @@ COST_AXES = {
 _COST_UNITS = {"texts_per_s": "texts per second", "bytes_per_vector": "bytes per vector"}
 
 
-def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_per_s") -> go.Figure:
+def quality_cost(
+    quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_per_s", best: str | None = None
+) -> go.Figure:
     """Each model's quality (y, with its interval) against its cost (x: ``texts_per_s`` or
     ``bytes_per_vector``), the Pareto front drawn as a line through the models no other beats on both, and
     the cheapest good-enough model (:func:`flare_core.analyses.tradeoff.cheapest_within`) marked.
 
     ``quality``: model, quality, ci_low, ci_high, label; ``costs``: model, texts_per_s,
-    bytes_per_vector_float32 (see :mod:`flare_core.analyses.tradeoff`)."""
+    bytes_per_vector_float32 (see :mod:`flare_core.analyses.tradeoff`); ``best``: the model the others are
+    measured against (the answer's choice; by default the one of highest quality)."""
     from flare_core.analyses.tradeoff import cheapest_within, pareto_front, tradeoff_table
 
     table = tradeoff_table(quality, costs)
@@ -446,7 +449,7 @@ def quality_cost(quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_
         table[cost] = np.nan
     table = table[np.isfinite(table[cost].astype(float)) & (table[cost].astype(float) > 0)]
     table = table.assign(front=pareto_front(table, cost)).sort_values(cost, kind="stable")
-    pick = cheapest_within(quality, costs, cost=cost)
+    pick = cheapest_within(quality, costs, cost=cost, best=best)
     names = [html.escape(str(m)) for m in table["model"]]
     # labels above and below in turn along the cost axis, so that neighbours' names do not overlap
     positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(table))]

@@ -41,7 +41,7 @@ from flare_core.view.html import (
     table,
 )
 from flare_core.view.page_verdicts import floor_sentence
-from flare_core.view.verdict import labels_table, trust_sentence, verdict_view
+from flare_core.view.verdict import chances_in_words, labels_table, trust_sentence, verdict_view
 
 MOST_COLLAPSED = 10
 TABLE_TEXT_CHARS = 300
@@ -101,7 +101,7 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
                 parts.append(f"<p>{escape(texts.scrub(sentence))}</p>")
         said = labels_table(verdict)
         if not said.empty:
-            parts += ["<h3>What the labels say</h3>", table(said)]
+            parts += ["<h3>What the labels say</h3>", table(chances_in_words(said))]
         parts += _labels_given(results)
         if view.map_sentence:
             parts += [
@@ -200,7 +200,9 @@ def _quality_cost(run: Run) -> str:
         return missing("Quality against cost (it needs the models' scores and measured costs)")
     parts = []
     for cost, div in (("texts_per_s", "quality-cost-speed"), ("bytes_per_vector", "quality-cost-storage")):
-        parts.append(figure_div(figures.quality_cost(view["quality"], view["costs"], cost), div))
+        parts.append(
+            figure_div(figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), div)
+        )
         sentence = cheapest_sentence(view, cost)
         if sentence:
             parts.append(f"<p>{escape(sentence)}</p>")

@@ -143,7 +143,7 @@ def ranking_table(summary: pd.DataFrame, verdict: dict[str, Any] | None = None) 
     for row in frame.itertuples(index=False):
         note = []
         if row.model == verdict.get("recommended"):
-            note.append("recommended")
+            note.append("the answer" if verdict.get("settled") else "the answer for now")
         if row.role == "control":
             note.append("control, should rank last")
             if row.model in controls and controls[row.model].get("would_rank"):
@@ -152,9 +152,9 @@ def ranking_table(summary: pd.DataFrame, verdict: dict[str, Any] | None = None) 
         elif not np.isfinite(row.score):
             note.append("not scored")
         elif leader is not None and row.model == leader["model"]:
-            note.append("leads")
+            note.append("leads the label-free map")
         elif leader is not None and np.isfinite(row.high) and row.high >= leader["low"]:
-            note.append("too close to the leader to tell apart")
+            note.append("the map cannot tell it from its leader")
         notes.append("; ".join(note))
     frame["notes"] = notes
     return frame[RANKING_COLUMNS].reset_index(drop=True)

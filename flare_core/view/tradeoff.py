@@ -72,13 +72,21 @@ def run_quality(run: Run) -> pd.DataFrame | None:
 
 
 def tradeoff_view(run: Run, quality: pd.DataFrame | None = None) -> dict[str, Any] | None:
-    """``{"quality", "costs"}`` frames of ``run`` for the quality–cost chart (``quality`` replaces the
-    run's own :func:`run_quality`), or None when the run has no quality or no measured cost yet."""
+    """``{"quality", "costs", "best"}`` of ``run`` for the quality–cost chart (``quality`` replaces the
+    run's own :func:`run_quality`; ``best``: the answer's choice when the quality is the answer's own or
+    label-free, else None), or None when the run has no quality or no measured cost yet."""
     costs = run_costs(run)
+    own = quality is None
     quality = run_quality(run) if quality is None else quality
     if quality is None or quality.empty or not costs["texts_per_s"].notna().any():
         return None
-    return {"quality": quality, "costs": costs}
+    verdict = load_verdict(run) or {}
+    # the answer's choice is what the other models are measured against, on the answer's own quality or
+    # the label-free score (a downstream score of the run's labels names its own best)
+    answers = own and (
+        "good_enough" in quality.columns or str(quality["label"].iloc[0]).startswith("label-free")
+    )
+    return {"quality": quality, "costs": costs, "best": verdict.get("recommended") if answers else None}
 
 
 def cost_table(costs: pd.DataFrame) -> pd.DataFrame:
@@ -91,5 +99,5 @@ def cheapest_sentence(view: dict[str, Any], cost: str = "texts_per_s") -> str | 
     """The "cheapest model that is good enough" sentence of a :func:`tradeoff_view` (None without one)."""
     from flare_core.analyses.tradeoff import cheapest_within
 
-    pick = cheapest_within(view["quality"], view["costs"], cost=cost)
+    pick = cheapest_within(view["quality"], view["costs"], cost=cost, best=view.get("best"))
     return None if pick is None else str(pick["sentence"])

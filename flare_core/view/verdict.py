@@ -113,11 +113,29 @@ def trust_sentence(level: str | None) -> str:
     }.get(level or "", "")
 
 
+#: The columns of :func:`labels_table` that hold a chance (0 to 1; drawn as a bar on a page).
+CHANCE_COLUMNS = ("chance it is the best", "chance it is within 1 point of the best")
+
+
+def chance_words(value: float) -> str:
+    """A chance as every page and report writes it: a whole percent ("95%")."""
+    return f"{float(value):.0%}"
+
+
+def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its :data:`CHANCE_COLUMNS` written by :func:`chance_words` (for a static table)."""
+    out = table.copy()
+    for column in CHANCE_COLUMNS:
+        if column in out.columns:
+            out[column] = [chance_words(v) for v in out[column]]
+    return out
+
+
 def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
     """What the labels say, one row per candidate in words: the run's own labels (``model``, ``accuracy``,
     ``macro-F1`` when the classes are unbalanced, ``behind the best``, ``tied``) or a person's few labels
-    (``model``, ``estimated accuracy``, ``likely between``, ``chance it is the best``). Empty without
-    labels."""
+    (``model``, ``estimated accuracy``, ``likely between``, ``chance it is the best``, ``chance it is
+    within 1 point of the best``), in the answer's order. Empty without labels."""
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
         pairs = full.get("metric") == "spearman"
@@ -138,15 +156,17 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
         frame = pd.DataFrame(rows)
         return frame if pairs or full.get("balanced") is False else frame.drop(columns="macro-F1")
     if few.get("estimates"):
+        # in the answer's order (highest estimate first): every column comes from the same estimate
         return pd.DataFrame(
             [
                 {
                     "model": r["model"],
-                    "estimated accuracy": f"{100 * r['estimate']:.0f}%",
-                    "likely between": f"{100 * r['ci_low']:.0f}% and {100 * r['ci_high']:.0f}%",
+                    "estimated accuracy": f"{100 * r['estimate']:.1f}%",
+                    "likely between": f"{100 * r['ci_low']:.1f}% and {100 * r['ci_high']:.1f}%",
                     "chance it is the best": float(r["p_best"]),
+                    "chance it is within 1 point of the best": float(r["p_within"]),
                 }
-                for r in sorted(few["estimates"], key=lambda r: -r["p_best"])
+                for r in few["estimates"]
             ]
         )
     return pd.DataFrame()

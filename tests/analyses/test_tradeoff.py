@@ -39,10 +39,28 @@ def test_cheapest_within_one_point_by_hand():
     assert wider["model"] == "para" and wider["sentence"].endswith("para, 15× faster, half the storage.")
 
 
-def test_the_best_models_label_based_interval_widens_what_is_good_enough():
-    # the labels cannot tell mpnet (80, interval 78–82) from para (78.5): para is good enough
+def test_an_interval_that_cannot_tell_is_never_called_within_one_point():
+    # mpnet 80 (78-82) and para 78.5: the labels cannot tell them apart, which is not "within 1 point"
     quality = _quality([80.0, 79.4, 78.5, 70.0], low=[78.0, 77, 76, 60], high=[82.0, 81, 80, 75])
-    assert cheapest_within(quality, COSTS)["model"] == "para"
+    assert cheapest_within(quality, COSTS)["model"] == "minilm"
+
+
+def test_the_answers_own_good_enough_decides_and_an_undecided_cheaper_model_is_named():
+    # the answer says: minilm is within 1 point with 90% chance; glove (250x faster than mpnet) may be
+    quality = _quality([80.0, 79.4, 78.5, 71.0]).assign(
+        good_enough=[True, True, False, False], undecided=[False, False, False, True],
+        gap_high=[0.0, 0.9, 3.0, 14.0], more_labels=[np.nan, np.nan, np.nan, 48],
+    )  # fmt: skip
+    pick = cheapest_within(quality, COSTS)
+    assert pick["model"] == "minilm" and pick["candidates"] == ["minilm", "mpnet"]
+    assert pick["undecided"] == {"model": "glove", "behind": 9.0, "more_labels": 48, "speedup": 250.0}
+    assert pick["sentence"] == (
+        "Cheapest within 1 point of the best (mpnet): minilm, 6× faster, half the storage. The labels cannot "
+        "tell yet whether glove (250× faster) is within 1 point of mpnet: its estimate is 9.0 points behind, "
+        "and may be up to 14.0 behind; about 48 more labels would tell."
+    )
+    # measured against the answer's choice, not the highest quality
+    assert cheapest_within(quality.assign(good_enough=True), COSTS, best="minilm")["best"] == "minilm"
 
 
 def test_label_free_quality_counts_the_models_its_intervals_cannot_separate():

@@ -105,9 +105,10 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
     }  # fmt: skip
     few_block = {
         "n_labels": 16,
-        "estimates": [{"model": "a", "estimate": 0.8, "ci_low": 0.6, "ci_high": 0.9, "p_best": 0.95},
-                      {"model": "b", "estimate": 0.6, "ci_low": 0.4, "ci_high": 0.8, "p_best": 0.05}],
-        "advice": {"settled": True, "best": "a", "either": ["a"], "more_labels": None, "text": "a is best with 95% probability."},
+        "estimates": [{"model": "a", "estimate": 0.8, "ci_low": 0.6, "ci_high": 0.9, "p_best": 0.95, "p_within": 0.97},
+                      {"model": "b", "estimate": 0.6, "ci_low": 0.4, "ci_high": 0.8, "p_best": 0.05, "p_within": 0.05}],
+        "advice": {"settled": True, "best": "a", "either": ["a"], "more_labels": None, "reason": "sure",
+                   "text": "a is within 1 point of the best with 97% probability (best with 95%)."},
     }  # fmt: skip
     choice_block = {"choice": "b", "short_list": ["b", "a"], "rule": "dim", "rule_words": "the width",
                     "use_words": "search", "odds": {}}  # fmt: skip
@@ -122,7 +123,10 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
         assert out["headline"] == "Use a: 90.0% accuracy on your labels, 10.0 points (± 4.0) ahead of b."
         assert "agreed with your labels at ρ = -0.50; its leader, b, is 10.0 points behind" in out["summary"]
     if basis == "few labels":
-        assert out["headline"] == "Use a: best with 95% probability after 16 labels."
+        assert (
+            out["headline"] == "Use a: after 16 labels it is within 1 point of the best with 97% probability."
+        )
+        assert out["summary"].startswith(few_block["advice"]["text"])  # the advice shows its reason
     # the text says, in this order, the headline, the summary and the next step of the same ground
     assert out["text"] == " ".join([out["headline"], out["summary"], out["next_step"]])
     assert out["next_step"] and out["headline"] != out["summary"]
@@ -149,6 +153,18 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
         }
     )
     pick = cheapest_within(quality, costs)
-    # good enough: at least min(90 - 1, 88) = 88 points: a and b, not c; b is the faster of the two
-    assert pick["model"] == "b" and pick["candidates"] == ["b", "a"]
-    assert pick["sentence"] == "Cheapest within 1 point of the best (a): b, 6× faster, half the storage."
+    # good enough: a paired gap interval within 1 point. b's reaches 2.0: the labels cannot tell whether b
+    # is within 1 point, and the sentence says so instead of calling it good enough; c is 8 to 12 behind
+    assert quality["good_enough"].tolist() == [True, False, False]
+    assert quality["undecided"].tolist() == [False, True, False]
+    assert pick["model"] == "a" and pick["candidates"] == ["a"]
+    assert pick["sentence"] == (
+        "Cheapest within 1 point of the best (a): a itself. The labels cannot tell yet whether b (6× faster) "
+        "is within 1 point of a: its estimate is 0.5 points behind, and may be up to 2.0 behind; more labels "
+        "would tell."
+    )
+    narrow = [dict(rows[1], gap_low=0.1, gap_high=0.9)]
+    quality = answer_quality({"labels": {"rows": [rows[0], *narrow, rows[2]], "metric": "accuracy"}})
+    assert cheapest_within(quality, costs)["sentence"] == (
+        "Cheapest within 1 point of the best (a): b, 6× faster, half the storage."
+    )

@@ -178,14 +178,20 @@ def test_ranking_table_keeps_what_a_reader_decides_with():
     assert list(table["rank"][:3]) == [1, 2, 3] and table["rank"][3:].isna().all()
     assert list(table["likely between"][:3]) == ["0.250 to 0.350", "0.150 to 0.260", "0.010 to 0.080"]
     assert list(table["notes"]) == [
-        "leads",
-        "too close to the leader to tell apart",  # b's interval reaches 0.26, above a's lower end 0.25
+        "leads the label-free map",
+        "the map cannot tell it from its leader",  # b's interval reaches 0.26, above a's lower end 0.25
         "",
         "control, should rank last; would rank 2nd of 4",
         "not scored",
     ]
     recommended = results.ranking_table(_summary(), {"recommended": "a"})
-    assert recommended["notes"][0] == "recommended; leads"
+    assert recommended["notes"][0] == "the answer for now; leads the label-free map"
+    settled = results.ranking_table(_summary(), {"recommended": "c", "settled": True})
+    assert settled["notes"].tolist()[:3] == [
+        "leads the label-free map",
+        "the map cannot tell it from its leader",
+        "the answer",
+    ]
 
 
 def test_headline_correlations_keep_the_named_scores_in_order():
