@@ -209,7 +209,8 @@ def add_labels(
 
     Every row and label is checked before anything is written (a batch is kept whole or not at all):
     rows outside the corpus, a label that is not a category (when the person named the categories;
-    otherwise the labels name them, as a labels file does), a row given two labels in one batch.
+    otherwise the labels name them, as a labels file does), a row given two labels in one batch. A batch
+    that changes nothing (every row already has that label) is not recorded again.
     """
     pairs = list(labels.items()) if isinstance(labels, Mapping) else [tuple(p) for p in labels]
     n_texts = int(run.manifest["corpus"]["n_texts"])
@@ -226,6 +227,9 @@ def add_labels(
         raise ValueError(f"row {row:,} is both labelled and skipped in one batch")
     with labels_lock(run):
         current = load_labels(run)
+        latest, skipped_now = current.latest(), set(current.skipped_rows)
+        if all(latest.get(r) == v for r, v in given.items()) and set(skip_rows) <= skipped_now:
+            return current  # the same batch saved again (a second click, a file read twice): nothing new
         categories = list(current.categories)
         unknown = sorted({v for v in given.values() if v not in categories})
         if unknown and current.named:
@@ -250,11 +254,15 @@ def add_labels(
         )
 
 
-def read_labels_file(data: bytes, *, name: str = "labels.csv") -> list[tuple[int, str]]:
+def read_labels_file(
+    data: bytes, *, name: str = "labels.csv", texts: Sequence[str] | None = None
+) -> list[tuple[int, str]]:
     """``(row, label)`` pairs of a labels file: a CSV (or TSV, JSON lines, Parquet) with the columns ``row``
     and ``label``; other columns are ignored and rows with a blank label skipped. Read like a corpus upload
     (encoding detected, nothing executed or unpickled); a file that is not UTF-8 and has no other readable
-    encoding is refused with a message naming it."""
+    encoding is refused with a message naming it. With the run's ``texts`` (its corpus, in row order), a
+    file that has a ``text`` column (as ``flare label --next`` writes it) must show each row's own text:
+    a file made for another run is refused."""
     from flare_core.data.reading import read_table
     from flare_core.errors import CorpusError
 
@@ -276,6 +284,8 @@ def read_labels_file(data: bytes, *, name: str = "labels.csv") -> list[tuple[int
         )
     table = pd.DataFrame({"row": frame[columns["row"]], "label": frame[columns["label"]]})
     blank = table["label"].isna() | (table["label"].astype(str).str.strip() == "")
+    if texts is not None and "text" in columns:
+        _check_file_texts(frame.loc[~blank, columns["text"]], table.loc[~blank, "row"], texts, name)
     table = table[~blank]
     return [(_row_number(row), str(label)) for row, label in zip(table["row"], table["label"], strict=True)]
 
@@ -284,3 +294,28 @@ def _row_number(value: Any) -> Any:
     """A row cell as a whole number when it is one ("12" → 12), else as it is (refused later, with words)."""
     text = str(value).strip()
     return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _check_file_texts(shown: pd.Series, rows: pd.Series, texts: Sequence[str], name: str) -> None:
+    """Refuse a labels file whose ``text`` cells are not the run's texts of their rows."""
+    from flare_core.store.export import neutralised
+
+    def same(a: object, b: str) -> bool:
+        cell = " ".join(str(a).split())
+        return cell in {" ".join(b.split()), " ".join(str(neutralised(b)).split())}
+
+    wrong = 0
+    first = None
+    for cell, row in zip(shown, rows, strict=True):
+        number = _row_number(row)
+        if not isinstance(number, int) or not 0 <= number < len(texts) or pd.isna(cell):
+            continue  # a bad row number is refused later, with its own message
+        if not same(cell, texts[number]):
+            wrong += 1
+            first = first if first is not None else number
+    if wrong:
+        raise ValueError(
+            f"{name} is not a labels file of this run: the text of row {first:,} (and {wrong - 1} other(s)) "
+            "differs from this run's text there. Label the file `flare label RUN --next` wrote for this run; "
+            "no label was saved"
+        )

@@ -68,7 +68,11 @@ def cmd_label(args: argparse.Namespace) -> int:
         todo = next_texts(run, label_store.load_labels(run), args.next).assign(label="")
         return _write_todo(todo, args.output)
     if args.labels_file is not None:
-        pairs = label_store.read_labels_file(args.labels_file.read_bytes(), name=args.labels_file.name)
+        pairs = label_store.read_labels_file(
+            args.labels_file.read_bytes(),
+            name=args.labels_file.name,
+            texts=run.corpus_frame()["text"].tolist(),
+        )
         if not pairs:
             raise ValueError(f"{args.labels_file.name} has no label to read (every label cell is blank)")
         saved = label_store.add_labels(run, pairs, source="file")

@@ -7,6 +7,11 @@ import pandas as pd
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def neutralised(value: object) -> object:
+    """``value`` as :func:`safe_csv` writes it (a text cell starting like a formula gets a ``'``)."""
+    return _neutralise(value)
+
+
 def _neutralise(value: object) -> object:
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pandas as pd
 import pytest
 
 from flare_core.answer import labels as store
@@ -128,3 +129,64 @@ def test_two_writers_at_once_lose_nothing(unlabelled):
     saved = store.load_labels(run)
     assert sorted(saved.latest()) == list(range(40)) and len(saved.entries) == 40
     assert sorted(e["order"] for e in saved.entries) == list(range(1, 41))
+
+
+# -- bad input around a person's batches: a clear message or a correct answer, and nothing lost ---------
+
+
+def test_the_same_batch_saved_twice_is_kept_once(unlabelled):
+    run, truth = unlabelled
+    batch = {r: truth[r] for r in range(8)}
+    first = store.add_labels(run, batch, skipped=[20])
+    again = store.add_labels(run, batch, skipped=[20])  # a second click on Save, or the file read twice
+    assert again.to_dict() == first.to_dict() == store.load_labels(run).to_dict() and again.batches == 1
+    changed = store.add_labels(run, {**batch, 0: "tech" if truth[0] != "tech" else "sport"})
+    assert changed.batches == 2 and len(changed.entries) == 16  # a batch that changes a label is a batch
+
+
+def test_a_labels_file_of_another_run_is_refused_and_changes_nothing(unlabelled, tmp_path):
+    from flare_core.answer.from_labels import next_texts
+    from flare_core.store.export import safe_csv
+
+    run, truth = unlabelled
+    texts = run.corpus_frame()["text"].tolist()
+    todo = next_texts(run, store.load_labels(run), 6).assign(label=lambda f: [truth[r] for r in f["row"]])
+    own = safe_csv(todo[["row", "text", "label"]])
+    assert len(store.read_labels_file(own, texts=texts)) == 6  # this run's own file reads
+    other = todo.assign(text=[f"another corpus's text {i}" for i in range(6)])
+    with pytest.raises(
+        ValueError, match=r"is not a labels file of this run: the text of row \d+ \(and 5 other"
+    ):
+        store.read_labels_file(safe_csv(other[["row", "text", "label"]]), texts=texts)
+    assert store.load_labels(run).entries == []
+    # a text that starts like a spreadsheet formula reads back as the run's own, its "'" and all
+    formula = ["=1+1 is not a formula here", *texts[1:]]
+    cell = safe_csv(pd.DataFrame({"row": [0], "text": [formula[0]], "label": ["sport"]}))
+    assert store.read_labels_file(cell, texts=formula) == [(0, "sport")]
+
+
+def test_a_category_removed_halfway_keeps_its_labels_and_an_empty_one_goes(unlabelled):
+    run, truth = unlabelled
+    store.set_categories(run, ["sport", "politics", "tech", "weather"])
+    store.add_labels(run, {r: truth[r] for r in range(12)})
+    with pytest.raises(ValueError, match=r"4 text\(s\) are labelled 'tech', which is no longer among"):
+        store.set_categories(run, ["sport", "politics", "weather"])
+    assert len(store.load_labels(run).entries) == 12  # nothing lost
+    kept = store.set_categories(run, ["sport", "politics", "tech"])  # 'weather' had no label
+    assert kept.counts() == {"sport": 4, "politics": 4, "tech": 4}
+
+
+def test_a_category_with_no_label_and_every_text_labelled_give_an_answer(unlabelled):
+    from flare_core.answer.from_labels import next_texts
+    from flare_core.answer.write import write_verdict
+
+    run, truth = unlabelled
+    store.set_categories(run, ["sport", "politics", "tech", "weather"])  # 'weather' gets no label
+    store.add_labels(run, {r: truth[r] for r in range(24)})
+    verdict = write_verdict(run)
+    assert verdict["basis"] == "few labels" and verdict["few_labels"]["counts"].get("weather", 0) == 0
+    assert verdict["recommended"] == "clear"
+    store.add_labels(run, {r: truth[r] for r in range(60)})  # every text of the corpus
+    verdict = write_verdict(run)
+    assert verdict["recommended"] == "clear" and verdict["few_labels"]["n_labels"] == 60
+    assert next_texts(run, store.load_labels(run), 16).empty  # nothing left to ask about
