@@ -99,7 +99,7 @@ def corpus_draws(
          "bytes_per_vector_float32": [4.0 * embeddings[m].shape[1] for m in models]}
     )  # fmt: skip
     records = []
-    kept = probes.curve_scores, probes.SPREAD_INFLATION
+    kept = probes.curve_scores, getattr(probes, "SPREAD_INFLATION", 1.0)
     probes.curve_scores = _remembered(kept[0])
     try:
         for inflation in inflations:
@@ -226,7 +226,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--out", type=Path, default=None, help="also keep every draw in this JSON file")
     args = parser.parse_args(argv)
     inflations = (
-        tuple(float(v) for v in args.inflations.split(",")) if args.inflations else (probes.SPREAD_INFLATION,)
+        tuple(float(v) for v in args.inflations.split(","))
+        if args.inflations
+        else (getattr(probes, "SPREAD_INFLATION", 1.0),)
     )
     names = args.corpora.split(",") if args.corpora else classification_corpora()
     models = (

@@ -37,7 +37,7 @@ BOOTSTRAP_DRAWS = 2000
 #: The bootstrap over the labelled texts sees their sampling noise only, not the error of carrying a
 #: probe on k labels forward to plenty: its spread is widened by this factor (1: none), chosen on the
 #: benchmark (``bench/few_label_answer.py``).
-SPREAD_INFLATION = 1.0
+SPREAD_INFLATION = 2.0
 #: A model is good enough when its accuracy is at most this many points below the best model's.
 GOOD_ENOUGH_POINTS = 1.0
 #: The chance at which a statement about a model is made: "within 1 point of the best" (good enough, and
