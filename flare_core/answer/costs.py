@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.answer.stored import metric_column
 from flare_core.store.manifest import roles
 from flare_core.store.runs import Run
 
@@ -54,11 +55,13 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
         pairs = full.get("metric") == "spearman"
         rows = full["rows"]
         spread = max([(r["gap_high"] - r["gap_low"]) / 2 for r in rows if r["gap"]] or [0.0])
-        quality = [100.0 * r["spearman" if pairs else "accuracy"] for r in rows]
+        quality = [100.0 * r[metric_column(full)] for r in rows]
         halves = [(r["gap_high"] - r["gap_low"]) / 2 if r["gap"] else spread for r in rows]
         label = (
             "agreement with your pair scores (Spearman × 100)"
             if pairs
+            else "nDCG@10 on your search queries (× 100)"
+            if full.get("metric") == "ndcg@10"
             else "accuracy on your labels (points)"
         )
         return pd.DataFrame(
