@@ -74,7 +74,12 @@ class MapVerdict(TypedDict):
     failed: list[str]
 
 
-class LabelsGround(TypedDict):
+class _SearchCounts(TypedDict, total=False):
+    k: int  # search judgements (metric "ndcg@10"): the rank cut of the metrics
+    n_judgements: int | None  # ... and the judgements behind them (n_labels counts the queries)
+
+
+class LabelsGround(_SearchCounts):
     """What the run's own labels say (:func:`flare_core.answer.from_labels.full_label_block`): ``rows`` are
     the comparison, best first (model, accuracy or spearman or ndcg_at_10 by ``metric``, f1_macro or
     recall_at_10 and mrr_at_10, gap, gap_low, gap_high, tied)."""
