@@ -60,6 +60,22 @@ def _names(value: str | None) -> list[str]:
     return [m.strip() for m in value.split(",") if m.strip()] if value else []
 
 
+def _judgements(args: argparse.Namespace, corpus: Any) -> pd.DataFrame | None:
+    """The search judgements of ``--qrels`` on ``corpus``'s texts, checked (None without ``--qrels``)."""
+    if args.qrels is None:
+        if args.queries is not None or args.doc_id_col is not None:
+            raise ValueError(
+                "--queries and --doc-id-col describe the judgements of --qrels: give --qrels too"
+            )
+        return None
+    if args.pair_cols:
+        raise ValueError("give either --pair-cols or --qrels, not both")
+    from flare_core.data.judgements import document_ids, load_judgements
+
+    doc_ids = document_ids(args.corpus, corpus, args.doc_id_col)
+    return load_judgements(args.qrels, doc_ids, queries=args.queries)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from flare_core.data.corpus import AUTO, load_corpus
     from flare_core.encoders import load_precomputed
@@ -70,12 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
     if pair_columns is not AUTO and len(pair_columns) not in (2, 3):
         raise ValueError("--pair-cols expects text_a,text_b,score (STS) or query,document (retrieval)")
-    if args.qrels is None and (args.queries is not None or args.doc_id_col is not None):
-        raise ValueError("--queries and --doc-id-col describe the judgements of --qrels: give --qrels too")
-    if args.qrels is not None:
-        if args.pair_cols:
-            raise ValueError("give either --pair-cols or --qrels, not both")
-        pair_columns = None  # the judgements say which documents answer which query
+    if args.qrels is not None:  # the judgements say which documents answer which query
+        pair_columns = None
     corpus = load_corpus(
         args.corpus,
         text_column=args.text_col,
@@ -85,12 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_rows=args.max_rows,
         seed=args.seed,
     )
-    judgements = None
-    if args.qrels is not None:
-        from flare_core.data.judgements import document_ids, load_judgements
-
-        doc_ids = document_ids(args.corpus, corpus, args.doc_id_col)
-        judgements = load_judgements(args.qrels, doc_ids, queries=args.queries)
+    judgements = _judgements(args, corpus)
     warning = corpus.stats.get("encoding_warning")
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
