@@ -43,7 +43,8 @@ _RELEVANCE = ("relevance", "rel", "grade", "score", "label", "judgement", "judgm
 _QUERY_TEXT = ("query", "text", "query_text", "question")
 _ANY_ID = ("_id", "id")
 _TREC_LINE = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s*$")
-Source = str | os.PathLike
+#: A file: its path, or its name and bytes (an upload).
+Source = str | os.PathLike | tuple[str, bytes]
 
 
 def _find(columns: Sequence[Any], names: Sequence[str]) -> str | None:
@@ -51,12 +52,23 @@ def _find(columns: Sequence[Any], names: Sequence[str]) -> str | None:
     return next((lowered[n] for n in names if n in lowered), None)
 
 
+def _name_and_bytes(source: Source) -> tuple[str, bytes]:
+    if isinstance(source, tuple):
+        return str(source[0]), bytes(source[1])
+    return Path(source).name, Path(source).read_bytes()
+
+
 def _label(source: Source) -> str:
-    return f"'{Path(source).name}'"
+    return f"'{source[0] if isinstance(source, tuple) else Path(source).name}'"
+
+
+def _table(source: Source) -> tuple[pd.DataFrame, dict]:
+    name, data = _name_and_bytes(source)
+    return read_table(data, name=name)
 
 
 def _read_utf8(source: Source) -> tuple[pd.DataFrame, dict]:
-    frame, info = read_table(source)
+    frame, info = _table(source)
     if info.get("encoding_warning"):
         raise CorpusError(
             f"{_label(source)} is not UTF-8: ids must match exactly, so it is not guessed. Save it as UTF-8. "
@@ -67,10 +79,9 @@ def _read_utf8(source: Source) -> tuple[pd.DataFrame, dict]:
 
 def _trec_frame(source: Source) -> pd.DataFrame | None:
     """A headerless TREC qrels file as a table, or None when ``source`` is not one."""
-    path = Path(source)
-    if path.suffix.lower() in (".parquet", ".jsonl", ".json"):
+    name, data = _name_and_bytes(source)
+    if Path(name).suffix.lower() in (".parquet", ".jsonl", ".json"):
         return None
-    data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -89,12 +100,21 @@ def _trec_frame(source: Source) -> pd.DataFrame | None:
     return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"])
 
 
-def document_ids(source: Source, corpus: Corpus, column: str | None = None) -> list[str]:
-    """The id of each of ``corpus``'s texts (in its order), read from the column ``column`` (or the first
-    of ``doc_id``, ``docid``, ``corpus-id``, ``_id``, ``id``) of the documents file ``source``."""
-    frame, _ = read_table(source)
+def id_column(columns: Sequence[Any]) -> str | None:
+    """The column of a documents table that names its documents by default (``doc_id``, ``docid``,
+    ``corpus-id``, ``_id``, ``id``, …), or None."""
+    return _find(columns, (*_DOC_ID, *_ANY_ID))
+
+
+def document_ids(
+    source: Source, corpus: Corpus, column: str | None = None, *, frame: pd.DataFrame | None = None
+) -> list[str]:
+    """The id of each of ``corpus``'s texts (in its order), read from the column ``column`` (or
+    :func:`id_column`'s) of the documents file ``source`` (its table ``frame`` when already read)."""
+    if frame is None:
+        frame, _ = _table(source)
     if column is None:
-        column = _find(frame.columns, (*_DOC_ID, *_ANY_ID))
+        column = id_column(frame.columns)
         if column is None:
             raise CorpusError(
                 f"the documents file {_label(source)} has no id column (doc_id or id) for the judgements to "

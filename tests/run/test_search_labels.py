@@ -160,3 +160,25 @@ def test_bad_judgements_stop_the_run_before_it_is_written(tmp_path, articles, ch
                  runs_dir=runs, check=False)  # fmt: skip
     assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     assert not runs.exists() or list(runs.iterdir()) == []
+
+
+def test_new_run_form_checks_uploaded_judgements(tmp_path, articles):
+    from flare_core.run.inputs import preview_table
+    from flare_core.run.precheck import id_column, precheck_judgements
+
+    _, qrels = _judged_files(tmp_path, articles)
+    frame, _, _ = preview_table((tmp_path / "docs.csv").read_bytes(), name="docs.csv", max_bytes=10**8)
+    corpus = load_corpus(tmp_path / "docs.csv", text_column="text", label_column=None, pair_columns=None)
+    assert id_column(frame.columns) == "doc_id"
+    upload = ("qrels.tsv", (tmp_path / "qrels.tsv").read_bytes())
+    queries = ("queries.csv", (tmp_path / "queries.csv").read_bytes())
+    check, judged = precheck_judgements(frame, corpus, doc_id_column="doc_id", qrels=upload, queries=queries)
+    assert check.level == "ok" and check.message.startswith("24 judgements of 12 queries")
+    assert [f"doc-{row}" for row in judged["doc_row"]] == qrels["doc_id"].tolist()
+    # the text column holds no ids: every judgement names an unknown document
+    check, judged = precheck_judgements(frame, corpus, doc_id_column="text", qrels=upload, queries=queries)
+    assert check.blocks and "not among the 30 documents" in check.message and judged is None
+    check, _ = precheck_judgements(
+        frame, corpus, doc_id_column="doc_id", qrels=upload, queries=queries, pair_columns=("a", "b", None)
+    )
+    assert check.blocks and "not both" in check.message
