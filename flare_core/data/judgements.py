@@ -16,8 +16,9 @@ stored: an unknown document, a query without a relevant document or without a te
 twice, a grade that is not a whole number, a file that is not UTF-8 each stop it with a message that says
 where.
 
-The result is stored with the run as :data:`JUDGEMENTS`: columns ``query_id``, ``query``, ``doc_row``
-(the document's row in the run's corpus) and ``relevance``.
+The result is stored with the run as :data:`JUDGEMENTS`: columns ``query_id`` (``q1``, ``q2``, … when the
+queries were named by their text), ``query_text``, ``doc_row`` (the document's row in the run's corpus)
+and ``relevance``.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def load_judgements(
     """The judgements of ``qrels`` checked against the documents ``doc_ids`` (the id of each of the run's
     texts, in order; see :func:`document_ids`), with the query texts from ``qrels`` or ``queries``.
 
-    Returns columns ``query_id``, ``query``, ``doc_row``, ``relevance`` (int), in the file's order.
+    Returns columns ``query_id``, ``query_text``, ``doc_row``, ``relevance`` (int), in the file's order.
     Raises :class:`~flare_core.errors.CorpusError` naming the first problem found.
     """
     label = _label(qrels)
@@ -204,9 +205,12 @@ def load_judgements(
             f"{label}: {len(none)} quer{'ies have' if len(none) > 1 else 'y has'} no relevant document (every "
             f"grade is 0), e.g. {none[0]!r}; a query needs at least one document with a grade above 0"
         )
-    out["query"] = _query_texts(frame, out, q_col, text_col, queries, label)
+    out["query_text"] = _query_texts(frame, out, q_col, text_col, queries, label)
+    if q_col is None:  # a query named by its text gets an id of its own: texts stay in the text column only
+        order = {text: n for n, text in enumerate(out["query_text"].drop_duplicates(), start=1)}
+        out["query_id"] = out["query_text"].map(lambda text: f"q{order[text]}")
     out["doc_row"] = out["doc_id"].map(position).astype("int64")
-    return out[["query_id", "query", "doc_row", "relevance"]].reset_index(drop=True)
+    return out[["query_id", "query_text", "doc_row", "relevance"]].reset_index(drop=True)
 
 
 def _grades(values: pd.Series, label: str) -> pd.Series:

@@ -105,11 +105,13 @@ def _pair_query_scores(
     """Per-query scores of retrieval pairs: each distinct query text is one query, its rows' documents
     (``doc_index``: each row's document among the distinct ones, rows of ``doc_emb``) are relevant."""
     queries = pairs["text_a"].astype(str).to_numpy()
+    number: dict[str, str] = {}  # each distinct query's number: the scores are stored without its text
     judgements: dict[str, dict[int, int]] = {}
     first: dict[str, int] = {}
     for row, (query, doc) in enumerate(zip(queries, doc_index, strict=True)):
-        judgements.setdefault(query, {})[int(doc)] = 1
-        first.setdefault(query, row)
+        key = number.setdefault(query, str(len(number)))
+        judgements.setdefault(key, {})[int(doc)] = 1
+        first.setdefault(key, row)
     return per_query_scores(query_emb, doc_emb, judgements, first)
 
 
@@ -126,12 +128,12 @@ def _judged_scores(
     encoder = encoders.load_encoder(
         model_id, device=params.device, corpus_texts=run.corpus_frame()["text"].tolist()
     )
-    query_emb = encoder.encode(queries["query"].astype(str).tolist(), batch_size=params.batch_size)
+    query_emb = encoder.encode(queries["query_text"].astype(str).tolist(), batch_size=params.batch_size)
+    number = {str(q): str(i) for i, q in enumerate(queries["query_id"])}  # the scores name queries by number
     judgements: dict[str, dict[int, int]] = {}
     for query, row, grade in judged[["query_id", "doc_row", "relevance"]].itertuples(index=False):
-        judgements.setdefault(str(query), {})[int(row)] = int(grade)
-    rows = {str(q): i for i, q in enumerate(queries["query_id"])}
-    return per_query_scores(query_emb, doc_emb, judgements, rows)
+        judgements.setdefault(number[str(query)], {})[int(row)] = int(grade)
+    return per_query_scores(query_emb, doc_emb, judgements, {n: int(n) for n in number.values()})
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

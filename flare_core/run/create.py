@@ -211,7 +211,7 @@ def create_run(
 
 def _check_judgements(judgements: pd.DataFrame, corpus: Corpus) -> None:
     """Search judgements fit the corpus: the expected columns, documents among its texts, no pair columns."""
-    columns = ["query_id", "query", "doc_row", "relevance"]
+    columns = ["query_id", "query_text", "doc_row", "relevance"]
     if list(judgements.columns) != columns:
         raise ValueError(f"judgements need the columns {columns}; got {list(judgements.columns)}")
     if corpus.pairs is not None:

@@ -89,6 +89,7 @@ def test_query_document_pairs_decide_by_ndcg(tmp_path, articles):
     for model in STATIC:
         assert downstream.loc[model, "ndcg_at_10"] == pytest.approx(rows[model]["ndcg_at_10"])
     assert labels_words(run.manifest["corpus"]) != "none"
+    assert not _texts_in_bundle(run, tmp_path / "no-texts.zip", queries)
 
 
 def _judged_files(tmp_path, articles: pd.DataFrame):
@@ -126,7 +127,7 @@ def test_graded_judgements_decide(tmp_path, articles):
     qrels = {}
     for q, row, grade in judgements[["query_id", "doc_row", "relevance"]].itertuples(index=False):
         qrels.setdefault(int(q[1:]), {})[int(row)] = int(grade)
-    query_texts = judgements.drop_duplicates("query_id")["query"].tolist()
+    query_texts = judgements.drop_duplicates("query_id")["query_text"].tolist()
     # the documents as the run embedded them (cut to the run's max_length), the queries embedded anew
     oracle = {m: _mean_ndcg(m, query_texts, texts, qrels, run.load_embeddings(m)) for m in STATIC}
     for model in STATIC:
@@ -135,6 +136,30 @@ def test_graded_judgements_decide(tmp_path, articles):
         )
     assert verdict["recommended"] == max(oracle, key=oracle.get)
     assert labels_words(run.manifest["corpus"]) == "search judgements of 12 queries"
+    # a bundle without texts holds no query text either
+    assert not _texts_in_bundle(run, tmp_path / "no-texts.zip", query_texts)
+
+
+def _texts_in_bundle(run, path, texts: list[str]) -> list[str]:
+    """The members of ``run``'s bundle without texts that hold one of ``texts``."""
+    import io
+    import zipfile
+
+    from flare_core.store.bundle import export_run
+
+    found = []
+    with zipfile.ZipFile(export_run(run, path, include_texts=False)) as bundle:
+        for name in bundle.namelist():
+            data = bundle.read(name)
+            if name.endswith(".parquet"):
+                frame = pd.read_parquet(io.BytesIO(data))
+                cells = {str(v) for column in frame.columns for v in frame[column].tolist()}
+                held = any(text in cells for text in texts)
+            else:
+                held = any(text.encode() in data for text in texts)
+            if held:
+                found.append(name)
+    return found
 
 
 @pytest.mark.parametrize(
