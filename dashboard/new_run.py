@@ -18,8 +18,10 @@ from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRES
 from flare_core.run.precheck import (
     CorpusPrecheck,
     FieldCheck,
+    id_column,
     precheck_corpus,
     precheck_embeddings,
+    precheck_judgements,
     precheck_model_ids,
 )
 
@@ -117,6 +119,26 @@ if detected.get("pairs") and st.checkbox(
 ):
     pair_columns = tuple(detected["pairs"])
 pair_status = st.empty()
+with st.expander("Search judgements (optional): which of these documents answer which queries"):
+    st.caption(
+        "Each row of the corpus is a document. A judgements file has the columns query_id, doc_id and "
+        "relevance (0 = not relevant, 1 = relevant, 2 and up = more relevant; a TREC qrels file works too), "
+        "with the query texts in a query column or in a queries file. With judgements, the answer ranks the "
+        "models by nDCG@10 over your queries."
+    )
+    qrels_upload = st.file_uploader(
+        "Judgements file", type=["csv", "tsv", "txt", "qrels", "parquet", "jsonl"], key="qrels-upload"
+    )
+    queries_upload = st.file_uploader(
+        "Queries file (query_id, query), when the judgements name queries by id only",
+        type=["csv", "tsv", "txt", "parquet", "jsonl"],
+        key="queries-upload",
+    )
+    id_default = id_column(columns)
+    doc_id_column = st.selectbox(
+        "Document id column", columns, index=columns.index(id_default) if id_default in columns else 0
+    )
+    judgements_status = st.empty()
 
 st.subheader("Models")
 available, missing = available_models()
@@ -229,6 +251,20 @@ else:
     if checked.blocks:
         blocked.append("the corpus columns")
     corpus = checked.corpus
+judgements = None
+if qrels_upload is not None and corpus is not None:
+    check, judgements = precheck_judgements(
+        frame,
+        corpus,
+        doc_id_column=doc_id_column,
+        qrels=(qrels_upload.name, qrels_upload.getvalue()),
+        queries=None if queries_upload is None else (queries_upload.name, queries_upload.getvalue()),
+        pair_columns=pair_columns,
+        source_name=upload.name,
+    )
+    show_check(judgements_status, check)
+    if check.blocks:
+        blocked.append("the judgements")
 if extra_models:
     models_check = precheck_model_ids(extra_models)
     if models_check.blocks:
@@ -273,7 +309,7 @@ if st.button("Start run", type="primary", disabled=bool(blocked)):
             workers=int(workers) or None,
             use=use,
         )
-        run = create_run(store(), corpus, params, name=name, precomputed=precomputed)
+        run = create_run(store(), corpus, params, name=name, precomputed=precomputed, judgements=judgements)
         submitted = jobs.submit(store(), run.id)
     except (CorpusError, ValueError, RuntimeError) as exc:
         st.error(str(exc))

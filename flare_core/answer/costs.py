@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.answer.stored import metric_column
 from flare_core.store.manifest import roles
 from flare_core.store.runs import Run
 
@@ -59,12 +60,14 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
     if full:
         pairs = full.get("metric") == "spearman"
         rows = full["rows"]
-        quality = np.array([100.0 * r["spearman" if pairs else "accuracy"] for r in rows])
+        quality = np.array([100.0 * r[metric_column(full)] for r in rows])
         low = np.array([float(r["gap_low"]) if r["gap"] else 0.0 for r in rows])
         high = np.array([float(r["gap_high"]) if r["gap"] else 0.0 for r in rows])
         label = (
             "agreement with your pair scores (Spearman × 100)"
             if pairs
+            else "nDCG@10 on your search queries (× 100)"
+            if full.get("metric") == "ndcg@10"
             else "accuracy on your labels (points)"
         )
         # each gap's half-width is the uncertainty of its model; the best takes the widest of them

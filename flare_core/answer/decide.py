@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from flare_core.answer.label_free import odds_sentence
+from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import (
     VERDICT_VERSION,
     Decision,
@@ -52,7 +53,10 @@ def from_full_labels(block: LabelsGround, agreement: float | None, leading: str 
     best, tied = block["best"], list(block["tied"])
     top = rows[best]
     pairs = block.get("metric") == "spearman"
-    if pairs:
+    search = block.get("metric") == SEARCH_METRIC
+    if search:
+        headline = f"Use {best}: nDCG@10 of {100 * top['ndcg_at_10']:.1f} (out of 100) on your search queries"
+    elif pairs:
         headline = f"Use {best}: its similarities follow your pair scores at Spearman {top['spearman']:.2f}"
     else:
         headline = f"Use {best}: {_pct(top['accuracy'])} accuracy on your labels"
@@ -65,7 +69,13 @@ def from_full_labels(block: LabelsGround, agreement: float | None, leading: str 
         headline += f", {r['gap']:.1f} points (± {half:.1f}) ahead of {runner}."
     else:
         headline += "."
-    if pairs:
+    if search:
+        summary = (
+            f"Judged on your {block['n_labels']:,} search queries: {block['method']}. It finds "
+            f"{_pct(top['recall_at_10'])} of the relevant documents in its top 10 (recall@10); its MRR@10 is "
+            f"{top['mrr_at_10']:.2f}."
+        )
+    elif pairs:
         summary = f"Judged on your {block['n_labels']:,} scored pairs: {block['method']}."
     else:
         summary = (
@@ -76,7 +86,8 @@ def from_full_labels(block: LabelsGround, agreement: float | None, leading: str 
         summary += f" The classes are unbalanced: its macro-F1 is {_pct(top['f1_macro'])}."
     if agreement is not None and leading:
         summary += (
-            f" The label-free ranking agreed with your {'pair scores' if pairs else 'labels'} at ρ = "
+            f" The label-free ranking agreed with your "
+            f"{'search judgements' if search else 'pair scores' if pairs else 'labels'} at ρ = "
             f"{agreement:.2f}; its leader, {leading}, {_behind(rows, leading, best)}."
         )
     return {"basis": "labels", "recommended": best, "settled": True, "headline": headline, "summary": summary,

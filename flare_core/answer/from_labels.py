@@ -59,6 +59,7 @@ def full_label_block(run: Run) -> LabelsGround | None:
         "rows": _records(frame),
         "metric": info.get("metric", "accuracy"),
         **{k: info.get(k) for k in ("balanced", "method", "folds", "repeats", "n_labels", "n_classes")},
+        **{k: info[k] for k in ("k", "n_judgements") if k in info},  # search judgements' rank cut and count
     }
 
 

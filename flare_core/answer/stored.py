@@ -26,6 +26,14 @@ VERDICT_FILE = "verdict.json"
 MAP_VERSION = 2
 #: The schema written today: the map and the answer's grounds.
 VERDICT_VERSION = 3
+#: The column of a labels ground's rows that holds its ``metric``: class labels' accuracy, scored pairs'
+#: Spearman, search judgements' nDCG@10.
+METRIC_COLUMNS = {"accuracy": "accuracy", "spearman": "spearman", "ndcg@10": "ndcg_at_10"}
+
+
+def metric_column(block: Mapping[str, Any]) -> str:
+    """The column of ``block``'s rows (a :class:`LabelsGround`) that holds the metric that decided."""
+    return METRIC_COLUMNS.get(str(block.get("metric") or "accuracy"), "accuracy")
 
 
 class TrustCheck(TypedDict):
@@ -66,9 +74,15 @@ class MapVerdict(TypedDict):
     failed: list[str]
 
 
-class LabelsGround(TypedDict):
+class _SearchCounts(TypedDict, total=False):
+    k: int  # search judgements (metric "ndcg@10"): the rank cut of the metrics
+    n_judgements: int | None  # ... and the judgements behind them (n_labels counts the queries)
+
+
+class LabelsGround(_SearchCounts):
     """What the run's own labels say (:func:`flare_core.answer.from_labels.full_label_block`): ``rows`` are
-    the comparison, best first (model, accuracy or spearman, f1_macro, gap, gap_low, gap_high, tied)."""
+    the comparison, best first (model, accuracy or spearman or ndcg_at_10 by ``metric``, f1_macro or
+    recall_at_10 and mrr_at_10, gap, gap_low, gap_high, tied)."""
 
     best: str
     tied: list[str]

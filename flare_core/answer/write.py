@@ -19,7 +19,8 @@ from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
 from flare_core.answer.label_free import provisional_choice
 from flare_core.answer.labels import labels_lock, load_labels
-from flare_core.answer.stored import LabelsGround, MapVerdict, Verdict, save_verdict
+from flare_core.answer.stored import LabelsGround, MapVerdict, Verdict, metric_column, save_verdict
+from flare_core.data.judgements import JUDGEMENTS
 from flare_core.store.runs import Run
 
 #: Geometry columns a label-free rule reads, with the sign that makes higher better.
@@ -50,7 +51,7 @@ def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
     if not full or not ranking.get("ranking"):
         return None
     scores = pd.Series({r["model"]: r["score"] for r in ranking["ranking"]}, dtype=float)
-    metric = "spearman" if full.get("metric") == "spearman" else "accuracy"
+    metric = metric_column(full)
     accuracy = pd.Series({r["model"]: r[metric] for r in full["rows"]}, dtype=float)
     both = pd.concat([scores, accuracy], axis=1, join="inner").dropna()
     if len(both) < 3:
@@ -65,7 +66,7 @@ def build_verdict(run: Run, *, provisional: bool) -> Verdict:
     choice = provisional_choice(label_free_scores(run), use)
     full = (
         full_label_block(run)
-        if run.manifest["corpus"].get("has_labels") or run.has("pairs.parquet")
+        if run.manifest["corpus"].get("has_labels") or run.has("pairs.parquet") or run.has(JUDGEMENTS)
         else None
     )
     few = None if full else few_label_block(run, load_labels(run))

@@ -60,6 +60,22 @@ def _names(value: str | None) -> list[str]:
     return [m.strip() for m in value.split(",") if m.strip()] if value else []
 
 
+def _judgements(args: argparse.Namespace, corpus: Any) -> pd.DataFrame | None:
+    """The search judgements of ``--qrels`` on ``corpus``'s texts, checked (None without ``--qrels``)."""
+    if args.qrels is None:
+        if args.queries is not None or args.doc_id_col is not None:
+            raise ValueError(
+                "--queries and --doc-id-col describe the judgements of --qrels: give --qrels too"
+            )
+        return None
+    if args.pair_cols:
+        raise ValueError("give either --pair-cols or --qrels, not both")
+    from flare_core.data.judgements import document_ids, load_judgements
+
+    doc_ids = document_ids(args.corpus, corpus, args.doc_id_col)
+    return load_judgements(args.qrels, doc_ids, queries=args.queries)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from flare_core.data.corpus import AUTO, load_corpus
     from flare_core.encoders import load_precomputed
@@ -70,6 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
     if pair_columns is not AUTO and len(pair_columns) not in (2, 3):
         raise ValueError("--pair-cols expects text_a,text_b,score (STS) or query,document (retrieval)")
+    if args.qrels is not None:  # the judgements say which documents answer which query
+        pair_columns = None
     corpus = load_corpus(
         args.corpus,
         text_column=args.text_col,
@@ -79,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_rows=args.max_rows,
         seed=args.seed,
     )
+    judgements = _judgements(args, corpus)
     warning = corpus.stats.get("encoding_warning")
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
@@ -110,7 +129,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         batch_conditionals=args.batch_conditionals,
         use=args.use,
     )
-    run = create_run(_store(args), corpus, params, name=args.name, precomputed=precomputed)
+    run = create_run(
+        _store(args), corpus, params, name=args.name, precomputed=precomputed, judgements=judgements
+    )
     print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)
     position = None
     if args.background:
@@ -271,7 +292,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from flare_core.view.results import run_results
+    from flare_core.view.results import labels_words, run_results
 
     run = _store(args).get(args.run_id)
     results = run_results(run)
@@ -282,9 +303,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     manifest = results["manifest"]
     corpus = manifest["corpus"]
     print(f"run {manifest['id']} ({manifest.get('name')}): {results['status_words']}")
-    print(
-        f"corpus: {corpus['source_name']}, {corpus['n_texts']} texts, labels: {corpus.get('label_column') or 'none'}"
-    )
+    print(f"corpus: {corpus['source_name']}, {corpus['n_texts']} texts, labels: {labels_words(corpus)}")
     if manifest.get("error"):
         print(f"error: {manifest['error']}")
     for problem in results["problems"]:

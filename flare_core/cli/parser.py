@@ -120,6 +120,22 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
     p.add_argument(
         "--pair-cols", default=None, help="text_a,text_b,score columns (STS) or query,document (retrieval)"
     )
+    p.add_argument(
+        "--qrels",
+        type=Path,
+        default=None,
+        help="search judgements of the corpus's documents: query_id,doc_id,relevance (graded, 0 = not relevant) "
+        "or a TREC qrels file; the answer then ranks the models by nDCG@10",
+    )
+    p.add_argument(
+        "--queries",
+        type=Path,
+        default=None,
+        help="the query texts of --qrels (query_id,query), when the judgements name queries by id only",
+    )
+    p.add_argument(
+        "--doc-id-col", default=None, help="the corpus column of the document ids --qrels names (default: doc_id or id)"
+    )  # fmt: skip
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
     _add_analysis_options(p)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.retrieval_eval import METRICS, per_query_scores
+from flare_core.answer.search_labels import QUERY_SCORES
+from flare_core.data.judgements import JUDGEMENTS
 from flare_core.run.params import RunParams
 from flare_core.store.manifest import model_kind
 from flare_core.store.runs import Run, safe_name
@@ -40,11 +43,20 @@ def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report)
     from flare_core.analyses.downstream import downstream_report
 
     pairs = run.load_frame("pairs.parquet") if run.has("pairs.parquet") else None
-    rows, cosines = [], {}
+    judged = run.load_frame(JUDGEMENTS) if run.has(JUDGEMENTS) else None
+    rows, cosines, per_query = [], {}, []
     for index, model_id in enumerate(ok):
         report("downstream", index, len(ok), f"supervised oracle for {model_id}")
         x = run.load_embeddings(model_id)
         pair_embeddings = _pair_embeddings(run, model_id, pairs, params) if pairs is not None else None
+        means: dict[str, float] = {}  # the mean of each per-query score, as the answer reads them
+        scores = _judged_scores(run, model_id, x, judged, params) if judged is not None else None
+        if scores is not None:
+            per_query.append(scores.assign(model=model_id))
+            means = {m: float(scores[m].mean()) for m in METRICS}
+            if labels is None:
+                rows.append({"model": model_id, **means})
+                continue
         if labels is None and pair_embeddings is None:
             continue
         gold = qrels = None
@@ -60,6 +72,9 @@ def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report)
                     pair_embeddings[1][[first_row[d] for d in range(len(documents))]],
                 )
                 qrels = {q: {int(doc_index[q]): 1} for q in range(len(pairs))}
+                scores = _pair_query_scores(pairs, doc_index, *pair_embeddings)
+                per_query.append(scores.assign(model=model_id))
+                means = {m: float(scores[m].mean()) for m in METRICS}
         result = downstream_report(
             x if labels is not None else None,
             labels=labels,
@@ -68,16 +83,57 @@ def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report)
             qrels=qrels,
             seed=params.seed,
         )
-        rows.append({"model": model_id, **result["scores"]})
+        rows.append({"model": model_id, **result["scores"], **means})
     if rows:
         run.save_frame(pd.DataFrame(rows), "downstream.parquet")
     if cosines:  # each model's cosine of every scored pair: the answer compares the models on them
         run.save_frame(pd.DataFrame(cosines), *PAIR_COSINES)
+    if (
+        per_query
+    ):  # each model's nDCG@10, recall@10 and MRR@10 on every judged query: the answer compares them
+        run.save_frame(pd.concat(per_query, ignore_index=True)[["model", "query", *METRICS]], *QUERY_SCORES)
     report("downstream", len(ok), len(ok), "downstream done")
 
 
 #: Each model's cosine of every scored pair (one column per model, one row per pair of pairs.parquet).
 PAIR_COSINES = ("labels", "pair_cosines.parquet")
+
+
+def _pair_query_scores(
+    pairs: pd.DataFrame, doc_index: np.ndarray, query_emb: np.ndarray, doc_emb: np.ndarray
+) -> pd.DataFrame:
+    """Per-query scores of retrieval pairs: each distinct query text is one query, its rows' documents
+    (``doc_index``: each row's document among the distinct ones, rows of ``doc_emb``) are relevant."""
+    queries = pairs["text_a"].astype(str).to_numpy()
+    number: dict[str, str] = {}  # each distinct query's number: the scores are stored without its text
+    judgements: dict[str, dict[int, int]] = {}
+    first: dict[str, int] = {}
+    for row, (query, doc) in enumerate(zip(queries, doc_index, strict=True)):
+        key = number.setdefault(query, str(len(number)))
+        judgements.setdefault(key, {})[int(doc)] = 1
+        first.setdefault(key, row)
+    return per_query_scores(query_emb, doc_emb, judgements, first)
+
+
+def _judged_scores(
+    run: Run, model_id: str, doc_emb: np.ndarray, judged: pd.DataFrame, params: RunParams
+) -> pd.DataFrame | None:
+    """Per-query scores of the run's judgements: the model embeds the queries and ranks the corpus's texts
+    (``doc_emb``, its stored embeddings); None for precomputed embeddings (no encoder to embed queries)."""
+    from flare_core import encoders
+
+    if model_kind(run, model_id) == "precomputed":
+        return None
+    queries = judged.drop_duplicates("query_id")
+    encoder = encoders.load_encoder(
+        model_id, device=params.device, corpus_texts=run.corpus_frame()["text"].tolist()
+    )
+    query_emb = encoder.encode(queries["query_text"].astype(str).tolist(), batch_size=params.batch_size)
+    number = {str(q): str(i) for i, q in enumerate(queries["query_id"])}  # the scores name queries by number
+    judgements: dict[str, dict[int, int]] = {}
+    for query, row, grade in judged[["query_id", "doc_row", "relevance"]].itertuples(index=False):
+        judgements.setdefault(number[str(query)], {})[int(row)] = int(grade)
+    return per_query_scores(query_emb, doc_emb, judgements, {n: int(n) for n in number.values()})
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -11,9 +11,11 @@ from importlib import metadata
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus
+from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import CorpusError
 from flare_core.run.params import RunParams
 from flare_core.store.runs import Run, RunStore
@@ -21,6 +23,7 @@ from flare_core.store.runs import Run, RunStore
 _VERSIONED = (
     "flare-studio", "torch", "transformers", "sentence-transformers", "nflows", "numpy", "scipy",
     "scikit-learn", "pandas", "pyarrow", "networkx", "umap-learn", "streamlit", "ray",
+    "pytrec-eval-terrier",
 )  # fmt: skip
 
 
@@ -132,13 +135,17 @@ def create_run(
     name: str | None = None,
     precomputed: Mapping[str, np.ndarray] | None = None,
     run_id: str | None = None,
+    judgements: pd.DataFrame | None = None,
 ) -> Run:
     """Store ``corpus`` and ``params`` as a new queued run and return it.
 
     ``precomputed`` maps extra model names to validated float32 (N, d) embeddings (see
     ``flare_core.encoders.load_precomputed``); they join the run as models of kind ``precomputed``.
+    ``judgements`` are search judgements on the corpus's texts (:func:`flare_core.data.judgements.load_judgements`).
     """
     params.validate()
+    if judgements is not None:
+        _check_judgements(judgements, corpus)
     if corpus.labels is not None:
         labels = check_labels_for_run(corpus.labels, column=corpus.label_column or "label")
         if labels.blocks:
@@ -182,6 +189,7 @@ def create_run(
             "label_column": corpus.label_column,
             "has_labels": corpus.labels is not None,
             "has_pairs": corpus.pairs is not None,
+            **({} if judgements is None else {"n_judged_queries": int(judgements["query_id"].nunique())}),
             "stats": corpus.stats,
         },
         "models": models,
@@ -194,6 +202,20 @@ def create_run(
     run.save_frame(corpus.to_frame(), "corpus.parquet")
     if corpus.pairs is not None:
         run.save_frame(corpus.pairs.reset_index(drop=True), "pairs.parquet")
+    if judgements is not None:
+        run.save_frame(judgements.reset_index(drop=True), JUDGEMENTS)
     for model_name, array in precomputed.items():
         run.save_embeddings(model_name, array)
     return run
+
+
+def _check_judgements(judgements: pd.DataFrame, corpus: Corpus) -> None:
+    """Search judgements fit the corpus: the expected columns, documents among its texts, no pair columns."""
+    columns = ["query_id", "query_text", "doc_row", "relevance"]
+    if list(judgements.columns) != columns:
+        raise ValueError(f"judgements need the columns {columns}; got {list(judgements.columns)}")
+    if corpus.pairs is not None:
+        raise CorpusError("give either pair columns or a judgements file, not both")
+    rows = judgements["doc_row"].to_numpy()
+    if len(judgements) == 0 or rows.min() < 0 or rows.max() >= len(corpus):
+        raise CorpusError(f"the judgements name documents outside the corpus's {len(corpus)} texts")

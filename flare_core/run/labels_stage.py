@@ -1,5 +1,6 @@
 """The pipeline's stage ``labels``: every candidate judged on the run's own label column (every text
-labelled) or on its scored pairs' cosines, stored for the answer (:mod:`flare_core.answer.from_labels`)::
+labelled), on its scored pairs' cosines, or on its search judgements' nDCG@10
+(:mod:`flare_core.answer.search_labels`), stored for the answer (:mod:`flare_core.answer.from_labels`)::
 
     labels/comparison.parquet   one row per candidate: model, accuracy, f1_macro, gap, gap_low, gap_high, tied
     labels/comparison.json      the table's attrs: best, balanced, method, folds, repeats, n_labels, n_classes
@@ -12,6 +13,7 @@ import pandas as pd
 
 from flare_core.analyses.probes import compare_with_labels
 from flare_core.answer.from_labels import COMPARISON, COMPARISON_INFO, candidate_embeddings, candidate_ids
+from flare_core.answer.search_labels import QUERY_SCORES, NotEnoughScored, save_search_comparison
 from flare_core.run.baseline_stages import PAIR_COSINES
 from flare_core.run.outcomes import StageSkipped
 from flare_core.store.runs import Run
@@ -26,6 +28,12 @@ def comparison_stage(run: Run, labels: list[str] | None) -> None:
     if len(candidates) < 2:
         raise StageSkipped("comparing models on your labels needs at least two embedded candidates")
     seed = int(run.manifest.get("params", {}).get("seed", 0))
+    if run.has(*QUERY_SCORES):  # search judgements (query and document pairs, or a judgements file)
+        try:
+            save_search_comparison(run, candidates, seed=seed)
+        except NotEnoughScored as exc:
+            raise StageSkipped(str(exc)) from exc
+        return
     if labels is not None:
         frame = compare_with_labels(candidate_embeddings(run), labels, seed=seed)
         metric = "accuracy"

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.data.corpus import Corpus, corpus_from_table
+from flare_core.data.judgements import document_ids, id_column, load_judgements
 from flare_core.encoders import check_model_ids, load_precomputed
 from flare_core.errors import CorpusError
 from flare_core.run.create import FieldCheck, check_embedding_names, check_labels_for_run
@@ -25,8 +26,10 @@ __all__ = [
     "FieldCheck",
     "check_embedding_names",
     "check_labels_for_run",
+    "id_column",
     "precheck_corpus",
     "precheck_embeddings",
+    "precheck_judgements",
     "precheck_model_ids",
 ]
 
@@ -124,3 +127,28 @@ def precheck_embeddings(
     except ValueError as exc:
         return FieldCheck("error", str(exc)), None
     return FieldCheck("ok", f"{array.shape[0]:,} rows × {array.shape[1]:,} dimensions"), array
+
+
+def precheck_judgements(
+    frame: pd.DataFrame,
+    corpus: Corpus,
+    *,
+    doc_id_column: str,
+    qrels: tuple[str, bytes],
+    queries: tuple[str, bytes] | None = None,
+    pair_columns: Any = None,
+    source_name: str = "corpus",
+) -> tuple[FieldCheck, pd.DataFrame | None]:
+    """Uploaded search judgements (``(name, bytes)`` of the judgements and queries files) checked against
+    ``corpus``, read from the table ``frame`` with the document ids in ``doc_id_column``: the check to show,
+    and the judgements a run would store (None when refused; see
+    :func:`~flare_core.data.judgements.load_judgements`)."""
+    if pair_columns is not None:
+        return FieldCheck("error", "Use either the pair columns or a judgements file, not both."), None
+    try:
+        doc_ids = document_ids((source_name, b""), corpus, doc_id_column, frame=frame)
+        judged = load_judgements(qrels, doc_ids, queries=queries)
+    except CorpusError as exc:
+        return FieldCheck("error", str(exc)), None
+    words = f"{len(judged):,} judgements of {judged['query_id'].nunique():,} queries"
+    return FieldCheck("ok", f"{words}: the answer ranks the models by nDCG@10 over them."), judged

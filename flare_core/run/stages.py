@@ -18,6 +18,7 @@ import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.write import write_verdict
+from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
 from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
@@ -108,9 +109,10 @@ def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, l
     estimated = [f"sufficiency_{e}" for e in params.estimators]
     if params.geometry:
         stages.run("geometry", lambda: geometry_stage(run, ok, labels, params, report), models=ok)
-    if params.downstream and (labels is not None or run.has("pairs.parquet")):
+    judged = run.has("pairs.parquet") or run.has(JUDGEMENTS)
+    if params.downstream and (labels is not None or judged):
         stages.run("downstream", lambda: downstream_stage(run, ok, labels, params, report), models=ok)
-    if labels is not None or run.has("pairs.parquet"):  # the labels decide: every candidate compared on them
+    if labels is not None or judged:  # the labels decide: every candidate compared on them
         stages.run("labels", lambda: comparison_stage(run, labels), models=ok)
         stages.run("verdict", lambda: write_verdict(run, provisional=True))
     scored = any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES)

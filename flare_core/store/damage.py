@@ -29,7 +29,7 @@ def advice(run_id: str, file: str, recomputable: bool) -> str:
             f"(`flare import`) if you have one, or remove it with `flare delete {run_id}`. Other runs are "
             "not affected."
         )
-    if file in ("corpus.parquet", "pairs.parquet"):
+    if file in ("corpus.parquet", "pairs.parquet", "judgements.parquet"):
         return (
             "The texts cannot be recovered from the run: start a new run from your corpus file, then "
             f"remove this one with `flare delete {run_id}`."

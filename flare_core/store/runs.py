@@ -42,7 +42,7 @@ CANCEL_FLAG = "cancel.requested"
 
 def outside_files(manifest: dict[str, Any]) -> set[str]:
     """Files the run cannot recompute: its corpus and the embeddings it was given."""
-    files = {MANIFEST, "corpus.parquet", "pairs.parquet"}
+    files = {MANIFEST, "corpus.parquet", "pairs.parquet", "judgements.parquet"}
     for model in manifest.get("models", []) or []:
         if isinstance(model, dict) and model.get("kind") == "precomputed":
             files.add(f"embeddings/{safe_name(str(model.get('id')))}.npy")

@@ -52,14 +52,13 @@ def _header(run: Run, results: dict[str, Any], texts: CorpusTexts) -> str:
     status = str(results.get("status", manifest.get("status", "")))
     corpus = manifest.get("corpus") or {}
     name = manifest.get("name") or run.id
-    labels = corpus.get("label_column") if corpus.get("has_labels") else None
     facts = {
         "run id": run.id,
         "created": manifest.get("created", ""),
         "finished": manifest.get("finished", ""),
         "corpus": corpus.get("source_name", ""),
         "texts": corpus.get("n_texts"),
-        "labels": labels or "none",
+        "labels": run_results.labels_words(corpus),
         "models": ", ".join(str(m.get("id")) for m in manifest.get("models", [])),
     }
     if manifest.get("imported"):

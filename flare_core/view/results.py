@@ -46,6 +46,17 @@ def sufficiency_frames(run: Run, estimator: str) -> dict[str, pd.DataFrame] | No
     }
 
 
+def labels_words(corpus: dict[str, Any]) -> str:
+    """What a run's corpus (its manifest's ``corpus``) holds to judge the models by, in words."""
+    if corpus.get("has_labels") and corpus.get("label_column"):
+        return str(corpus["label_column"])
+    if corpus.get("n_judged_queries"):
+        return f"search judgements of {corpus['n_judged_queries']:,} queries"
+    if corpus.get("has_pairs"):
+        return "pairs of texts"
+    return "none"
+
+
 def run_results(run: Run) -> dict[str, Any]:
     """Everything a run has computed so far, JSON-ready (NaN becomes ``None`` on serialisation)."""
     from flare_core.run.jobs import effective_status

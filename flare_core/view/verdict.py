@@ -139,14 +139,18 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
         pairs = full.get("metric") == "spearman"
+        search = full.get("metric") == "ndcg@10"
         rows = []
         for r in full["rows"]:
             half = (r["gap_high"] - r["gap_low"]) / 2 if r["gap"] else 0.0
             score = (
                 {"Spearman with your scores": f"{r['spearman']:.3f}"}
                 if pairs
+                else {"nDCG@10": f"{100 * r['ndcg_at_10']:.1f}", "recall@10": f"{100 * r['recall_at_10']:.1f}%",
+                      "MRR@10": f"{r['mrr_at_10']:.3f}"}
+                if search
                 else {"accuracy": f"{100 * r['accuracy']:.1f}%", "macro-F1": f"{100 * r['f1_macro']:.1f}%"}
-            )
+            )  # fmt: skip
             rows.append({
                 "model": r["model"],
                 **score,
@@ -154,7 +158,7 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
                 "tied with the best": "yes" if r["tied"] else "",
             })  # fmt: skip
         frame = pd.DataFrame(rows)
-        return frame if pairs or full.get("balanced") is False else frame.drop(columns="macro-F1")
+        return frame if pairs or search or full.get("balanced") is False else frame.drop(columns="macro-F1")
     if few.get("estimates"):
         # in the answer's order (highest estimate first): every column comes from the same estimate
         return pd.DataFrame(

@@ -1,0 +1,146 @@
+"""Choosing a model for search: each model ranks the documents for every judged query by cosine, and the
+rankings are scored per query by trec_eval's own code (``pytrec_eval``, as MTEB scores retrieval).
+
+Per query: ``ndcg_at_10`` (trec_eval's ``ndcg_cut.10``: graded gains, ``log2(rank + 1)`` discount, the ideal
+ranking of every judged document), ``recall_at_10`` (``recall.10``: relevant documents found in the top 10
+over all relevant ones) and ``mrr_at_10`` (``recip_rank`` of the top-10 ranking: 1 / rank of the first
+relevant document, 0 when none is in the top 10). A document is relevant when its grade is > 0.
+
+Models are compared by their mean nDCG@10 over the queries. The gap of each model to the best has a 95%
+interval from a paired bootstrap over the queries (every model's mean recomputed on the same resampled
+queries), and a model whose interval reaches 0 is tied with the best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import pytrec_eval
+from sklearn.preprocessing import normalize
+
+from flare_core.checks import check_int, check_matrix
+
+#: Bootstrap draws behind the intervals.
+DRAWS = 1000
+#: The rank cut of the metrics.
+K = 10
+#: The per-query metrics, in the order they are shown; the first one decides.
+METRICS = ("ndcg_at_10", "recall_at_10", "mrr_at_10")
+_TREC = {"ndcg_cut_10": "ndcg_at_10", "recall_10": "recall_at_10", "recip_rank": "mrr_at_10"}
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores`` (D,), best first; ties broken by the lower index."""
+    order = np.lexsort((np.arange(scores.shape[0]), -scores))
+    return order[: min(k, scores.shape[0])]
+
+
+def check_judgements(judgements: Mapping[str, Mapping[int, float]], n_docs: int) -> dict[str, dict[int, int]]:
+    """``judgements`` (query id → {document row → grade}) checked: integer grades >= 0, rows in range, every
+    query with at least one relevant document (grade > 0). Raises ``ValueError`` naming what is wrong."""
+    out: dict[str, dict[int, int]] = {}
+    if not judgements:
+        raise ValueError("there are no judgements: give at least one query with a relevant document")
+    for query, docs in judgements.items():
+        grades: dict[int, int] = {}
+        for row, grade in docs.items():
+            if isinstance(row, bool) or not isinstance(row, int | np.integer) or not 0 <= int(row) < n_docs:
+                raise ValueError(
+                    f"query {query!r} judges document row {row!r}, not one of the {n_docs} documents"
+                )
+            value = float(grade)
+            if not np.isfinite(value) or value < 0 or value != int(value):
+                raise ValueError(f"query {query!r}: relevance grades are whole numbers >= 0, got {grade!r}")
+            grades[int(row)] = int(value)
+        if not any(g > 0 for g in grades.values()):
+            raise ValueError(f"query {query!r} has no relevant document (no grade above 0)")
+        out[str(query)] = grades
+    return out
+
+
+def per_query_scores(
+    query_emb: np.ndarray,
+    doc_emb: np.ndarray,
+    judgements: Mapping[str, Mapping[int, float]],
+    query_rows: Mapping[str, int],
+) -> pd.DataFrame:
+    """One model's scores on each judged query.
+
+    ``query_emb`` (Q, d) and ``doc_emb`` (D, d) are the model's embeddings of the queries and documents;
+    ``judgements`` maps a query id to ``{document row: grade}``; ``query_rows`` a query id to its row of
+    ``query_emb``. Returns one row per query (in the order of ``judgements``): ``query`` and
+    :data:`METRICS`. Raises ``ValueError`` for malformed inputs (see :func:`check_judgements`).
+    """
+    q = check_matrix(query_emb, "query_emb")
+    d = check_matrix(doc_emb, "doc_emb")
+    if q.shape[1] != d.shape[1]:
+        raise ValueError(f"query_emb has {q.shape[1]} dimensions but doc_emb has {d.shape[1]}")
+    judged = check_judgements(judgements, d.shape[0])
+    missing = [query for query in judged if query not in query_rows]
+    if missing:
+        raise ValueError(f"{len(missing)} judged queries have no text, e.g. {missing[0]!r}")
+    qn, dn = normalize(q), normalize(d)
+    qrel = {query: {f"d{row}": grade for row, grade in docs.items()} for query, docs in judged.items()}
+    run = {}
+    for query in judged:
+        top = _top_k(dn @ qn[int(query_rows[query])], K)
+        # trec_eval ranks by score (ties by document id): distinct scores keep the cosine ranking as it is
+        run[query] = {f"d{row}": float(K - rank) for rank, row in enumerate(top)}
+    evaluated = pytrec_eval.RelevanceEvaluator(qrel, set(_TREC)).evaluate(run)
+    rows = [{"query": query, **{name: float(evaluated[query][trec]) for trec, name in _TREC.items()}}
+            for query in judged]  # fmt: skip
+    return pd.DataFrame(rows, columns=["query", *METRICS])
+
+
+def compare_on_queries(
+    scores: Mapping[str, pd.DataFrame], *, seed: int = 0, draws: int = DRAWS
+) -> pd.DataFrame:
+    """Rank models by their mean nDCG@10 over the judged queries.
+
+    ``scores[m]`` is :func:`per_query_scores` of model ``m``, on the same queries. Returns one row per model,
+    best first: ``model``, :data:`METRICS` (means over queries), ``gap`` (points: 100 × the difference of
+    mean nDCG@10 with the best), ``gap_low, gap_high`` (95% paired bootstrap over queries), ``tied``,
+    ``n_queries``; ``attrs``: ``best``, ``method``.
+    """
+    draws = check_int(draws, "draws", min_value=100)
+    names = list(scores)
+    if not names:
+        raise ValueError("scores must hold at least one model")
+    queries = scores[names[0]]["query"].astype(str).tolist()
+    if not queries:
+        raise ValueError("there are no judged queries to compare the models on")
+    tables = {}
+    for name in names:
+        table = scores[name].assign(query=scores[name]["query"].astype(str)).set_index("query")
+        if sorted(table.index) != sorted(queries):
+            raise ValueError(f"model {name!r} was scored on other queries than {names[0]!r}")
+        tables[name] = table.loc[queries]
+    ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names])  # (M, Q)
+    means = ndcg.mean(axis=1)
+    best = min(range(len(names)), key=lambda i: (-means[i], names[i]))
+    rng = np.random.default_rng(seed)
+    samples = rng.integers(0, len(queries), size=(draws, len(queries)))
+    boot = ndcg[:, samples].mean(axis=2)  # (M, draws)
+    gaps = 100.0 * (boot[best] - boot)
+    low, high = np.percentile(gaps, [2.5, 97.5], axis=1)
+    frame = pd.DataFrame(
+        {
+            "model": names,
+            **{metric: [float(tables[m][metric].mean()) for m in names] for metric in METRICS},
+            "gap": 100.0 * (means[best] - means),
+            "gap_low": low,
+            "gap_high": high,
+            "tied": [(i != best) and bool(low[i] <= 0.0) for i in range(len(names))],
+            "n_queries": len(queries),
+        }
+    )
+    frame = frame.sort_values(["ndcg_at_10", "model"], ascending=[False, True], kind="stable")
+    frame = frame.reset_index(drop=True)
+    frame.attrs.update(
+        best=names[best],
+        method=f"mean nDCG@10 over your queries (trec_eval's figures), {draws} paired bootstrap draws over "
+        "queries",
+    )
+    return frame
