@@ -340,8 +340,9 @@ def few_label_estimates(
     - ``gap``: ``estimate`` of the leader minus its own, in points; ``gap_high``: the upper end of the
       95% interval of its gap to the highest, in points.
 
-    ``margin`` (the mean leave-one-out margin, the true class's score minus the best other's, on
-    [-1, 1]) breaks exact ties of ``estimate`` only; ``diff_sd`` is the standard deviation over the
+    ``past_ceiling``: the carried-forward mean went past 100% (clipped there: the labels cannot tell how
+    close to perfect the model is). ``margin`` (the mean leave-one-out margin, the true class's score minus
+    the best other's, on [-1, 1]) breaks exact ties of ``estimate`` only; ``diff_sd`` is the standard deviation over the
     texts of the leader's correctness minus this model's. ``attrs``: ``method``, ``n_labels``,
     ``n_texts``, ``n_classes``, ``n_classes_repeated``. Works with a single label in a class and with
     many classes of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count
@@ -369,6 +370,7 @@ def few_label_estimates(
             "gap": 100.0 * (estimate[leader] - estimate),
             "gap_high": gap_high,
             "margin": margin.mean(axis=0),
+            "past_ceiling": correct.mean(axis=0) > 1.0 + 1e-9,
             "diff_sd": (correct[:, [leader]] - correct).std(axis=0, ddof=1) if correct.shape[0] > 1 else 0.0,
         }
     )
@@ -446,8 +448,12 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     enough = evidence and n_labels >= floor
     chance = 1.0 / n_classes
     informative = float(lead["ci_low"]) >= chance + ABOVE_CHANCE
+    # a model carried past 100% is clipped there with no spread: its gap to another is not measured
+    ceiling = "past_ceiling" in estimates.columns and bool(
+        estimates.loc[estimates["model"].isin(either), "past_ceiling"].any()
+    )
     points = f"{GOOD_ENOUGH_POINTS:g} point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
-    if sure >= SURE and enough and informative:
+    if sure >= SURE and enough and informative and not ceiling:
         if len(either) > 1:
             text = (
                 f"The top {len(either)} are each within {points} of the best with at least {SURE:.0%} "
@@ -469,6 +475,13 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         text = (
             f"{leads}, but {n_labels} labels over {n_classes} classes are too few to be sure: with fewer "
             f"than {MIN_LABELS_PER_CLASS} per class the ranking is often wrong; label {more} more texts."
+        )
+    elif ceiling:
+        reason = "near perfect"
+        past = [m for m in either if bool(estimates.set_index("model").loc[m, "past_ceiling"])]
+        text = (
+            f"{leads}, but {', '.join(past)} would pass 100% with plenty of labels, so these labels cannot "
+            f"tell the models near the top apart by a point; label {more} more texts."
         )
     elif not informative:
         reason = "near guessing"
