@@ -16,8 +16,11 @@
 
 Whatever the strategy, a batch never holds two near-duplicates, nor a near-duplicate of a text already
 labelled or skipped: texts identical once case, whitespace and punctuation are set aside (when ``texts``
-are given), or whose embeddings have a cosine of at least :data:`DUPLICATE_COSINE` in any model. A second
-label of the same text tells nothing new.
+are given), or whose embeddings, centred on the corpus's mean, have a cosine of at least
+:data:`DUPLICATE_COSINE` in any model. A second label of the same text tells nothing new. Centred,
+because some models put every text in one narrow cone: on bbc-news (2,000 texts) the raw cosine of
+glove-6b-50d is at least 0.97 between 94% of the texts and some other, the centred one for 5% (the
+corpus's own repeated articles), as in the other models (5-6%).
 """
 
 from __future__ import annotations
@@ -184,7 +187,7 @@ def next_rows(
     skipped = check_rows(np.unique(np.asarray(exclude, dtype=np.int64)), n_texts, "exclude")
     known = np.concatenate([labelled, skipped])
     free = np.setdiff1d(np.arange(n_texts), known)
-    distinct = _Distinct([unit_rows(x) for x in xs.values()], texts, known)
+    distinct = _Distinct([unit_rows(x - x.mean(axis=0)) for x in xs.values()], texts, known)
     rng = np.random.default_rng([seed, labelled.shape[0]])
     if strategy == "random" or free.size <= n:
         return _first_distinct(rng.permutation(free), distinct, n)
