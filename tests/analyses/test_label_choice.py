@@ -71,8 +71,9 @@ def test_disagreement_asks_where_the_models_probes_differ():
     n = 200
     y = np.arange(n) % 2
     side = np.where(np.arange(n) < 100, 1.0, -1.0)  # the second half: model b sees the classes swapped
-    a = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 2)) * 0.1]) + 0.05
-    b = np.column_stack([(2.0 * y - 1) * side, rng.normal(size=(n, 2)) * 0.1]) + 0.05
+    # noise on 8 axes: texts of one class differ (with 2 axes of 0.1 they were near-duplicates, cosine > 0.97)
+    a = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 8)) * 0.3]) + 0.05
+    b = np.column_stack([(2.0 * y - 1) * side, rng.normal(size=(n, 8)) * 0.3]) + 0.05
     labelled = np.array([0, 1, 2, 3])  # from the first half, where both models agree
     rows = next_rows({"a": a, "b": b}, labelled, y[labelled], 10, strategy="disagree")
     assert (rows >= 100).all()
