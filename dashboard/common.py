@@ -83,7 +83,12 @@ def run_picker() -> None:
         index = 0  # the widget keeps its own value; a second default would only raise a warning
     statuses = {m["id"]: effective_status(store().get(m["id"])) for m in runs}
     labels = {m["id"]: _run_label(m, statuses[m["id"]]) for m in runs}
+    shown = st.session_state.get("run_picker")
+    if shown in ids and st.session_state.get(_SHOWN_LABEL, labels[shown]) != labels[shown]:
+        # the browser keeps the label it was given: set the choice again so that it gets the new one
+        st.session_state["run_picker"] = shown
     chosen = st.selectbox("Run", ids, index=index, format_func=labels.get, key="run_picker")
+    st.session_state[_SHOWN_LABEL] = labels[chosen]
     st.session_state["run_id"] = chosen
     if st.query_params.get("run") != chosen:
         st.query_params["run"] = chosen
@@ -106,6 +111,7 @@ def _watch_live_runs(live: tuple[tuple[str, str], ...]) -> None:
 
 
 _FOLLOW = "follow-run"
+_SHOWN_LABEL = "run-picker-label"
 _STARTED = "started-message"
 
 
