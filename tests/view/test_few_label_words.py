@@ -20,11 +20,13 @@ from flare_core.view.page_verdicts import few_labels_check, validation_verdict
 from flare_core.view.report import build_report
 from flare_core.view.tables import settings_frame, shown_frame
 from flare_core.view.verdict import (
-    advice_reason,
+    chance_percents,
     chance_words,
+    chances_in_words,
     labels_given_words,
     labels_table,
     next_step_words,
+    without_asking,
 )
 from tests.support import flare, planted_run
 
@@ -37,9 +39,23 @@ ADVICE = (
 
 def _verdict(n_labels: int = 32) -> dict:
     estimates = [
-        {"model": "clear", "estimate": 0.91, "ci_low": 0.8, "ci_high": 0.97, "p_best": 0.9545},
-        {"model": "blurred", "estimate": 0.7, "ci_low": 0.55, "ci_high": 0.8, "p_best": 0.0405},
-        {"model": "noise", "estimate": 0.4, "ci_low": 0.3, "ci_high": 0.5, "p_best": 0.005},
+        {
+            "model": "clear",
+            "estimate": 0.91,
+            "ci_low": 0.8,
+            "ci_high": 0.97,
+            "p_best": 0.9545,
+            "p_within": 0.97,
+        },
+        {
+            "model": "blurred",
+            "estimate": 0.7,
+            "ci_low": 0.55,
+            "ci_high": 0.8,
+            "p_best": 0.0405,
+            "p_within": 0.04,
+        },
+        {"model": "noise", "estimate": 0.4, "ci_low": 0.3, "ci_high": 0.5, "p_best": 0.005, "p_within": 0.0},
     ]
     advice = {"settled": False, "best": "clear", "either": ["clear"], "more_labels": 16, "text": ADVICE}
     return {
@@ -53,8 +69,9 @@ def _verdict(n_labels: int = 32) -> dict:
 
 def test_chances_read_as_whole_percents_in_the_table_and_the_words():
     table_ = labels_table(_verdict())
-    assert table_["chance it is the best"].tolist() == ["95%", "4%", "0%"]
-    assert labels_table(_verdict(), chance_numbers=True)["chance it is the best"].tolist() == [95, 4, 0]
+    assert chances_in_words(table_)["chance it is the best"].tolist() == ["95%", "4%", "0%"]  # the report
+    assert chance_percents(table_)["chance it is the best"].tolist() == [95, 4, 0]  # a page's bar, "%d%%"
+    assert chance_percents(table_)["chance it is within 1 point of the best"].tolist() == [97, 4, 0]
     assert chance_words(0.9545) == "95%"
 
 
@@ -68,12 +85,15 @@ def test_the_run_line_counts_the_labels_a_person_gave():
     assert labels_given_words({"has_labels": True, "label_column": "topic"}, []) == "topic"
 
 
-def test_the_advice_shows_its_reason_and_a_viewer_is_never_asked_to_label():
+def test_a_viewer_is_never_asked_to_label():
     verdict = _verdict()
-    assert advice_reason(verdict) == ADVICE
-    for_viewer = advice_reason(verdict, can_label=False)
+    for_viewer = without_asking(ADVICE)
     assert "label 16 more texts" not in for_viewer and for_viewer.endswith(
         "; 16 more labels would settle it."
+    )
+    assert (
+        without_asking("X leads; label 8 more texts to settle it.")
+        == "X leads; 8 more labels would settle it."
     )
     assert next_step_words(verdict, can_label=True) == verdict["next_step"]
     assert (
@@ -86,7 +106,6 @@ def test_the_advice_shows_its_reason_and_a_viewer_is_never_asked_to_label():
         "next_step": "Check with a few labels: 16 to 64 labelled texts.",
     }
     assert "Check with a few labels" not in next_step_words(free, can_label=False)
-    assert advice_reason(free) == ""
 
 
 def test_validation_judges_the_map_against_sixteen_labels_or_more():
@@ -138,13 +157,13 @@ def few_labelled_planted(tmp_path):
     return run, write_verdict(run)
 
 
-def test_the_report_and_flare_show_count_the_labels_and_give_the_reason(few_labelled_planted):
+def test_the_report_and_flare_show_count_the_labels(few_labelled_planted):
     run, verdict = few_labelled_planted
     html = build_report(run)
     body = re.sub(r"<script.*?</script>|<style.*?</style>", " ", html, flags=re.S)
     text = " ".join(re.sub(r"<[^>]+>", " ", body).split())
     assert "labels 32 given, in 2 batches" in text
-    assert f"Why: {verdict['few_labels']['advice']['text']}".replace("'", "&#x27;") in text
+    assert verdict["few_labels"]["advice"]["text"].replace("'", "&#x27;") in text  # the advice's reason
     for row in verdict["few_labels"]["estimates"]:  # the chance column, as a percent
         assert re.search(rf"{row['model']} \d+% \d+% and \d+% {row['p_best']:.0%}", text), row
     assert not RAW.search(text), RAW.search(text)
