@@ -164,8 +164,9 @@ def test_the_report_and_flare_show_count_the_labels(few_labelled_planted):
     text = " ".join(re.sub(r"<[^>]+>", " ", body).split())
     assert "labels 32 given, in 2 batches" in text
     assert verdict["few_labels"]["advice"]["text"].replace("'", "&#x27;") in text  # the advice's reason
-    for row in verdict["few_labels"]["estimates"]:  # the chance column, as a percent
-        assert re.search(rf"{row['model']} \d+% \d+% and \d+% {row['p_best']:.0%}", text), row
+    for row in verdict["few_labels"]["estimates"]:  # the chance columns, as whole percents
+        shown = rf"{row['model']} [\d.]+% [\d.]+% and [\d.]+% {row['p_best']:.0%} {row['p_within']:.0%}"
+        assert re.search(shown, text), row
     assert not RAW.search(text), RAW.search(text)
     shown = flare("show", run.id, runs_dir=run.path.parent).stdout
     assert "labels: 32 given, in 2 batches" in shown
