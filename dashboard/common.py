@@ -14,7 +14,15 @@ from flare_core.run.jobs import effective_status
 from flare_core.run.outcomes import problem_sentences
 from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.store.runs import Run, RunNotFound, validate_run_id
-from flare_core.view.verdict import trust_sentence, verdict_view
+from flare_core.view.tables import shown_frame
+from flare_core.view.verdict import (
+    CHANCE_COLUMNS,
+    chance_percents,
+    next_step_words,
+    trust_sentence,
+    verdict_view,
+    without_asking,
+)
 
 #: Material icons (drawn by Streamlit's own font, unlike emoji, which need an emoji font on the viewer's side).
 STATUS_ICONS = {
@@ -73,14 +81,37 @@ def run_picker() -> None:
         st.session_state.pop("run_picker", None)  # its run was deleted: start again from the link
     elif "run_picker" in st.session_state:
         index = 0  # the widget keeps its own value; a second default would only raise a warning
-    labels = {m["id"]: _run_label(m, effective_status(store().get(m["id"]))) for m in runs}
+    statuses = {m["id"]: effective_status(store().get(m["id"])) for m in runs}
+    labels = {m["id"]: _run_label(m, statuses[m["id"]]) for m in runs}
+    shown = st.session_state.get("run_picker")
+    if shown in ids and st.session_state.get(_SHOWN_LABEL, labels[shown]) != labels[shown]:
+        # the browser keeps the label it was given: set the choice again so that it gets the new one
+        st.session_state["run_picker"] = shown
     chosen = st.selectbox("Run", ids, index=index, format_func=labels.get, key="run_picker")
+    st.session_state[_SHOWN_LABEL] = labels[chosen]
     st.session_state["run_id"] = chosen
     if st.query_params.get("run") != chosen:
         st.query_params["run"] = chosen
+    live = tuple(sorted((i, s) for i, s in statuses.items() if s in ("queued", "running")))
+    if live:
+        _watch_live_runs(live)
+
+
+@st.fragment(run_every=3.0)
+def _watch_live_runs(live: tuple[tuple[str, str], ...]) -> None:
+    """While runs in the picker are queued or running: redraw the whole app (the picker's statuses with it)
+    as soon as one of them changes status, whichever page is open."""
+    for run_id, status in live:
+        try:
+            now = effective_status(store().get(run_id))
+        except (RunNotFound, ValueError):
+            now = "deleted"
+        if now != status:
+            st.rerun()
 
 
 _FOLLOW = "follow-run"
+_SHOWN_LABEL = "run-picker-label"
 _STARTED = "started-message"
 
 
@@ -248,14 +279,22 @@ def _load_sufficiency(
 VERDICT_KEY = "page-verdict"
 
 
-def show_verdict(run: Run, *, checks_expanded: bool = False, container_key: str | None = VERDICT_KEY) -> None:
-    """The verdict: its headline in the colour of its trust level, then the checks behind that level, in a
-    container keyed ``container_key`` (None: drawn where it is called, inside the caller's own verdict)."""
+def show_verdict(
+    run: Run,
+    *,
+    checks_expanded: bool = False,
+    container_key: str | None = VERDICT_KEY,
+    link_labels: bool = True,
+) -> None:
+    """The verdict: its headline in the colour of its trust level, why the labels do or do not settle it,
+    then the checks behind that level, in a container keyed ``container_key`` (None: drawn where it is
+    called, inside the caller's own verdict). ``link_labels``: a link to *Check with a few labels* while
+    labels would help (False on that page itself)."""
     with st.container(key=container_key) if container_key else st.container():
-        _verdict(run, checks_expanded=checks_expanded)
+        _verdict(run, checks_expanded=checks_expanded, link_labels=link_labels)
 
 
-def _verdict(run: Run, *, checks_expanded: bool) -> None:
+def _verdict(run: Run, *, checks_expanded: bool, link_labels: bool) -> None:
     verdict = load_verdict(run)
     if verdict is None:
         st.info("The answer appears when the models have read your texts.")
@@ -264,15 +303,19 @@ def _verdict(run: Run, *, checks_expanded: bool) -> None:
     alert = getattr(st, view.tone)
     if view.basis_words:
         st.caption(view.basis_words)
-    alert(f"**{escape(view.headline)}**  \n{escape(view.summary)}", icon=":material/recommend:")
-    if view.next_step:
-        st.markdown(escape(view.next_step))
+    can_label = current_access().allows("label", run.id)
+    summary = view.summary if can_label else without_asking(view.summary)  # a viewer is not asked to label
+    alert(f"**{escape(view.headline)}**  \n{escape(summary)}", icon=":material/recommend:")
+    next_step = next_step_words(verdict, can_label=can_label) if view.basis else view.next_step
+    if next_step:
+        st.markdown(escape(next_step))
     if view.cost_sentence:
         st.markdown(escape(view.cost_sentence))
     if (
-        view.basis in ("label-free", "few labels")
+        link_labels
+        and view.basis in ("label-free", "few labels")
         and not verdict.get("settled")
-        and current_access().allows("label", run.id)
+        and can_label
     ):
         st.page_link(LABELS_PAGE, label="Check with a few labels", icon=":material/label:")
     if view.map_sentence or view.level:
@@ -284,7 +327,7 @@ def _verdict(run: Run, *, checks_expanded: bool) -> None:
             for line in view.controls:
                 st.caption(escape(line))
             if not view.checks.empty:
-                st.dataframe(view.checks, hide_index=True)
+                st.dataframe(shown_frame(view.checks), hide_index=True)
 
 
 #: The page where a person labels a few texts of a run.
@@ -292,13 +335,13 @@ LABELS_PAGE = "dashboard/labels.py"
 
 
 def show_labels_table(table: pd.DataFrame) -> None:
-    """What the labels say (:func:`flare_core.view.verdict.labels_table`), each model's chance of being the
-    best drawn as a bar."""
+    """What the labels say (:func:`flare_core.view.verdict.labels_table`), each chance drawn as a bar and
+    written as a whole percent, as in the report ("95%")."""
     st.dataframe(
-        table,
+        shown_frame(chance_percents(table)),
         hide_index=True,
         column_config={
-            column: st.column_config.ProgressColumn(column, min_value=0.0, max_value=1.0, format="percent")
-            for column in ("chance it is the best", "chance it is within 1 point of the best")
+            column: st.column_config.ProgressColumn(column, min_value=0, max_value=100, format="%d%%")
+            for column in CHANCE_COLUMNS
         },
     )

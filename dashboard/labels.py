@@ -31,14 +31,20 @@ if corpus.get("has_labels"):
 if not any(m.get("status") == "done" and m.get("role") == "candidate" for m in run.manifest["models"]):
     st.info("Labelling starts once the models have read your texts.")
     st.stop()
-st.markdown(
-    "A few labels settle which model is best for *your* texts. Name the categories, then label the texts "
-    "the product picks, a batch at a time: after each batch the chances below are updated, and the answer "
-    "tells you when more labels would no longer change it."
-)
 labels = label_store.load_labels(run)
 access = current_access()
 editable = access.allows("label", run.id)
+if editable:
+    st.markdown(
+        "A few labels settle which model is best for *your* texts. Name the categories, then label the texts "
+        "the product picks, a batch at a time: after each batch the chances below are updated, and the answer "
+        "tells you when more labels would no longer change it."
+    )
+else:
+    st.markdown(
+        "A few labels settle which model is best for these texts. This page shows what the labels given to "
+        "this run say so far; only the run's owner can add labels."
+    )
 
 
 def categories_step() -> None:
@@ -84,7 +90,10 @@ def batch_step() -> None:
     size = st.select_slider("Texts in this batch", options=[8, 12, 16], value=BATCH_SIZE, key="batch-size")
     batch = next_texts(run, labels, size)
     if batch.empty:
-        st.success("Every text of this run is labelled or skipped.")
+        if len(labels.rows) + len(labels.skipped_rows) >= int(run.manifest["corpus"]["n_texts"]):
+            st.success("Every text of this run is labelled or skipped.")
+        else:
+            st.success("Every text left repeats, or nearly repeats, one already labelled or skipped.")
         return
     st.caption(
         f"{len(labels.labels)} texts labelled so far in {labels.batches} batch(es); {len(labels.skipped_rows)} "
@@ -131,7 +140,7 @@ def answer_step() -> None:
     if not labels.entries:
         st.info("The chances appear after the first batch.")
         return
-    show_verdict(run, container_key="labels-verdict")
+    show_verdict(run, container_key="labels-verdict", link_labels=False)  # this page: no link to itself
     verdict = load_verdict(run) or {}
     table = labels_table(verdict)
     if not table.empty:

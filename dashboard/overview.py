@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard.common import (
@@ -15,12 +16,14 @@ from dashboard.common import (
     status_banner,
 )
 from dashboard.tradeoff import show_quality_cost
+from flare_core.answer.labels import load_labels
 from flare_core.answer.stored import has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.results import models_table, ranking_table, shown_blank
-from flare_core.view.verdict import labels_table
+from flare_core.view.results import models_table, ranking_table
+from flare_core.view.tables import settings_frame, shown_frame
+from flare_core.view.verdict import labels_given_words, labels_table
 
 st.title("Overview")
 run = current_run()
@@ -51,7 +54,8 @@ version = run_version(run)
 corpus = manifest["corpus"]
 st.markdown(
     f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · "
-    f"labels: {escape(corpus.get('label_column') or 'none')} · {len(manifest['models'])} models · run `{run.id}`"
+    f"labels: {escape(labels_given_words(corpus, load_labels(run).entries))} · {len(manifest['models'])} models · "
+    f"run `{run.id}`"
 )
 
 summary = load_frame(run.id, version, "summary.parquet")
@@ -61,24 +65,29 @@ else:
     st.subheader("The label-free ranking: how much each model tells about the others", help=explain("nats"))
     sort_by = next((c for c in ("flow_score", "gmm_score") if c in summary), "model")
     ranking = ranking_table(summary, verdict)
+    shown_ranking = shown_frame(ranking)  # a control without a score reads "—"
+    score_help = f"{explain(sort_by)} In nats per dimension."
     st.dataframe(
-        shown_blank(ranking),
+        shown_ranking,
         hide_index=True,
         column_config={
-            "score": st.column_config.NumberColumn(
-                "score", help=f"{explain(sort_by)} In nats per dimension.", format="%.3f"
-            ),
+            "score": st.column_config.NumberColumn("score", help=score_help, format="%.3f")
+            if pd.api.types.is_numeric_dtype(shown_ranking["score"])
+            else st.column_config.TextColumn("score", help=score_help),
             "likely between": st.column_config.TextColumn("likely between", help=explain("ci")),
             "notes": st.column_config.TextColumn("notes", width="large"),
         },
     )
     table = summary.sort_values(sort_by, ascending=sort_by == "model").reset_index(drop=True)
     with st.expander("All columns"):
+        shown = shown_frame(table)  # a column with a gap (a control's score): in words, "—" for the gap
         help_columns = {
             c: st.column_config.NumberColumn(c, help=explain(c), format="%.4g")
+            if c in shown.select_dtypes("number").columns
+            else st.column_config.TextColumn(c, help=explain(c))
             for c in table.select_dtypes("number").columns
         }
-        st.dataframe(table, hide_index=True, column_config=help_columns)
+        st.dataframe(shown, hide_index=True, column_config=help_columns)
     download_csv(table, f"{run.id}-ranking")
     if sort_by != "model":
         estimator = sort_by.split("_")[0]
@@ -93,9 +102,15 @@ else:
 show_quality_cost(run)
 
 st.subheader("Models")
-st.dataframe(models_table(manifest["models"]), hide_index=True)
+st.dataframe(shown_frame(models_table(manifest["models"])), hide_index=True)
 left, right = st.columns(2)
 with left.expander("Parameters and seeds"):
-    st.json({"params": manifest.get("params"), "seeds": manifest.get("seeds")})
+    st.dataframe(
+        settings_frame({"parameters": manifest.get("params"), "seeds": manifest.get("seeds")}),
+        hide_index=True,
+    )
 with right.expander("Versions and timings (seconds)"):
-    st.json({"versions": manifest.get("versions"), "timings": manifest.get("timings")})
+    st.dataframe(
+        settings_frame({"versions": manifest.get("versions"), "timings": manifest.get("timings")}),
+        hide_index=True,
+    )

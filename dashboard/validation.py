@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard.common import (
     download_csv,
+    escape,
     explain_missing,
     load_frame,
     open_analysis_page,
@@ -13,25 +15,31 @@ from dashboard.common import (
     show_verdict,
 )
 from dashboard.findings import show_page_verdict
+from flare_core.answer.labels import load_labels
 from flare_core.answer.shipped import shipped_results
 from flare_core.answer.stored import load_verdict
 from flare_core.benchmark.report import results_frame
 from flare_core.view import figures
 from flare_core.view.glossary import explain, label
-from flare_core.view.page_verdicts import validation_verdict
+from flare_core.view.page_verdicts import MIN_CHECK_LABELS, few_labels_check, validation_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
+from flare_core.view.tables import shown_frame
+from flare_core.view.verdict import labels_given_words
 
 run = open_analysis_page("Validation")
 version = run_version(run)
 correlations = load_frame(run.id, version, "correlations.parquet")
 studied = [e for e in ESTIMATOR_NAMES if run.has("validation", f"{e}_subsampling.parquet")]
-if studied or correlations is not None:
-    ranked_by = (load_verdict(run) or {}).get("estimator")
+verdict = load_verdict(run) or {}
+few_check = few_labels_check(verdict)
+if studied or correlations is not None or few_check:
+    ranked_by = verdict.get("estimator")
     main = ranked_by if ranked_by in studied else (studied or list(ESTIMATOR_NAMES))[0]
     subsampling = (
         load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None
     )
-    show_page_verdict(validation_verdict(subsampling, correlations, main))
+    show_page_verdict(validation_verdict(subsampling, correlations, main, verdict))
+st.caption(f"Labels: {escape(labels_given_words(run.manifest['corpus'], load_labels(run).entries))}.")
 show_verdict(run, checks_expanded=True, container_key=None)  # the page's own verdict box is above
 
 shipped = shipped_results()
@@ -48,7 +56,30 @@ if shipped:
         st.dataframe(results_frame(shipped), hide_index=True)
 
 st.subheader("Do the label-free scores agree with the labels?")
-if correlations is None:
+few = verdict.get("few_labels") or {}
+if correlations is None and few_check and int(few.get("n_labels") or 0) >= MIN_CHECK_LABELS:
+    st.markdown(escape(few_check))
+    scores = {r["model"]: r.get("score") for r in verdict.get("ranking") or []}
+    st.dataframe(
+        shown_frame(
+            pd.DataFrame(
+                [
+                    {
+                        "model": r["model"],
+                        "label-free score": scores.get(r["model"]),
+                        f"estimated accuracy from {few['n_labels']} labels": f"{100 * r['estimate']:.0f}%",
+                    }
+                    for r in sorted(
+                        few.get("estimates") or [], key=lambda r: -(scores.get(r["model"]) or -1e9)
+                    )
+                ]
+            )
+        ),
+        hide_index=True,
+    )
+elif correlations is None:
+    if few_check:
+        st.caption(escape(few_check))
     st.info(
         "Correlation tables need labels (or STS pairs) in the corpus and at least three models: the oracle "
         "scores the embeddings with the labels, then every label-free score is compared with it."
@@ -68,7 +99,7 @@ else:
     )
     st.plotly_chart(figures.correlation_heatmap(headline_correlations(correlations), statistic), key="corr")
     with st.expander("All correlations, every score variant (n_models = number of models)"):
-        st.dataframe(correlations, hide_index=True)
+        st.dataframe(shown_frame(correlations), hide_index=True)
     download_csv(correlations, f"{run.id}-correlations")
     summary = load_frame(run.id, version, "summary.parquet")
     if summary is not None:
@@ -129,7 +160,7 @@ if estimators:
     aggregation = load_frame(run.id, version, "validation", f"{estimator}_aggregation.parquet")
     if aggregation is not None:
         st.markdown("**Aggregation** (median is the default)")
-        st.dataframe(aggregation, hide_index=True)
+        st.dataframe(shown_frame(aggregation), hide_index=True)
 shuffle = load_frame(run.id, version, "validation", "shuffle.parquet")
 if shuffle is not None:
     st.plotly_chart(

@@ -292,18 +292,29 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from flare_core.view.results import labels_words, run_results
+    from flare_core.answer.labels import load_labels
+    from flare_core.view.results import run_results
+    from flare_core.view.verdict import labels_given_words
 
     run = _store(args).get(args.run_id)
     results = run_results(run)
     budget = budget_result(run, args)
-    if args.json:
-        _print_json(results if budget is None else results | {"budget": budget})
-        return 0
     manifest = results["manifest"]
     corpus = manifest["corpus"]
+    given = load_labels(run)
+    labels = {
+        "column": corpus.get("label_column") if corpus.get("has_labels") else None,
+        "given": len(given.rows),
+        "batches": given.batches,
+        "skipped": len(given.skipped_rows),
+        "per_category": given.counts(),
+        "words": labels_given_words(corpus, given.entries),
+    }
+    if args.json:
+        _print_json(results | {"labels": labels} | ({} if budget is None else {"budget": budget}))
+        return 0
     print(f"run {manifest['id']} ({manifest.get('name')}): {results['status_words']}")
-    print(f"corpus: {corpus['source_name']}, {corpus['n_texts']} texts, labels: {labels_words(corpus)}")
+    print(f"corpus: {corpus['source_name']}, {corpus['n_texts']} texts, labels: {labels['words']}")
     if manifest.get("error"):
         print(f"error: {manifest['error']}")
     for problem in results["problems"]:

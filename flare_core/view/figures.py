@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,7 @@ def category_style(index: int) -> tuple[str, str]:
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
+    """The common look; the margins grow to hold the tick labels and axis titles (never clipped)."""
     fig.update_layout(
         title=title,
         height=height,
@@ -52,7 +54,28 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
         template="plotly_white",
         colorway=list(PALETTE),
     )
+    fig.update_xaxes(automargin=True, title_standoff=8)
+    fig.update_yaxes(automargin=True, title_standoff=8)
     return fig
+
+
+#: At most this many ticks on an axis of whole numbers.
+MAX_WHOLE_TICKS = 8
+
+
+def whole_ticks(values: Any, *, at_values: bool = True) -> dict[str, Any]:
+    """Axis settings that put ticks on whole numbers only, for an axis that counts (models, labels,
+    texts) and reaches the largest of ``values``: with ``at_values``, a tick at each value when there are
+    few; else every ``dtick`` (1, 2, 5, 10, 20, …) from 0."""
+    finite = [float(v) for v in np.asarray(values, dtype=float).ravel() if np.isfinite(v)]
+    distinct = sorted(set(finite))
+    if at_values and distinct and len(distinct) <= MAX_WHOLE_TICKS and all(v.is_integer() for v in distinct):
+        return {"tickmode": "array", "tickvals": distinct, "ticktext": [f"{int(v):,}" for v in distinct]}
+    top = max([abs(v) for v in finite] + [1.0])
+    step = 1
+    while top / step > MAX_WHOLE_TICKS:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
+    return {"tickmode": "linear", "tick0": 0, "dtick": step, "tickformat": ",d"}
 
 
 def ranking_bar(scores: pd.DataFrame, title: str = "Ranking") -> go.Figure:
@@ -320,7 +343,8 @@ def study_curve(frame: pd.DataFrame, x: str, y: str, title: str, x_title: str, y
             line={"color": PALETTE[0]},
         )
     )
-    fig.update_xaxes(title=x_title)
+    whole = np.all(np.mod(grouped[x].to_numpy(dtype=float), 1.0) == 0)  # counts: models in the pool
+    fig.update_xaxes(title=x_title, **(whole_ticks(grouped[x]) if whole else {}))
     fig.update_yaxes(title=y_title)
     return _layout(fig, title, height=340)
 
@@ -360,7 +384,7 @@ def label_counts_bar(labels: pd.Series, title: str = "Texts per label") -> go.Fi
         )
     )
     fig.update_xaxes(title="label")
-    fig.update_yaxes(title="number of texts")
+    fig.update_yaxes(title="number of texts", **whole_ticks(counts.to_numpy(), at_values=False))
     return _layout(fig, title, height=360)
 
 
@@ -418,7 +442,7 @@ def chance_history(
             )
         )  # fmt: skip
     fig.update_yaxes(title="chance of being the best", range=[0, 1], tickformat=".0%")
-    fig.update_xaxes(title="labels so far")
+    fig.update_xaxes(title="labels so far", **whole_ticks(history["n_labels"]))
     return _layout(fig, title, height=360)
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.store import atomic
 from flare_core.store.texts import TextMatcher
+from flare_core.view.tables import BLANK, settings_frame, value_words
 
 MAX_TABLE_ROWS = 200
 
@@ -47,9 +47,9 @@ def is_missing(value: Any) -> bool:
 
 
 def _cell(value: Any) -> tuple[str, bool]:
-    """Escaped cell text and whether it is a number."""
-    if is_missing(value):
-        return "", False
+    """Escaped cell text and whether it is a number ("—" for a missing value, a list or mapping in words)."""
+    if is_missing(value) or value is pd.NA or value is pd.NaT:
+        return BLANK, False
     if isinstance(value, bool | np.bool_):
         return ("yes" if value else "no"), False
     if isinstance(value, int | np.integer):
@@ -57,7 +57,7 @@ def _cell(value: Any) -> tuple[str, bool]:
     if isinstance(value, float | np.floating):
         return f"{float(value):.4g}", True
     if isinstance(value, dict | list | tuple | np.ndarray):
-        return escape(atomic.to_json(value, indent=None)), False
+        return escape(value_words(value)), False
     return escape(value), False
 
 
@@ -79,11 +79,10 @@ def table(frame: pd.DataFrame, max_rows: int = MAX_TABLE_ROWS) -> str:
 
 
 def kv_table(mapping: Mapping[str, Any]) -> str:
+    """A (nested) mapping as a table of settings and their values in words (never JSON)."""
     if not mapping:
         return '<p class="missing">(none recorded)</p>'
-    frame = pd.DataFrame({"name": list(mapping.keys()), "value": list(mapping.values())})
-    frame["value"] = frame["value"].astype(object)
-    return table(frame, max_rows=10_000)
+    return table(settings_frame(mapping), max_rows=10_000)
 
 
 def missing(what: str) -> str:

@@ -372,10 +372,76 @@ def _labels_check(correlations: pd.DataFrame | None, estimator: str) -> str:
     )
 
 
+#: A person's few labels judge the label-free ranking once there are this many.
+MIN_CHECK_LABELS = 16
+
+
+def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
+    """Whether a person's few labels confirm the label-free ranking (the map): the Spearman correlation of
+    the map's scores with the models' accuracies estimated from the labels, and whether the map's leader
+    is the labels' choice. None before :data:`MIN_CHECK_LABELS` labels (or without a map)."""
+    few = (verdict or {}).get("few_labels") or {}
+    n = int(few.get("n_labels") or 0)
+    ranking = (verdict or {}).get("ranking") or []
+    if n == 0 or not ranking:
+        return None
+    if n < MIN_CHECK_LABELS or not few.get("estimates"):
+        return (
+            f"Your {_count(n, 'label')} {'is' if n == 1 else 'are'} too few to check the order: it is checked "
+            f"from {MIN_CHECK_LABELS} labels of at least two categories on."
+        )
+    scores = {r["model"]: r.get("score") for r in ranking}
+    pairs = [
+        (float(scores[r["model"]]), float(r["estimate"]))
+        for r in few["estimates"]
+        if r["model"] in scores
+        and scores[r["model"]] is not None
+        and r.get("estimate") is not None
+        and math.isfinite(float(scores[r["model"]]))
+    ]
+    source = f"from your {n} labels"
+    if len(pairs) < 3:
+        return (
+            f"Your {n} labels cannot check the order: fewer than 3 models have both a score and an estimate."
+        )
+    x, y = np.array(pairs).T
+    rho = float(pd.Series(x).corr(pd.Series(y), method="spearman"))
+    if math.isnan(rho):
+        return f"The order could not be checked {source}: every model has the same score or estimate."
+    word = "agrees" if rho >= 0.5 else "barely agrees" if rho > 0 else "disagrees"
+    few_models = (
+        f"; with only {len(pairs)} models a correlation takes few values, so read it as a rough check"
+        if len(pairs) < MIN_CORRELATION_MODELS
+        else ""
+    )
+    sentence = (
+        f"Checked {source}: the label-free order {word} with the accuracy the labels estimate for each model, "
+        f"rank correlation {_number(rho)} over {_count(len(pairs), 'model')} (1 = same order{few_models})."
+    )
+    leader = (verdict or {}).get("leading") or max(pairs and scores, key=lambda m: scores[m] or -np.inf)
+    best = ((few.get("advice") or {}).get("best")) or max(few["estimates"], key=lambda r: r["p_best"])[
+        "model"
+    ]
+    if leader and best:
+        sentence += (
+            f" The map's leader, {leader}, is also the one your labels favour."
+            if leader == best
+            else f" The map's leader, {leader}, is not the one your labels favour: {best}."
+        )
+    return sentence
+
+
 def validation_verdict(
-    subsampling: pd.DataFrame | None, correlations: pd.DataFrame | None, estimator: str = "flow"
+    subsampling: pd.DataFrame | None,
+    correlations: pd.DataFrame | None,
+    estimator: str = "flow",
+    verdict: Mapping[str, Any] | None = None,
 ) -> PageVerdict:
     """The Validation page's verdict: how stable the ranking of ``estimator`` is when the held-out texts
     are subsampled (``alpha``, ``rank_agreement``; read at a fifth of the texts), and whether the labels
-    confirm it (``correlations``, refused below :data:`MIN_CORRELATION_MODELS` models)."""
-    return PageVerdict(_stability(subsampling), _labels_check(correlations, estimator))
+    confirm it (``correlations``, refused below :data:`MIN_CORRELATION_MODELS` models; without them, a
+    person's few labels in the run's ``verdict``, once there are :data:`MIN_CHECK_LABELS`)."""
+    check = _labels_check(correlations, estimator)
+    if correlations is None or correlations.empty:
+        check = few_labels_check(verdict) or check
+    return PageVerdict(_stability(subsampling), check)

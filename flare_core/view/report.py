@@ -41,7 +41,13 @@ from flare_core.view.html import (
     table,
 )
 from flare_core.view.page_verdicts import floor_sentence
-from flare_core.view.verdict import chances_in_words, labels_table, trust_sentence, verdict_view
+from flare_core.view.verdict import (
+    chances_in_words,
+    labels_given_words,
+    labels_table,
+    trust_sentence,
+    verdict_view,
+)
 
 MOST_COLLAPSED = 10
 TABLE_TEXT_CHARS = 300
@@ -52,13 +58,14 @@ def _header(run: Run, results: dict[str, Any], texts: CorpusTexts) -> str:
     status = str(results.get("status", manifest.get("status", "")))
     corpus = manifest.get("corpus") or {}
     name = manifest.get("name") or run.id
+    given = (results.get("labels_given") or {}).get("entries") or []
     facts = {
         "run id": run.id,
         "created": manifest.get("created", ""),
         "finished": manifest.get("finished", ""),
         "corpus": corpus.get("source_name", ""),
         "texts": corpus.get("n_texts"),
-        "labels": run_results.labels_words(corpus),
+        "labels": labels_given_words(corpus, given),
         "models": ", ".join(str(m.get("id")) for m in manifest.get("models", [])),
     }
     if manifest.get("imported"):
@@ -356,9 +363,7 @@ def _parameters(results: dict[str, Any], texts: CorpusTexts) -> str:
     if validation:
         parts.append("<h3>Validation</h3>")
         body = texts.scrub(validation)
-        parts.append(
-            kv_table(body) if isinstance(body, dict) else f"<pre>{escape(atomic.to_json(body))}</pre>"
-        )
+        parts.append(kv_table(body if isinstance(body, dict) else {"validation": body}))
     return "\n".join(parts)
 
 

@@ -8,12 +8,15 @@ one of schema 2 as the label-free ranking alone, and one of an older run (schema
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from flare_core.answer.stored import has_grounds, has_trust
+from flare_core.view.results import labels_words
 
 #: The tone of each trust level: the name of a Streamlit alert (``st.success``…) and a report CSS class.
 TONES = {"high": "success", "moderate": "warning", "low": "error"}
@@ -122,6 +125,16 @@ def chance_words(value: float) -> str:
     return f"{float(value):.0%}"
 
 
+def chance_percents(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its :data:`CHANCE_COLUMNS` as whole percents (95 for 0.9545), for a bar on a page
+    whose number reads as in the report ("95%")."""
+    out = table.copy()
+    for column in CHANCE_COLUMNS:
+        if column in out.columns:
+            out[column] = [round(100 * float(v)) for v in out[column]]
+    return out
+
+
 def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its :data:`CHANCE_COLUMNS` written by :func:`chance_words` (for a static table)."""
     out = table.copy()
@@ -174,3 +187,40 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             ]
         )
     return pd.DataFrame()
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def labels_given_words(corpus: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> str:
+    """What a run is judged by, for its run line: the labels a person gave it (``entries`` of
+    :class:`flare_core.answer.labels.LabelSet`: "32 given, in 2 batches") when there are any, else what
+    its corpus holds (:func:`flare_core.view.results.labels_words`: its label column, search judgements,
+    pairs, or "none")."""
+    rows = {int(e["row"]) for e in entries}
+    if not rows or (corpus.get("has_labels") and corpus.get("label_column")):
+        return labels_words(dict(corpus))
+    batches = max(int(e.get("batch", 0)) for e in entries)
+    given = f"{len(rows):,} given"
+    return f"{given}, in {_plural(batches, 'batch', 'batches')}" if batches else given
+
+
+def without_asking(text: str) -> str:
+    """``text`` with each request to label N more texts said as a fact about the run, for a reader who
+    cannot label it (the answer's summary opens with the stopping advice, which asks)."""
+    asks = r"[;,]?\s*\blabel (\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(asks, r"; \1 more labels would settle it", text, flags=re.I)
+    return text[2:] if text.startswith("; ") else text
+
+
+def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
+    """The answer's next step for this reader: as stored for whoever may label the run; for a viewer,
+    what labels would change, never a request to give them."""
+    step = str(verdict.get("next_step") or "")
+    if can_label or verdict.get("settled") or verdict.get("basis") not in ("few labels", "label-free"):
+        return step
+    more = ((verdict.get("few_labels") or {}).get("advice") or {}).get("more_labels")
+    if verdict.get("basis") == "few labels" and more:
+        return f"{int(more)} more labels would settle it; the run's owner can add them."
+    return "A few labels would settle it; the run's owner can add them."

@@ -71,8 +71,45 @@ def test_disagreement_asks_where_the_models_probes_differ():
     n = 200
     y = np.arange(n) % 2
     side = np.where(np.arange(n) < 100, 1.0, -1.0)  # the second half: model b sees the classes swapped
-    a = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 2)) * 0.1]) + 0.05
-    b = np.column_stack([(2.0 * y - 1) * side, rng.normal(size=(n, 2)) * 0.1]) + 0.05
+    # noise on 8 axes: texts of one class differ (with 2 axes of 0.1 they were near-duplicates, cosine > 0.97)
+    a = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 8)) * 0.3]) + 0.05
+    b = np.column_stack([(2.0 * y - 1) * side, rng.normal(size=(n, 8)) * 0.3]) + 0.05
     labelled = np.array([0, 1, 2, 3])  # from the first half, where both models agree
     rows = next_rows({"a": a, "b": b}, labelled, y[labelled], 10, strategy="disagree")
     assert (rows >= 100).all()
+
+
+@pytest.mark.parametrize("strategy", ["random", "diverse", "disagree", "contest"])
+def test_a_batch_never_holds_near_duplicates_nor_texts_already_labelled(strategy):
+    pool, y = _pool(n=120)
+    rng = np.random.default_rng(5)
+    pool["b"][30:36] = pool["b"][25] + 0.01 * rng.normal(size=(6, 6))  # near-duplicates for model b only
+    texts = [f"text {i} of its own" for i in range(120)]
+    texts[40:45] = ["Where can I download my receipts?", "where can i download my receipts", "WHERE can I "
+                    "download  my receipts!", "Where, can I download my receipts...", "where can I download my receipts"]  # fmt: skip
+    texts[5], texts[60], texts[61] = (
+        "My bill went up by €8.50.",
+        "my bill went up by €8.50!!",
+        " My bill went up by €8.50",
+    )
+    labelled = np.arange(0, 20)  # row 5 among them: rows 60 and 61 repeat a labelled text
+    rows = next_rows(pool, labelled, y[labelled], 80, strategy=strategy, seed=2, texts=texts)
+    assert not set(rows) & set(range(20))
+    keys = [
+        " ".join("".join(c for c in texts[r].lower() if c.isalnum() or c.isspace()).split()) for r in rows
+    ]
+    assert len(set(keys)) == len(keys) and not {60, 61} & set(rows)
+    for x in pool.values():
+        centred = x - x.mean(axis=0)
+        unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+        cos = unit[rows] @ unit[np.concatenate([labelled, rows])].T
+        cos[np.arange(rows.size), labelled.size + np.arange(rows.size)] = 0.0  # a row with itself
+        assert cos.max() < 0.97
+    assert len(set(rows) & set(range(40, 45))) == 1 and len(set(rows) & {25, *range(30, 36)}) == 1
+    assert rows.size == 80  # the rest of the corpus is distinct: the batch is full
+
+
+def test_texts_must_be_one_per_row():
+    pool, y = _pool()
+    with pytest.raises(ValueError, match="texts has 3 entries"):
+        next_rows(pool, np.array([0]), ["a"], 4, texts=["a", "b", "c"])

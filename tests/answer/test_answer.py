@@ -65,8 +65,12 @@ def test_the_next_texts_skip_what_was_labelled_or_skipped_and_repeat_for_the_sam
     first = next_texts(run, store.load_labels(run), 8)
     assert first.equals(next_texts(run, store.load_labels(run), 8))  # the same rows for the same labels
     store.add_labels(run, {int(first["row"][0]): truth[int(first["row"][0])]}, skipped=[int(first["row"][1])])
-    after = next_texts(run, store.load_labels(run), 58)
-    assert len(after) == 58 and not {int(first["row"][0]), int(first["row"][1])} & set(after["row"])
+    after = next_texts(run, store.load_labels(run), 58)  # the rest, less its near-duplicates (in "clear")
+    assert (
+        40 <= len(after) <= 58
+        and after["row"].is_unique
+        and not {int(first["row"][0]), int(first["row"][1])} & set(after["row"])
+    )
     texts = run.corpus_frame()["text"]
     assert all(texts[r] == t for r, t in zip(after["row"], after["text"], strict=True))
 

@@ -1,0 +1,120 @@
+"""The pages of a run without labels of its own after a person gave it 32 labels in two batches, through
+Streamlit's AppTest: the labels are counted everywhere, the stopping advice shows its reason, Validation
+judges the map against them, and nothing on screen reads 'None', 'nan', 'null' or JSON."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flare_core.answer import labels as label_store
+from flare_core.answer.stored import load_verdict
+from flare_core.answer.write import write_verdict
+from flare_core.store import shares
+from flare_core.store.runs import RunStore
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+pytestmark = pytest.mark.slow
+#: What must never be read on a page: a missing value or JSON as the code wrote it.
+RAW = re.compile(r"\bNone\b|\bnan\b|\bNaN\b|\bnull\b|NULL|\{\"|\[\{")
+
+
+@pytest.fixture(scope="module")
+def few_labelled(tmp_path_factory, unlabelled_run, small_corpus_path):
+    """A copy of the label-free fixture run, with 32 of its texts labelled (the truth) in 2 batches."""
+    store = RunStore(tmp_path_factory.mktemp("few-labels") / "runs")
+    shutil.copytree(unlabelled_run.path, store.root / unlabelled_run.id)
+    run = store.get(unlabelled_run.id)
+    truth = pd.read_csv(small_corpus_path)["label"].astype(str).tolist()
+    label_store.set_categories(run, sorted(set(truth)))
+    for batch in (range(0, 48, 3), range(1, 48, 3)):  # 16 rows each, every topic in each
+        label_store.add_labels(run, {r: truth[r] for r in batch})
+    write_verdict(run)
+    return store, run
+
+
+@pytest.fixture
+def open_page(few_labelled, monkeypatch):
+    store, run = few_labelled
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(store.root))
+    for name in ("FLARE_OWNER_TOKEN", "FLARE_VIEWER_ONLY", "FLARE_OWNER_EMAILS"):
+        monkeypatch.delenv(name, raising=False)
+
+    def _open(page: str, params: dict[str, str] | None = None) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=120)
+        for key, value in (params or {"run": run.id}).items():
+            at.query_params[key] = value
+        at.run()
+        if page != "dashboard/overview.py":
+            at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return _open
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.info]
+    parts += [m.value for m in at.success] + [m.value for m in at.error] + [m.value for m in at.warning]
+    return "\n".join(str(p) for p in parts)
+
+
+def _answer(at: AppTest) -> str:
+    """The answer's box: its headline and summary, as a person reads them."""
+    alerts = [*at.info, *at.success, *at.warning]
+    return "\n".join(str(a.value) for a in alerts if str(a.value).startswith("**")).replace("&#x27;", "'")
+
+
+def _cells(at: AppTest) -> list[str]:
+    """Every heading and cell of the page's tables (not the batch to label, whose empty choices are blank)."""
+    frames = [f.value for f in at.dataframe if "text" not in f.value.columns]
+    return [str(v) for frame in frames for v in [*frame.columns, *frame.to_numpy().ravel()]]
+
+
+def test_the_overview_counts_the_labels_and_shows_why_the_advice_says_what_it_says(open_page, few_labelled):
+    _, run = few_labelled
+    verdict = load_verdict(run)
+    assert verdict["basis"] == "few labels" and verdict["few_labels"]["n_labels"] == 32
+    at = open_page("dashboard/overview.py")
+    text = _texts(at)
+    assert "labels: 32 given, in 2 batches" in text and "labels: none" not in text
+    reason = verdict["few_labels"]["advice"]["text"]
+    assert reason in _answer(at), reason  # under the headline
+    chances = next(f.value for f in at.dataframe if "chance it is the best" in f.value.columns)
+    expected = [round(100 * r["p_best"]) for r in verdict["few_labels"]["estimates"]]
+    assert chances["chance it is the best"].tolist() == expected  # whole percents: "95%", as in the report
+    assert not [c for c in _cells(at) if RAW.search(c)]  # controls, layers, parameters: no None, no JSON
+    assert not at.json  # the parameters are a table, not JSON
+    assert [link.label for link in at.get("page_link")] == ["Check with a few labels"]  # the offer stays here
+    assert any("device" in c for c in _cells(at))
+
+
+def test_the_labels_page_shows_the_reason_and_never_links_to_itself(open_page, few_labelled):
+    _, run = few_labelled
+    at = open_page("dashboard/labels.py")
+    assert not [link for link in at.get("page_link") if link.label == "Check with a few labels"]
+    assert load_verdict(run)["few_labels"]["advice"]["text"] in _answer(at)
+    assert not [c for c in _cells(at) if RAW.search(c)]
+
+
+def test_validation_judges_the_map_against_the_few_labels(open_page):
+    at = open_page("dashboard/validation.py")
+    text = _texts(at)
+    assert "Without labels, the order could not be checked" not in text
+    assert "Checked from your 32 labels: the label-free order" in text and "rank correlation" in text
+    assert "Labels: 32 given, in 2 batches." in text
+
+
+def test_a_viewer_is_never_asked_to_label(open_page, few_labelled):
+    store, run = few_labelled
+    link, _ = shares.create_link(store, run.id, texts=True)
+    at = open_page("dashboard/overview.py", {"share": link})
+    text = _texts(at)
+    assert "labels would settle it" in _answer(at)  # the advice, said as a fact
+    assert not re.search(r"\blabel \d+ more texts\b", text, flags=re.I), text
+    assert "more labels would settle it; the run's owner can add them" in text.replace("&#x27;", "'")
