@@ -99,8 +99,10 @@ def next_texts(run: Run, labels: LabelSet, n: int = BATCH_SIZE) -> pd.DataFrame:
     if not embeddings:
         raise ValueError("this run has no embedded candidate to choose texts for")
     seed = int(run.manifest.get("params", {}).get("seed", 0))
-    rows = next_rows(embeddings, labels.rows, labels.labels, n, seed=seed, exclude=labels.skipped_rows)
     texts = run.corpus_frame()["text"].to_numpy()
+    rows = next_rows(
+        embeddings, labels.rows, labels.labels, n, seed=seed, exclude=labels.skipped_rows, texts=texts
+    )
     return pd.DataFrame({"row": rows.astype(np.int64), "text": texts[rows]})
 
 

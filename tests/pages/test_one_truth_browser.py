@@ -127,7 +127,7 @@ def test_one_screen_one_truth(labelled_twice):
             estimates.loc[model, "estimate"], abs=0.0006
         )
     assert verdict["headline"] in report and cost["sentence"] in report
-    assert re.search(r"\b32 labels\b", report)
+    assert re.search(r"\b32 labels\b", report) and "32 given, in 2 batches" in report  # the run line
 
     proc, url = start_app(run.path.parent)
     try:
@@ -137,6 +137,7 @@ def test_one_screen_one_truth(labelled_twice):
             overview = page.locator(".st-key-page-verdict")
             overview.wait_for(timeout=90_000)
             page.get_by_text(verdict["headline"][:60]).first.wait_for(timeout=60_000)
+            page.get_by_text("labels: 32 given, in 2 batches").first.wait_for(timeout=60_000)  # the run line
             shown = overview.inner_text()
             assert verdict["headline"] in shown and cost["sentence"] in shown
             assert few["advice"]["text"] in shown  # the stopping advice shows its reason
