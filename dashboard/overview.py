@@ -14,6 +14,7 @@ from dashboard.common import (
     show_verdict,
     status_banner,
 )
+from dashboard.session import access_fragment
 from dashboard.tradeoff import show_quality_cost
 from flare_core.answer.stored import has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
@@ -30,7 +31,7 @@ status = effective_status(run)
 live = status in ("queued", "running")
 
 
-@st.fragment(run_every=3.0 if live else None)
+@access_fragment(run_every=3.0 if live else None)
 def answer() -> None:
     """The status and the verdict; while the run works, redrawn every 3 s (a provisional verdict first)."""
     now = effective_status(run)

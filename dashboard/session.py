@@ -9,10 +9,15 @@ change what the session presents, never what a credential gives. Every page read
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from flare_core.edge import OWNER_SESSIONS
 from flare_core.store.access import Access, is_local_address, owner_token_matches, resolve_access
 from flare_core.store.runs import RunStore
 
@@ -58,7 +63,7 @@ def session_access() -> Access:
     )
     if access.role == "none" and _logged_in_owner(mode):
         access = Access.owner()
-    st.session_state[_ACCESS] = access
+    _hold(access)
     if share or owner:
         st.session_state[_CREDENTIAL] = (OWNER_PARAM, owner) if owner else (SHARE_PARAM, share)  # as resolved
     credential = st.session_state.get(_CREDENTIAL)
@@ -70,6 +75,38 @@ def session_access() -> Access:
     elif credential and st.query_params.get(credential[0]) != credential[1]:
         st.query_params[credential[0]] = credential[1]
     return access
+
+
+def _hold(access: Access) -> None:
+    """Keep ``access`` as this session's, and tell the server's edge whether the session is the owner's
+    (only the owner's session may upload on a server others can reach)."""
+    st.session_state[_ACCESS] = access
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        if access.role == "owner":
+            OWNER_SESSIONS.add(ctx.session_id)
+        else:
+            OWNER_SESSIONS.discard(ctx.session_id)
+
+
+def access_fragment(run_every: float | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``st.fragment(run_every=...)`` whose every run first checks the session's access again: a share
+    link revoked or expired since the page was drawn makes the whole app run again, which shows the plain
+    refusal, instead of the fragment's content. Every fragment of the dashboard is made with this."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            held = current_access()
+            now = resolve_access(root_store(), mode=owner_mode(), held=held)
+            if now != held:
+                _hold(now)
+                st.rerun(scope="app")
+            return func(*args, **kwargs)
+
+        return st.fragment(checked, run_every=run_every)
+
+    return decorate
 
 
 def credential_query() -> str:

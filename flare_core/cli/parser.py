@@ -314,6 +314,13 @@ def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
         help="address to listen on (default 127.0.0.1: this machine only); any other, e.g. 0.0.0.0, lets "
         "others reach it and asks the owner for a token (FLARE_OWNER_TOKEN, or one printed at start-up)",
     )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="another name the dashboard answers to (repeatable; also FLARE_ALLOWED_HOSTS=a,b), e.g. the "
+        "name of a proxy in front of it; requests to any name not its own are refused",
+    )
     p.add_argument("--headless", action="store_true", help="do not open a browser")
     p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
     p.add_argument(
