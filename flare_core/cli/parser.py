@@ -289,7 +289,11 @@ def _add_sharing(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--list", action="store_true", help="list the run's links (never their tokens)")
     p.add_argument(
-        "--revoke", default=None, metavar="TOKEN_PREFIX", help="revoke the link named so by --list"
+        "--revoke",
+        default=None,
+        metavar="NAME",
+        help="revoke a link: its name from --list (the token's first 6 characters), a longer beginning "
+        "of its token, the whole token, or the whole link",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_share)
