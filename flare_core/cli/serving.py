@@ -108,7 +108,7 @@ def cmd_app(args: argparse.Namespace) -> int:
         dev=args.dev,
         host=args.host,
         max_upload_mb=upload_mb,
-        allowed_hosts=None if args.host.strip().strip("[]") in EVERY_INTERFACE else names,
+        allowed_hosts=["*"] if args.host.strip().strip("[]") in EVERY_INTERFACE else names,
     )
     return subprocess.call(cmd, env=env)
 
@@ -169,9 +169,9 @@ def app_command(
     XSRF protection and CORS on, uploads limited to what the New run page reads, static file serving
     off (nothing of the run store is ever served as a file), and, on an address others can reach,
     error details kept in the server's log instead of the browser. ``allowed_hosts`` (the names of
-    :func:`flare_core.edge.server_names`; None on every interface, where any IP address is accepted too)
-    go to Streamlit's own Host check of its WebSocket (``server.allowedHosts``); ``app_server.py``
-    checks every request against them.
+    :func:`flare_core.edge.server_names`) go to Streamlit's own Host check of its WebSocket
+    (``server.allowedHosts``); ``app_server.py`` checks every request against them. On every interface
+    (``["*"]``) the check is ``app_server.py``'s alone, as it accepts any IP address there too.
     """
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
     cmd += ["--server.address", host, "--server.maxUploadSize", str(int(max_upload_mb))]
