@@ -64,7 +64,7 @@ def check_name(name: str) -> str:
         pass
     if not _NAME.fullmatch(text) or len(text) > 253:
         raise ValueError(
-            f"{name!r} is not a host name: give a name such as flare.example.org or *.example.org, or an "
+            f"{str(name).strip()!r} is not a host name: give a name such as flare.example.org or *.example.org, or an "
             "IP address, without scheme, port or path"
         )
     return text
