@@ -1,6 +1,7 @@
 """This browser session's access (owner, a share link's viewer, or nobody) and the run store it reads.
 
-The access is decided on every full rerun from the link the session presents (``?share=TOKEN``,
+The access is decided on every full rerun (and checked again at the start of every fragment run,
+:func:`access_fragment`) from the link the session presents (``?share=TOKEN``,
 ``?owner=TOKEN``) and what it held before (:func:`flare_core.store.access.resolve_access`), and kept in
 the session's state, which lives on the server: a widget, a query parameter or a replayed message can
 change what the session presents, never what a credential gives. Every page reads runs through

@@ -3,7 +3,10 @@
 ``flare app`` listens on 127.0.0.1 unless ``--host`` says otherwise. On any other address the server is
 reachable by others: it then needs the owner token (``FLARE_OWNER_TOKEN``, or one made and printed at
 start-up) for everything but share links. Streamlit gets the settings of an exposed server from the
-command line as well as from ``.streamlit/config.toml`` (see :func:`app_command`).
+command line as well as from ``.streamlit/config.toml`` (see :func:`app_command`). Whatever the address,
+it serves ``app_server.py``: every request must name the server by one of its names (those of the address,
+and those of ``--allow-host`` and ``FLARE_ALLOWED_HOSTS``) and come from its own origin
+(:mod:`flare_core.edge`).
 """
 
 from __future__ import annotations
