@@ -92,8 +92,9 @@ def _hold(access: Access) -> None:
 
 def access_fragment(run_every: float | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``st.fragment(run_every=...)`` whose every run first checks the session's access again: a share
-    link revoked or expired since the page was drawn makes the whole app run again, which shows the plain
-    refusal, instead of the fragment's content. Every fragment of the dashboard is made with this."""
+    link revoked or expired since the page was drawn gets the plain refusal in the fragment's place
+    instead of its content, and the refusal page at its next full run. Every fragment of the dashboard is
+    made with this."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
@@ -101,8 +102,9 @@ def access_fragment(run_every: float | None = None) -> Callable[[Callable[..., A
             held = current_access()
             now = resolve_access(root_store(), mode=owner_mode(), held=held)
             if now != held:
-                _hold(now)
-                st.rerun(scope="app")
+                _hold(now)  # the next full run shows the refusal page
+                refusal_message(now)
+                st.stop()
             return func(*args, **kwargs)
 
         return st.fragment(checked, run_every=run_every)
@@ -150,15 +152,20 @@ def _logged_in_owner(mode: str) -> bool:
     return bool(user.get("is_logged_in")) and str(user.get("email", "")).lower() in owner_emails()
 
 
-def refusal_page(access: Access) -> None:
-    """The whole page of a session that may see nothing: why in one plain sentence, and the owner's way in."""
-    st.title("FLARE Studio")
+def refusal_message(access: Access) -> None:
+    """Why a session may see nothing, in one plain sentence."""
     if access.refused:
         st.error(
             "This link is not valid. Ask the person who shared it for a new one.", icon=":material/block:"
         )
     else:
         st.info("This dashboard opens with a share link from its owner.", icon=":material/lock:")
+
+
+def refusal_page(access: Access) -> None:
+    """The whole page of a session that may see nothing: why in one plain sentence, and the owner's way in."""
+    st.title("FLARE Studio")
+    refusal_message(access)
     mode = owner_mode()
     if mode != "token":
         return

@@ -572,18 +572,23 @@ def _fragment_after_revocation(trial: Trial, second: Session) -> None:
     message.rerun_script.is_auto_rerun = True
     second.server.send(message.SerializeToString())
 
-    def resent() -> int:  # parts of the fragment the server sent again
-        again = _forward(second.received[mark:])
-        return sum(1 for m in again if m.WhichOneof("type") == "delta" and m.delta.fragment_id == fragment)
+    def answer() -> tuple[bool, int]:
+        """Whether the server's answer holds the plain refusal, and how many elements of the fragment's
+        own content (the verdict) it drew again."""
+        again = [m for m in _forward(second.received[mark:]) if m.WhichOneof("type") == "delta"]
+        drawn = [m for m in again if m.delta.fragment_id == fragment and m.delta.HasField("new_element")]
+        refused = any(REFUSED.encode() in m.SerializeToString() for m in again)
+        return refused, sum(1 for m in drawn if REFUSED.encode() not in m.SerializeToString())
 
     deadline = time.monotonic() + 30
-    while REFUSED not in second.text() and not resent() and time.monotonic() < deadline:
+    while answer() == (False, 0) and time.monotonic() < deadline:
         second.page.wait_for_timeout(50)
+    refused, drawn = answer()
     trial.table.add(
         "a fragment rerun (the verdict's) by a session opened before its link was revoked", "refused",
-        f"{'plain refusal' if REFUSED in second.text() else 'NO REFUSAL'}; {resent()} parts of the fragment sent "
-        "again",
-        REFUSED in second.text() and resent() == 0 and "Run A shared" not in second.text(),
+        f"the server answers {'with the plain refusal' if refused else 'WITHOUT A REFUSAL'}; {drawn} elements "
+        "of the verdict drawn again",
+        refused and drawn == 0,
     )  # fmt: skip
 
 
