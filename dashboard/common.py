@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.session import current_access, store
+from dashboard.session import access_fragment, current_access, store
 from flare_core.answer.stored import load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.run.outcomes import problem_sentences
@@ -230,7 +230,7 @@ def _finished_stages(manifest: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(n for n, e in (manifest.get("stages") or {}).items() if e.get("finished")))
 
 
-@st.fragment(run_every=3.0)
+@access_fragment(run_every=3.0)
 def _follow(run_id: str, seen: tuple[str, ...]) -> None:
     """While a run works: redraw the whole page when one of its stages lands or the run ends."""
     run = store().get(run_id)

@@ -15,6 +15,7 @@ from dashboard.common import (
     show_verdict,
     status_banner,
 )
+from dashboard.session import access_fragment
 from dashboard.tradeoff import show_quality_cost
 from flare_core.answer.labels import load_labels
 from flare_core.answer.stored import has_grounds, load_verdict
@@ -33,7 +34,7 @@ status = effective_status(run)
 live = status in ("queued", "running")
 
 
-@st.fragment(run_every=3.0 if live else None)
+@access_fragment(run_every=3.0 if live else None)
 def answer() -> None:
     """The status and the verdict; while the run works, redrawn every 3 s (a provisional verdict first)."""
     now = effective_status(run)

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.common import STATUS_ICONS, escape, store
-from dashboard.session import credential_query, current_access
+from dashboard.session import access_fragment, credential_query, current_access
 from dashboard.sharing import build_and_offer, bundle_bytes, report_bytes, share_links_panel
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
@@ -49,7 +49,7 @@ def stages_in_order(manifest: dict) -> list[tuple[str, dict]]:
     ]
 
 
-@st.fragment(run_every=2.0)
+@access_fragment(run_every=2.0)
 def live_runs() -> None:
     if access.allows("start"):
         jobs.dispatch(store())  # start runs waiting in the queue when a slot is free

@@ -1,6 +1,7 @@
 """This browser session's access (owner, a share link's viewer, or nobody) and the run store it reads.
 
-The access is decided on every full rerun from the link the session presents (``?share=TOKEN``,
+The access is decided on every full rerun (and checked again at the start of every fragment run,
+:func:`access_fragment`) from the link the session presents (``?share=TOKEN``,
 ``?owner=TOKEN``) and what it held before (:func:`flare_core.store.access.resolve_access`), and kept in
 the session's state, which lives on the server: a widget, a query parameter or a replayed message can
 change what the session presents, never what a credential gives. Every page reads runs through
@@ -9,10 +10,15 @@ change what the session presents, never what a credential gives. Every page read
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from flare_core.edge import OWNER_SESSIONS
 from flare_core.store.access import Access, is_local_address, owner_token_matches, resolve_access
 from flare_core.store.runs import RunStore
 
@@ -58,7 +64,7 @@ def session_access() -> Access:
     )
     if access.role == "none" and _logged_in_owner(mode):
         access = Access.owner()
-    st.session_state[_ACCESS] = access
+    _hold(access)
     if share or owner:
         st.session_state[_CREDENTIAL] = (OWNER_PARAM, owner) if owner else (SHARE_PARAM, share)  # as resolved
     credential = st.session_state.get(_CREDENTIAL)
@@ -70,6 +76,40 @@ def session_access() -> Access:
     elif credential and st.query_params.get(credential[0]) != credential[1]:
         st.query_params[credential[0]] = credential[1]
     return access
+
+
+def _hold(access: Access) -> None:
+    """Keep ``access`` as this session's, and tell the server's edge whether the session is the owner's
+    (only the owner's session may upload on a server others can reach)."""
+    st.session_state[_ACCESS] = access
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        if access.role == "owner":
+            OWNER_SESSIONS.add(ctx.session_id)
+        else:
+            OWNER_SESSIONS.discard(ctx.session_id)
+
+
+def access_fragment(run_every: float | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``st.fragment(run_every=...)`` whose every run first checks the session's access again: a share
+    link revoked or expired since the page was drawn gets the plain refusal in the fragment's place
+    instead of its content, and the refusal page at its next full run. Every fragment of the dashboard is
+    made with this."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            held = current_access()
+            now = resolve_access(root_store(), mode=owner_mode(), held=held)
+            if now != held:
+                _hold(now)  # the next full run shows the refusal page
+                refusal_message(now)
+                st.stop()
+            return func(*args, **kwargs)
+
+        return st.fragment(checked, run_every=run_every)
+
+    return decorate
 
 
 def credential_query() -> str:
@@ -112,15 +152,20 @@ def _logged_in_owner(mode: str) -> bool:
     return bool(user.get("is_logged_in")) and str(user.get("email", "")).lower() in owner_emails()
 
 
-def refusal_page(access: Access) -> None:
-    """The whole page of a session that may see nothing: why in one plain sentence, and the owner's way in."""
-    st.title("FLARE Studio")
+def refusal_message(access: Access) -> None:
+    """Why a session may see nothing, in one plain sentence."""
     if access.refused:
         st.error(
             "This link is not valid. Ask the person who shared it for a new one.", icon=":material/block:"
         )
     else:
         st.info("This dashboard opens with a share link from its owner.", icon=":material/lock:")
+
+
+def refusal_page(access: Access) -> None:
+    """The whole page of a session that may see nothing: why in one plain sentence, and the owner's way in."""
+    st.title("FLARE Studio")
+    refusal_message(access)
     mode = owner_mode()
     if mode != "token":
         return

@@ -305,7 +305,11 @@ def _add_sharing(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--list", action="store_true", help="list the run's links (never their tokens)")
     p.add_argument(
-        "--revoke", default=None, metavar="TOKEN_PREFIX", help="revoke the link named so by --list"
+        "--revoke",
+        default=None,
+        metavar="NAME",
+        help="revoke a link: its name from --list (the token's first 6 characters), a longer beginning "
+        "of its token, the whole token, or the whole link",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_share)
@@ -329,6 +333,13 @@ def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: this machine only); any other, e.g. 0.0.0.0, lets "
         "others reach it and asks the owner for a token (FLARE_OWNER_TOKEN, or one printed at start-up)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="another name the dashboard answers to (repeatable; also FLARE_ALLOWED_HOSTS=a,b), e.g. the "
+        "name of a proxy in front of it; requests to any name not its own are refused",
     )
     p.add_argument("--headless", action="store_true", help="do not open a browser")
     p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")

@@ -3,7 +3,10 @@
 ``flare app`` listens on 127.0.0.1 unless ``--host`` says otherwise. On any other address the server is
 reachable by others: it then needs the owner token (``FLARE_OWNER_TOKEN``, or one made and printed at
 start-up) for everything but share links. Streamlit gets the settings of an exposed server from the
-command line as well as from ``.streamlit/config.toml`` (see :func:`app_command`).
+command line as well as from ``.streamlit/config.toml`` (see :func:`app_command`). Whatever the address,
+it serves ``app_server.py``: every request must name the server by one of its names (those of the address,
+and those of ``--allow-host`` and ``FLARE_ALLOWED_HOSTS``) and come from its own origin
+(:mod:`flare_core.edge`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from flare_core.edge import ALLOWED_HOSTS_ENV, EVERY_INTERFACE, NAMES_ENV, server_names, split_names
 from flare_core.store import shares
 from flare_core.store.access import check_owner_token, is_local_address
 from flare_core.store.atomic import to_json
@@ -75,15 +79,19 @@ def _list_links(store: RunStore, args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    app = Path(__file__).resolve().parents[2] / "app.py"
+    app = Path(__file__).resolve().parents[2] / "app_server.py"
     if not app.is_file():
         raise FileNotFoundError(f"the dashboard script {app} is missing; run from a source checkout")
+    names = server_names(
+        args.host, [*split_names(os.environ.get(ALLOWED_HOSTS_ENV)), *(args.allow_host or [])]
+    )
     from flare_core.run import jobs
     from flare_core.run.inputs import max_upload_mb
 
     store = RunStore(args.runs_dir)
     env = dict(os.environ)
     env["FLARE_RUNS_DIR"] = str(store.root.resolve())
+    env[NAMES_ENV] = ",".join(names)
     token = owner_token(env, host=args.host)
     upload_mb = max_upload_mb()
     jobs.dispatch(store)  # runs that waited in the queue while nothing ran start now
@@ -97,7 +105,13 @@ def cmd_app(args: argparse.Namespace) -> int:
     for line in start_lines(args.host, args.port, token, generated=generated, viewer_only=viewer_only):
         print(line, file=sys.stderr)
     cmd = app_command(
-        app, port=args.port, headless=args.headless, dev=args.dev, host=args.host, max_upload_mb=upload_mb
+        app,
+        port=args.port,
+        headless=args.headless,
+        dev=args.dev,
+        host=args.host,
+        max_upload_mb=upload_mb,
+        allowed_hosts=["*"] if args.host.strip().strip("[]") in EVERY_INTERFACE else names,
     )
     return subprocess.call(cmd, env=env)
 
@@ -148,6 +162,7 @@ def app_command(
     dev: bool = False,
     host: str = "127.0.0.1",
     max_upload_mb: int = 200,
+    allowed_hosts: list[str] | None = None,
 ) -> list[str]:
     """The ``streamlit run`` command of the dashboard on ``host``:``port``.
 
@@ -156,12 +171,17 @@ def app_command(
     ``.streamlit/config.toml`` are repeated here so that they hold wherever ``flare app`` starts:
     XSRF protection and CORS on, uploads limited to what the New run page reads, static file serving
     off (nothing of the run store is ever served as a file), and, on an address others can reach,
-    error details kept in the server's log instead of the browser.
+    error details kept in the server's log instead of the browser. ``allowed_hosts`` (the names of
+    :func:`flare_core.edge.server_names`) go to Streamlit's own Host check of its WebSocket
+    (``server.allowedHosts``); ``app_server.py`` checks every request against them. On every interface
+    (``["*"]``) the check is ``app_server.py``'s alone, as it accepts any IP address there too.
     """
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
     cmd += ["--server.address", host, "--server.maxUploadSize", str(int(max_upload_mb))]
     cmd += ["--server.enableXsrfProtection", "true", "--server.enableCORS", "true"]
     cmd += ["--server.enableStaticServing", "false", "--browser.gatherUsageStats", "false"]
+    for name in allowed_hosts or ():
+        cmd += ["--server.allowedHosts", name]
     if not is_local_address(host):
         cmd += ["--client.showErrorDetails", "none"]
     if not (dev or _truthy_in(os.environ, "FLARE_DEV")):

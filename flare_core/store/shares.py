@@ -21,6 +21,7 @@ import re
 import secrets
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from flare_core.checks import check_bool
 from flare_core.errors import RunNotFound
@@ -29,6 +30,8 @@ from flare_core.store.runs import Run, RunStore
 
 SHARES = "shares.json"
 TOKEN_BYTES = 24
+#: The length of a token (base64 of ``TOKEN_BYTES`` bytes).
+TOKEN_CHARS = 32
 PREFIX_CHARS = 6
 MIN_REVOKE_CHARS = 4
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
@@ -158,11 +161,15 @@ def list_links(store: RunStore, run_id: str) -> list[ShareLink]:
 
 
 def revoke_links(store: RunStore, run_id: str, prefix: str) -> ShareLink:
-    """Revoke the link of ``run_id`` whose token starts with ``prefix`` (at least ``MIN_REVOKE_CHARS``
-    characters; the whole token works too) and return it. Unknown or ambiguous prefixes raise ValueError."""
-    given = str(prefix).strip()
+    """Revoke the link of ``run_id`` named by ``prefix`` and return it. ``prefix`` is the link's name
+    (its first ``PREFIX_CHARS`` characters) or any beginning of its token of at least ``MIN_REVOKE_CHARS``
+    characters, the whole token, or the whole link (``http://HOST/?share=TOKEN``). A beginning names the
+    link by its first ``PREFIX_CHARS`` characters (the run keeps no more of a token than that); the whole
+    token, or a link, must match the token in full. Unknown or ambiguous names raise ValueError."""
+    given = _token_given(prefix)
     if len(given) < MIN_REVOKE_CHARS:
         raise ValueError(f"give at least {MIN_REVOKE_CHARS} characters of the link's token, got {given!r}")
+    whole = len(given) >= TOKEN_CHARS or given != str(prefix).strip()
     with locks.store_lock(store.root):
         run = store.get(run_id)
         links = _read(run)
@@ -170,11 +177,11 @@ def revoke_links(store: RunStore, run_id: str, prefix: str) -> ShareLink:
         matches = [
             i
             for i, link in enumerate(links)
-            if link.prefix.startswith(head)
-            and (len(given) <= PREFIX_CHARS or hmac.compare_digest(link.digest, digest(given)))
+            if link.prefix.startswith(head) and (not whole or hmac.compare_digest(link.digest, digest(given)))
         ]
         if not matches:
-            raise ValueError(f"run {run_id} has no share link starting with {given!r} (flare share --list)")
+            what = "with this whole token" if whole else f"starting with {given!r}"
+            raise ValueError(f"run {run_id} has no share link {what} (flare share {run_id} --list)")
         if len(matches) > 1:
             names = ", ".join(links[i].prefix for i in matches)
             raise ValueError(f"{given!r} names several links of run {run_id} ({names}): give more characters")
@@ -185,6 +192,23 @@ def revoke_links(store: RunStore, run_id: str, prefix: str) -> ShareLink:
             )
             _write(store, run, links)
         return links[index]
+
+
+def _token_given(text: str) -> str:
+    """The token, or beginning of one, that ``text`` gives: ``text`` itself, or the ``share`` value of a
+    link (an address with ``share=``)."""
+    given = str(text).strip()
+    if "share=" not in given:
+        if not re.fullmatch(r"[A-Za-z0-9_-]*", given):
+            raise ValueError(
+                f"{given!r} is neither a link's name, a beginning of its token, nor a share link "
+                "(http://HOST/?share=TOKEN)"
+            )
+        return given
+    found = parse_qs(urlsplit(given).query or given.split("?", 1)[-1]).get("share") or [""]
+    if not _TOKEN.fullmatch(found[0]):
+        raise ValueError(f"the link {given!r} carries no valid share token")
+    return found[0]
 
 
 def check_link(run: Run, token_digest: str, now: _dt.datetime | None = None) -> ShareLink | None:

@@ -90,3 +90,22 @@ def test_the_repository_config_holds_the_settings_of_an_exposed_server():
     assert config["address"] == "127.0.0.1" and config["maxUploadSize"] == DEFAULT_MAX_UPLOAD_MB
     assert config["enableXsrfProtection"] is True and config["enableCORS"] is True
     assert config["enableStaticServing"] is False
+    assert config["allowedHosts"] == ["127.0.0.1", "localhost", "::1"]  # `streamlit run app.py` too
+
+
+def test_the_server_answers_to_its_own_names_and_those_the_owner_adds(tmp_path, capsys, monkeypatch):
+    from flare_core.cli.parser import main
+    from flare_core.edge import server_names
+
+    args = build_parser().parse_args(
+        ["app", "--allow-host", "flare.example.org", "--allow-host", "*.lab.example"]
+    )
+    names = server_names(args.host, args.allow_host)
+    cmd = app_command(APP.parent / "app_server.py", port=8600, host=args.host, allowed_hosts=names)
+    given = [cmd[i + 1] for i, part in enumerate(cmd) if part == "--server.allowedHosts"]
+    assert given == ["127.0.0.1", "localhost", "::1", "flare.example.org", "*.lab.example"]
+    assert server_names("10.0.0.5")[-1] == "10.0.0.5"
+    monkeypatch.setenv("FLARE_ALLOWED_HOSTS", "flare.example.org, http://evil.example/")
+    code = main(["app", "--headless", "--no-demo", "--runs-dir", str(tmp_path / "runs")])
+    assert code == 2 and "'http://evil.example/' is not a host name" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing started

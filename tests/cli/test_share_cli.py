@@ -63,3 +63,28 @@ def test_share_refuses_bad_requests_and_changes_nothing(tmp_path, capsys):
         proc = flare("share", *args, runs_dir=runs, check=False)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
     assert not (runs / "run-a" / shares.SHARES).exists()
+
+
+def test_revoke_takes_the_name_a_longer_beginning_the_token_or_the_link(tmp_path, capsys):
+    flare = _capture(capsys)
+    runs = tmp_path / "runs"
+    make_run(runs, "run-a")
+    store = RunStore(runs)
+    url = "https://flare.example:8501"
+    made = [flare("share", "run-a", "--url", url, runs_dir=runs).stdout.strip() for _ in range(4)]
+    tokens = [link.split("share=", 1)[1] for link in made]
+    wrong_link = f"{url}/?share={tokens[3][:-1]}{'A' if tokens[3][-1] != 'A' else 'B'}"
+    for args, message in (
+        (("--revoke", wrong_link), "has no share link with this whole token"),
+        (("--revoke", f"{url}/?share=short&run=run-a"), "carries no valid share token"),
+        (("--revoke", f"{url}/?run=run-a"), "nor a share link"),
+        (("--revoke", "not a token"), "neither a link's name"),
+    ):
+        proc = flare("share", "run-a", *args, runs_dir=runs, check=False)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+    assert [link.state() for link in shares.list_links(store, "run-a")] == ["active"] * 4
+    for given in (tokens[0][:6], tokens[1][:8], tokens[2], made[3] + "&run=run-a"):
+        out = flare("share", "run-a", "--revoke", given, runs_dir=runs).stdout
+        assert f"revoked link {given[:6] if 'share=' not in given else tokens[3][:6]}" in out
+    assert [link.state() for link in shares.list_links(store, "run-a")] == ["revoked"] * 4
+    assert all(shares.find_link(store, token) is None for token in tokens)

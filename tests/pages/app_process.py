@@ -83,12 +83,12 @@ def stop_app(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 
 @contextlib.contextmanager
-def headless_chromium() -> Iterator:
-    """A headless Chromium (playwright ``Browser``) with :data:`FLAGS`, closed on exit."""
+def headless_chromium(*args: str) -> Iterator:
+    """A headless Chromium (playwright ``Browser``) with :data:`FLAGS` and ``args``, closed on exit."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*FLAGS, *args])
         try:
             yield browser
         finally:

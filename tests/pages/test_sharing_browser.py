@@ -7,14 +7,21 @@ Every attempt of the security table of issue 27 is made and printed with its out
 into the address, random, expired and revoked tokens, the picker, the report download, a "figures only"
 link (no corpus text in any page's HTML, in anything the server sent, or in any download), every action
 tried through the widgets and by replaying the owner's own messages (start, cancel, delete, share) into
-the viewers' sessions, a wrong owner token, and the owner's link. Nothing may leak and the store's files
-must not change. Page times (from a click in the menu to the page drawn, the three people at once; and
+the viewers' sessions, a wrong owner token, and the owner's link. Then what a web page the owner visits
+could try against ``flare app`` on 127.0.0.1 (a second server over the same store, where whoever reaches it
+is the owner): a foreign Host (DNS rebinding, through Chromium's host-resolver rules), a page of another
+origin opening the WebSocket, and a raw WebSocket with a foreign Host replaying the owner's Delete; on the
+exposed server, a fragment rerun of a revoked link's session, a stranger's and a viewer's upload, and the
+owner's label save replayed into other sessions. Nothing may leak and the store's files must not change. Page times (from a click in the menu to the page drawn, the three people at once; and
 from an address to the page drawn) are reported with their 95th percentile, not asserted.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import datetime as dt
+import http.server
 import os
 import re
 import secrets
@@ -25,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -61,6 +69,8 @@ ANALYSIS = [
 ]
 TITLES = {path: title for path, _, title in ANALYSIS}
 REFUSED = "This link is not valid"
+#: A site's name that Chromium resolves to 127.0.0.1, as a rebinding DNS server would make it.
+REBIND = "attacker-rebind.example"
 
 
 # -- the store and the server ----------------------------------------------------------------------------------
@@ -83,6 +93,13 @@ def store_of_runs(labelled_run, tmp_path_factory, request):
     for index in range(1, N_RUNS_BENCH if request.config.getoption("--bench") else N_RUNS):
         run_id = {1: "run-b", 2: "run-c"}.get(index, f"run-{index:02d}")
         import_run(store, bundle, run_id=run_id).update(name=f"{OTHER_NAME} {index:02d}")
+    from tests.support import planted_run
+
+    (folder / "planted").mkdir()
+    planted, _ = planted_run(folder / "planted", with_labels=False)  # the owner labels this one
+    import_run(store, export_run(planted, folder / "u.zip").read_bytes(), run_id="run-u").update(
+        name=f"{OTHER_NAME} unlabelled"
+    )
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)"])
     store.get("run-c").update(
         status="running", pid=sleeper.pid, host=socket.gethostname(), pid_start_time=None
@@ -110,8 +127,17 @@ def exposed_server(store_of_runs):
 
 
 @pytest.fixture(scope="module")
+def local_server(store_of_runs):
+    """The url of ``flare app`` on 127.0.0.1 (this machine only: whoever reaches it is the owner) over the
+    same store: what a web page the owner visits would attack."""
+    proc, url = start_app(store_of_runs.root, timeout=60)
+    yield url
+    stop_app(proc)
+
+
+@pytest.fixture(scope="module")
 def chromium():
-    with headless_chromium() as browser:
+    with headless_chromium(f"--host-resolver-rules=MAP {REBIND} 127.0.0.1") as browser:
         yield browser
 
 
@@ -193,20 +219,28 @@ def _owner_messages(trial: Trial, owner: Session) -> None:
     owner.settle(1000)
     assert start.is_enabled(), owner.text()[:500]
     trial.captured["start"] = capture(owner, start.click)
+    owner.open(f"labels?owner={trial.owner_token}&run=run-u", "Check with a few labels")
+    owner.page.get_by_role("textbox", name="Categories, separated by commas").fill("sport, politics")
+    owner.page.keyboard.press("Enter")
+    owner.settle(800)
+    trial.captured["label"] = capture(
+        owner, owner.page.get_by_role("button", name="Save the categories").click
+    )
 
 
-def _owner_revokes(trial: Trial, owner: Session) -> Session:
-    """A viewer opens a link that the owner then revokes on the Runs page; returns that viewer's session."""
+def _owner_revokes(trial: Trial, owner: Session) -> tuple[Session, Session]:
+    """Two viewers open a link that the owner then revokes on the Runs page; returns their sessions."""
     from flare_core.store import shares
 
-    holder = trial.session()
+    holder, second = trial.session(), trial.session()
     holder.open(f"?share={trial.links['revoked']}", "Overview")
+    second.open(f"?share={trial.links['revoked']}", "Overview")
     owner.open(trial.owner_address("runs"), "Runs")
     choose(owner, "Revoke a link", trial.links["revoked"][:6])
     owner.page.get_by_role("button", name="Revoke", exact=True).click()
     owner.settle(1500)
     assert shares.list_links(trial.store, "run-a")[2].state() == "revoked"
-    return holder
+    return holder, second
 
 
 def _three_at_once(trial: Trial, owner: Session) -> tuple[Session, Session]:
@@ -362,7 +396,8 @@ def _wrong_owner_token(trial: Trial, stranger: Session) -> None:
     refused_link = REFUSED in stranger.text()
     stranger.page.locator("input[type=password]").fill("another-wrong-guess-0123456789")
     stranger.page.get_by_role("button", name="Open").click()
-    stranger.settle(1000)
+    with contextlib.suppress(Exception):  # the page's answer, awaited (what it says is judged below)
+        stranger.page.get_by_text("This token is not valid").wait_for(timeout=30_000)
     trial.table.add(
         "wrong owner token", "refused",
         "plain refusal, in the address and in the token field" if refused_link else stranger.text()[:80],
@@ -370,7 +405,230 @@ def _wrong_owner_token(trial: Trial, stranger: Session) -> None:
     )  # fmt: skip
 
 
-def test_sharing_security_table(chromium, exposed_server, store_of_runs, capsys):
+# -- what a web page the owner visits could try ------------------------------------------------------------------
+
+#: A page of another origin opens the dashboard's WebSocket and sends the given messages once it opens;
+#: resolves when the server closes it (or 8 s after it opened).
+WS_FROM_A_PAGE = """async ({url, messages}) => await new Promise((resolve) => {
+    const ws = new WebSocket(url, ['streamlit']);
+    ws.binaryType = 'arraybuffer';
+    const seen = {opened: false, received: 0};
+    ws.onopen = () => {
+        seen.opened = true;
+        for (const m of messages) ws.send(Uint8Array.from(atob(m), (c) => c.charCodeAt(0)));
+        setTimeout(() => { ws.close(); resolve(seen); }, 8000);
+    };
+    ws.onmessage = () => { seen.received += 1; };
+    ws.onclose = () => resolve(seen);
+})"""
+#: A file PUT to the session's upload address with the session's own XSRF cookie, as the page's uploader
+#: would; resolves to the HTTP status.
+UPLOAD_FROM_A_PAGE = """async (path) => {
+    const xsrf = document.cookie.split('; ').find((c) => c.startsWith('_streamlit_xsrf='));
+    const form = new FormData();
+    form.append('file', new Blob(['text,label\\nsupport ticket with a secret,1\\n'.repeat(1000)]), 'corpus.csv');
+    const answer = await fetch(path, {method: 'PUT', body: form, credentials: 'same-origin',
+                                      headers: {'X-Xsrftoken': xsrf ? xsrf.slice(16) : ''}});
+    return answer.status;
+}"""
+
+
+@contextlib.contextmanager
+def another_program():
+    """The port of a small web server on 127.0.0.1 serving one page: another program of this machine."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<title>another program</title><p>hello</p>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _with_query(raw: bytes, query: str) -> bytes:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    message = BackMsg()
+    message.ParseFromString(raw)
+    if message.WhichOneof("type") == "rerun_script":
+        message.rerun_script.query_string = query
+    return message.SerializeToString()
+
+
+def _forward(received: list[bytes]) -> list:
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    messages = []
+    for raw in received:
+        message = ForwardMsg()
+        message.ParseFromString(raw)
+        messages.append(message)
+    return messages
+
+
+def _raw_websocket(port: int, host: str, messages: list[bytes]) -> str:
+    """A WebSocket to the server on 127.0.0.1:``port`` whose Host (and Origin) say ``host``, sending
+    ``messages`` once open: ``"refused (HTTP 403)"``, or what the server answered."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        with connect(f"ws://{host}/_stcore/stream", sock=sock, origin=f"http://{host}",
+                     subprotocols=["streamlit"], open_timeout=10) as ws:  # fmt: skip
+            for message in messages:
+                ws.send(message)
+            answers = 0
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    ws.recv(timeout=8)
+                    answers += 1
+            return f"accepted: {answers} messages answered"
+    except InvalidStatus as exc:
+        return f"refused (HTTP {exc.response.status_code})"
+
+
+def _foreign_pages(trial: Trial, local_url: str) -> None:
+    """Against ``flare app`` on 127.0.0.1: the owner's own page there (the control), a rebinding site's
+    page (its name resolves to 127.0.0.1), a page of another origin on this machine opening the WebSocket
+    with the owner's Delete, and a raw WebSocket with a foreign Host replaying it."""
+    port = urlsplit(local_url).port
+    delete = [_with_query(raw, "run=run-b") for raw in trial.captured["delete"]]
+    context = trial.browser.new_context(viewport={"width": 1400, "height": 1200})
+    page = context.new_page()
+    nav = page.locator("[data-testid='stSidebarNav']")
+    try:
+        page.goto(f"{local_url}/runs", wait_until="commit", timeout=60_000)
+        nav.get_by_text("New run").wait_for(timeout=60_000)  # the owner's menu: the owner there
+        answer = page.goto(f"http://{REBIND}:{port}/runs", wait_until="commit", timeout=60_000)
+        if answer.status == 200:  # a page came: wait for the menu it may get
+            with contextlib.suppress(Exception):
+                nav.get_by_text("New run").wait_for(timeout=30_000)
+        menu = nav.get_by_text("New run").count() > 0
+        trial.table.add(
+            f"a foreign Host: a site's page whose name resolves to 127.0.0.1 (DNS rebinding, `{REBIND}`), "
+            "against `flare app` on 127.0.0.1", "refused",
+            f"HTTP {answer.status}: {'THE OWNER MENU' if menu else 'no page, no session'} (at 127.0.0.1 itself "
+            "the same page gives the owner's menu)",
+            answer.status == 403 and not menu,
+        )  # fmt: skip
+        with another_program() as other:  # a real server: Chromium blocks a page whose address it cannot tell
+            page.goto(f"http://localhost:{other}/", timeout=60_000)
+            seen = page.evaluate(
+                WS_FROM_A_PAGE,
+                {
+                    "url": f"ws://127.0.0.1:{port}/_stcore/stream",
+                    "messages": [base64.b64encode(m).decode() for m in delete],
+                },
+            )
+        unchanged = snapshot(trial.store.root) == trial.before
+        trial.table.add(
+            "a foreign Origin: a page of another program on this machine (`http://localhost:OTHER_PORT`) opens "
+            "the WebSocket and sends the owner's Delete", "refused",
+            ("the WebSocket never opens" if not seen["opened"] else f"OPENED, {seen['received']} messages")
+            + ("; nothing changed in the store" if unchanged else "; THE STORE CHANGED"),
+            not seen["opened"] and unchanged,
+        )  # fmt: skip
+    finally:
+        context.close()
+    outcome = _raw_websocket(port, f"evil.example:{port}", delete)
+    unchanged = snapshot(trial.store.root) == trial.before
+    trial.table.add(
+        "a raw WebSocket with `Host: evil.example` replays the owner's Delete (same widget ids in every session)",
+        "refused",
+        outcome + ("; nothing changed in the store" if unchanged else "; THE STORE CHANGED"),
+        outcome.startswith("refused") and unchanged,
+    )  # fmt: skip
+
+
+def _fragment_after_revocation(trial: Trial, second: Session) -> None:
+    """The second holder of the revoked link asks for a rerun of the Overview's fragment (the verdict), as
+    its page would on a timer."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    sent = _forward(second.received)
+    fragment = next(
+        m.delta.fragment_id for m in sent if m.WhichOneof("type") == "delta" and m.delta.fragment_id
+    )
+    page_hash = [m.new_session.page_script_hash for m in sent if m.WhichOneof("type") == "new_session"][-1]
+    mark = len(second.received)
+    message = BackMsg()
+    message.rerun_script.query_string = f"share={trial.links['revoked']}"
+    message.rerun_script.page_script_hash = page_hash
+    message.rerun_script.fragment_id = fragment
+    message.rerun_script.is_auto_rerun = True
+    second.server.send(message.SerializeToString())
+
+    def answer() -> tuple[bool, int]:
+        """Whether the server's answer holds the plain refusal, and how many elements of the fragment's
+        own content (the verdict) it drew again."""
+        again = [m for m in _forward(second.received[mark:]) if m.WhichOneof("type") == "delta"]
+        drawn = [m for m in again if m.delta.fragment_id == fragment and m.delta.HasField("new_element")]
+        refused = any(REFUSED.encode() in m.SerializeToString() for m in again)
+        return refused, sum(1 for m in drawn if REFUSED.encode() not in m.SerializeToString())
+
+    deadline = time.monotonic() + 30
+    while answer() == (False, 0) and time.monotonic() < deadline:
+        second.page.wait_for_timeout(50)
+    refused, drawn = answer()
+    trial.table.add(
+        "a fragment rerun (the verdict's) by a session opened before its link was revoked", "refused",
+        f"the server answers {'with the plain refusal' if refused else 'WITHOUT A REFUSAL'}; {drawn} elements "
+        "of the verdict drawn again",
+        refused and drawn == 0,
+    )  # fmt: skip
+
+
+def _uploads(trial: Trial, stranger: Session, viewer: Session) -> None:
+    """A stranger (no credential) and a viewer PUT a file to their own sessions' upload addresses with
+    their own XSRF cookies, as the page's uploader does (the owner's upload on New run was accepted)."""
+    statuses = []
+    for who in (stranger, viewer):
+        session = [m.new_session.initialize.session_id for m in _forward(who.received)
+                   if m.WhichOneof("type") == "new_session"][-1]  # fmt: skip
+        statuses.append(
+            who.page.evaluate(UPLOAD_FROM_A_PAGE, f"/_stcore/upload_file/{session}/{secrets.token_hex(8)}")
+        )
+    trial.table.add(
+        "a stranger's upload (and a share link viewer's) on the exposed server", "refused, nothing kept",
+        f"HTTP {statuses[0]} (the viewer's: HTTP {statuses[1]}), refused before the body is read; the owner's own "
+        "upload on New run was accepted",
+        statuses == [403, 403],
+    )  # fmt: skip
+
+
+def _report(trial: Trial, capsys) -> None:
+    """Print the table, as far as it got, with the page times (also written to ``TABLE``)."""
+    navigated = trial.times[trial.menu] or [float("nan")]
+    opened = (trial.times[: trial.menu.start] + trial.times[trial.menu.stop :]) or [float("nan")]
+    summary = (
+        f"\n{len(trial.store.list())} runs in the store; the owner and two viewers at once. Page time, from a "
+        f"click in the menu to the page drawn ({len(trial.times[trial.menu])} pages): median "
+        f"{np.median(navigated):.2f} s, p95 {np.percentile(navigated, 95):.2f} s (target < 2 s). Opening a link, "
+        f"from the address to the page drawn (the other {len(opened)} page loads of the test): median "
+        f"{np.median(opened):.2f} s, p95 {np.percentile(opened, 95):.2f} s. Load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
+    )
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    TABLE.write_text(trial.table.markdown() + "\n" + summary + "\n")
+    with capsys.disabled():
+        print("\n" + trial.table.markdown() + summary)
+
+
+def test_sharing_security_table(chromium, exposed_server, local_server, store_of_runs, capsys):
     url, owner_token = exposed_server
     texts = store_of_runs.get("run-a").corpus_frame()["text"].tolist()
     trial = Trial(url, owner_token, store_of_runs, snippets_of(texts), chromium)
@@ -378,30 +636,21 @@ def test_sharing_security_table(chromium, exposed_server, store_of_runs, capsys)
     try:
         owner = _owner_makes_links(trial)
         _owner_messages(trial, owner)
-        holder = _owner_revokes(trial, owner)
+        holder, second = _owner_revokes(trial, owner)
         trial.before = snapshot(trial.store.root)  # from here on, nothing may change
+        _foreign_pages(trial, local_server)
+        _fragment_after_revocation(trial, second)
         viewer, figures = _three_at_once(trial, owner)
         _one_run_only(trial, viewer, figures)
         stranger = _strangers(trial, holder)
+        _uploads(trial, stranger, viewer)
         _downloads(trial, viewer, figures)
         _replays(trial, viewer, figures)
         _wrong_owner_token(trial, stranger)
-        assert snapshot(trial.store.root) == trial.before
     finally:
         for each in trial.sessions:
             each.close()
-    navigated = trial.times[trial.menu]
-    opened = trial.times[: trial.menu.start] + trial.times[trial.menu.stop :]
-    summary = (
-        f"\n{len(trial.store.list())} runs in the store; the owner and two viewers at once. Page time, from a "
-        f"click in the menu to the page drawn ({len(navigated)} pages): median {np.median(navigated):.2f} s, "
-        f"p95 {np.percentile(navigated, 95):.2f} s (target < 2 s). Opening a link, from the address to the page "
-        f"drawn (the other {len(opened)} page loads of the test): median {np.median(opened):.2f} s, p95 "
-        f"{np.percentile(opened, 95):.2f} s. Load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
-    )
-    TABLE.parent.mkdir(parents=True, exist_ok=True)
-    TABLE.write_text(trial.table.markdown() + "\n" + summary + "\n")
-    with capsys.disabled():
-        print("\n" + trial.table.markdown() + summary)
+        _report(trial, capsys)
     failed = [row for row in trial.table.rows if not row[3]]
     assert not failed, failed
+    assert snapshot(trial.store.root) == trial.before
