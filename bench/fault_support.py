@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import signal
@@ -182,25 +183,49 @@ def _stage_rank(stage: str) -> int:
 
 
 class Reference:
-    """One uninterrupted run: its result files, its stage timings, and the files every pass rewrites."""
+    """One uninterrupted run: its result files, its stage timings, and the files every pass rewrites. The run
+    is computed the first time one of these is asked for: a fault that needs only the corpus and the
+    parameters (a big input, a long text) never waits for it."""
 
     def __init__(self, work: Path, corpus_path: Path, params: RunParams) -> None:
         self.corpus = load_corpus(corpus_path, text_column="text", label_column="label")
         self.params = params
-        store = RunStore(work / "reference")
-        self.run = create_run(store, self.corpus, params, run_id="reference")
+        self.work = work
+
+    @functools.cached_property
+    def _built(self) -> dict:
+        store = RunStore(self.work / "reference")
+        run = create_run(store, self.corpus, self.params, run_id="reference")
         started = time.perf_counter()
-        assert jobs.run_in_process(self.run) == "done", self.run.manifest.get("traceback")
-        self.seconds = time.perf_counter() - started
-        self.files = result_files(self.run)
-        self.timings = dict(self.run.manifest["timings"])
-        self.stages = sorted(self.timings, key=_stage_rank)  # in the order they run
+        assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
+        seconds = time.perf_counter() - started
+        files = result_files(run)
+        timings = dict(run.manifest["timings"])
         from flare_core.run.stages import compute_stages
 
-        before = mtimes(self.run)
-        compute_stages(self.run)  # a pass over a complete run: what it writes again, it always writes
-        after = mtimes(self.run)
-        self.rewritten = {f for f in before if after.get(f) != before[f]}
+        before = mtimes(run)
+        compute_stages(run)  # a pass over a complete run: what it writes again, it always writes
+        after = mtimes(run)
+        return {
+            "run": run,
+            "seconds": seconds,
+            "files": files,
+            "timings": timings,
+            "stages": sorted(timings, key=_stage_rank),  # in the order they run
+            "rewritten": {f for f in before if after.get(f) != before[f]},
+        }
+
+    @property
+    def built(self) -> bool:
+        """Whether the run has been computed (it is, once anything but the corpus or parameters is read)."""
+        return "_built" in vars(self)
+
+    run = property(lambda self: self._built["run"])
+    seconds = property(lambda self: self._built["seconds"])
+    files = property(lambda self: self._built["files"])
+    timings = property(lambda self: self._built["timings"])
+    stages = property(lambda self: self._built["stages"])
+    rewritten = property(lambda self: self._built["rewritten"])
 
     def new_run(self, store: RunStore, run_id: str | None = None) -> Run:
         return create_run(store, self.corpus, self.params, run_id=run_id)

@@ -106,6 +106,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(shared))
 
 
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_group_in_id(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` the scheduler reads a test's group from its id, ``path::name@group``, which
+    pytest-xdist writes to ``item._nodeid``; pytest 9 builds the id from ``item._id``, so without this every
+    test is its own group and a module's fixture is built on both workers."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})  # fmt: skip
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
 def _shared_scope(item: pytest.Item) -> str | None:
     """The module (or class) whose fixture this test shares with its neighbours, ``None`` if it shares none:
     under ``--dist loadgroup`` such tests run on one pytest-xdist worker, so the fixture is built once; every

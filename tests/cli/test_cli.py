@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -82,14 +83,13 @@ def test_bad_inputs_give_clear_errors_and_create_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_collapse_command_recomputes_socm_with_more_texts(tmp_path, small_corpus_path):
+def test_collapse_command_recomputes_socm_with_other_texts(tmp_path, labelled_run):
     runs = tmp_path / "runs"
-    run_id = flare(
-        "run", str(small_corpus_path), "--models", "all-MiniLM-L6-v2,glove-6b-50d", "--estimator", "gmm",
-        "--flow-preset", "fast", "--controls", "none", "--collapse-texts", "4", runs_dir=runs,
-    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    shutil.copytree(labelled_run.path, runs / labelled_run.id)  # MiniLM, static models and controls
+    run_id = labelled_run.id
     first = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
-    assert [row["n_pairs"] for row in first["collapse"]] == [6]  # 4 texts → 6 pairs, MiniLM only
+    # 12 texts → 66 pairs, MiniLM only: the random-init control serves the ranking and has no collapse
+    assert [(row["model"], row["n_pairs"]) for row in first["collapse"]] == [("all-MiniLM-L6-v2", 66)]
     out = json.loads(flare("collapse", run_id, "--texts", "8", "--json", runs_dir=runs).stdout)
     (summary,) = out["summary"]
     assert summary["model"] == "all-MiniLM-L6-v2" and summary["n_pairs"] == 28 and summary["n_texts"] == 8

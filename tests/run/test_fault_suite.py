@@ -55,4 +55,7 @@ def test_every_injected_fault_is_survived_with_nothing_lost(fault, tmp_path):
     (row,) = rows
     assert row.trials > 0, row.notes
     assert (row.survived, row.lost) == (row.trials, 0), (row.fault, row.notes)
-    assert "embeddings/" not in " ".join(ref.rewritten)  # finished embeddings are never written again
+    if ref.built:  # every fault but a big input and a long text compares its runs with the reference
+        assert "embeddings/" not in " ".join(ref.rewritten)  # finished embeddings are never written again
+    else:
+        assert fault in ("big", "long")

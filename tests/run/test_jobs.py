@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from flare_core.errors import RunBusy
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
-from flare_core.store import locks
+from flare_core.store import atomic, locks
 from flare_core.store.runs import Run, RunStore
 from flare_core.view.results import run_results
 from tests.support import STATIC, check_run_files, fast_params, flare
@@ -192,10 +193,21 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
     monkeypatch.setenv("FLARE_MAX_JOBS", "2")
     store = RunStore(tmp_path / "runs")
     started, paused = [], []
-    for _ in range(4):
+    held = threading.Event()
+
+    def beat() -> None:  # a stopped worker cannot beat: its heartbeat is kept fresh while it is held, so a
+        while not held.wait(1.0):  # slow submission on a loaded machine does not make it read as dead
+            for run_id in [s["run_id"] for s in started[:2]]:
+                if store.get(run_id).manifest.get("pid") in paused:
+                    atomic.write_text(store.root / run_id / jobs.HEARTBEAT, repr(time.time()))
+
+    beating = threading.Thread(target=beat, daemon=True)
+    beating.start()
+    for _ in range(4):  # without the labels: the stages that judge the models on them are not the queue's
         proc = flare(
             "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm",
-            "--flow-preset", "fast", "--controls", "none", "--no-collapse", "--background", "--json",
+            "--flow-preset", "fast", "--controls", "none", "--no-collapse", "--no-labels", "--background",
+            "--json",
             runs_dir=store.root,
         )  # fmt: skip
         started.append(json.loads(proc.stdout))
@@ -203,6 +215,8 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
         if pid:  # a worker started: held until every run is submitted, so none can finish before
             os.killpg(pid, signal.SIGSTOP)
             paused.append(pid)
+    held.set()
+    beating.join()
     for pid in paused:
         os.killpg(pid, signal.SIGCONT)
     assert len(paused) == 2
