@@ -42,7 +42,8 @@ from few_labels import classification_corpora  # noqa: E402
 from label_free_scores import corpus_embeddings  # noqa: E402
 
 from flare_core.analyses import probes  # noqa: E402
-from flare_core.analyses.probes import few_label_estimates, stopping_advice  # noqa: E402
+from flare_core.analyses.probes import few_label_estimates  # noqa: E402
+from flare_core.analyses.stopping import stopping_advice  # noqa: E402
 from flare_core.analyses.tradeoff import cheapest_within  # noqa: E402
 from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.answer.costs import answer_quality  # noqa: E402

@@ -11,7 +11,7 @@ whose pick is within 2 points of the oracle's best model. Candidates (each a sma
 - ``min-labels``: no settling before m labels;
 - ``per-class``: no settling before m labels per class;
 - ``above-chance``: the leader's 95% accuracy interval starting >= d above 1 / classes;
-- ``above-chance+per-class``: both (the rule of :func:`~flare_core.analyses.probes.stopping_advice`).
+- ``above-chance+per-class``: both (the rule of :func:`~flare_core.analyses.stopping.stopping_advice`).
 
 Each family's parameter is chosen leave-one-corpus-out: for each corpus, among the parameters whose
 mean settled share at k = 128 on the other corpora is at least 30%, the one with every other corpus at
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from few_labels import classification_corpora  # noqa: E402
 from label_free_scores import corpus_embeddings  # noqa: E402
 
-from flare_core.analyses import probes  # noqa: E402
+from flare_core.analyses import probes, stopping  # noqa: E402
 from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.benchmark.label_draws import KS, WITHIN_POINTS  # noqa: E402
 from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
@@ -102,7 +102,7 @@ def corpus_statistics(name: str, cache_dir: Path, draws: int) -> pd.DataFrame:
 def rules() -> dict[tuple[str, object], Callable[[pd.DataFrame], pd.Series]]:
     """Every candidate as (family, parameter) -> function of the statistics frame -> settled (bool)."""
 
-    def base(s, f=1.0, m=probes.MIN_SETTLED_LABELS):
+    def base(s, f=1.0, m=stopping.MIN_SETTLED_LABELS):
         return (s[f"p_near_{f}"] >= MARGIN_SETTLED_P) & (s["k"] >= m) & (s["n_repeated"] >= 2)
 
     def per_class(s, m):

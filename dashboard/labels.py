@@ -13,7 +13,7 @@ from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
 from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
-from flare_core.view import figures
+from flare_core.view import answer_figures
 from flare_core.view.verdict import labels_table
 
 #: The choice in the table for a text the person cannot or will not label.
@@ -149,7 +149,7 @@ def answer_step() -> None:
     st.caption("Labels per category: " + escape(", ".join(f"{c}: {n}" for c, n in counts.items())))
     past = history(run.id, len(labels.entries))
     if past["n_labels"].nunique() > 1:
-        st.plotly_chart(figures.chance_history(past), key="chances")
+        st.plotly_chart(answer_figures.chance_history(past), key="chances")
 
 
 categories_step()

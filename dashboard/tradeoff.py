@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard.common import escape
 from flare_core.store.runs import Run
-from flare_core.view import figures
+from flare_core.view import answer_figures
 from flare_core.view.tradeoff import cheapest_sentence, cost_table, tradeoff_view
 
 COST_CHOICES = {"speed (texts per second)": "texts_per_s", "storage (bytes per vector)": "bytes_per_vector"}
@@ -32,7 +32,8 @@ def show_quality_cost(run: Run, quality: pd.DataFrame | None = None) -> None:
     choice = st.radio("Weigh quality against", list(COST_CHOICES), horizontal=True, key="cost-axis")
     cost = COST_CHOICES[choice]
     st.plotly_chart(
-        figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), key="quality-cost"
+        answer_figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")),
+        key="quality-cost",
     )
     sentence = cheapest_sentence(view, cost)
     if sentence:

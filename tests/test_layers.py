@@ -17,7 +17,7 @@ PACKAGE = ROOT / "flare_core"
 
 # Bottom to top. A module may import modules of its own layer and of the layers below it, never above.
 LAYERS = [
-    ("base", ["flare_core.errors", "flare_core.checks", "flare_core.device"]),
+    ("base", ["flare_core.errors", "flare_core.checks", "flare_core.device", "flare_core.edge"]),
     ("compute", ["flare_core.compute"]),  # executors and the scheduler: the matrix's units run on them
     ("store", ["flare_core.store"]),
     ("data", ["flare_core.data"]),

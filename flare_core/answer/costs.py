@@ -110,7 +110,8 @@ def _labels_to_tell(row: Mapping[str, Any], n_labels: int) -> float:
     256; NaN for the leader."""
     from scipy import stats
 
-    from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, LABEL_STEP, MAX_MORE, SURE
+    from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, SURE
+    from flare_core.analyses.stopping import LABEL_STEP, MAX_MORE
 
     distance = abs(float(row["gap"]) - GOOD_ENOUGH_POINTS) / 100.0
     spread = float(row.get("diff_sd") or 0.0)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.probes import few_label_estimates, stopping_advice
+from flare_core.analyses.probes import few_label_estimates
+from flare_core.analyses.stopping import stopping_advice
 from flare_core.answer.labels import LabelSet
 from flare_core.answer.stored import FewLabelsGround, LabelsGround
 from flare_core.store.runs import Run

@@ -28,8 +28,8 @@ from flare_core.analyses.probes import (
     check_embeddings,
     compare_with_labels,
     few_label_estimates,
-    stopping_advice,
 )
+from flare_core.analyses.stopping import stopping_advice
 from flare_core.analyses.validity import oracle_scores, regret_points
 from flare_core.checks import check_int
 

@@ -45,7 +45,7 @@ def category_style(index: int) -> tuple[str, str]:
     return PALETTE[index % len(PALETTE)], SYMBOLS[(index // len(PALETTE)) % len(SYMBOLS)]
 
 
-def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
+def apply_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     """The common look; the margins grow to hold the tick labels and axis titles (never clipped)."""
     fig.update_layout(
         title=title,
@@ -97,7 +97,7 @@ def ranking_bar(scores: pd.DataFrame, title: str = "Ranking") -> go.Figure:
         )
     )
     fig.update_xaxes(title="score: what the model tells about the others (nats per dimension)")
-    return _layout(fig, title, height=max(260, 40 * len(ordered) + 120))
+    return apply_layout(fig, title, height=max(260, 40 * len(ordered) + 120))
 
 
 def sufficiency_ranking(scores: pd.DataFrame, estimator: str) -> go.Figure:
@@ -122,7 +122,7 @@ def is_heatmap(
     )
     fig.update_xaxes(title="model whose embedding is predicted")
     fig.update_yaxes(title="model that predicts it", autorange="reversed")
-    return _layout(fig, title, height=max(360, 45 * len(per_dim) + 160))
+    return apply_layout(fig, title, height=max(360, 45 * len(per_dim) + 160))
 
 
 def is_graph_figure(
@@ -162,7 +162,7 @@ def is_graph_figure(
     )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return _layout(fig, title, height=520)
+    return apply_layout(fig, title, height=520)
 
 
 def scatter_points_range(
@@ -224,7 +224,7 @@ def collapse_scatter(
     fig.update_xaxes(title="how far apart the mean-pooled embeddings are", range=[0, x_max])
     fig.update_yaxes(title="how different the tokens' spreads are", range=[0, y_max])
     fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.2})
-    return _layout(fig, title, height=480)
+    return apply_layout(fig, title, height=480)
 
 
 def _most_collapsed_trace(pairs: pd.DataFrame, texts: Sequence[str] | None, k: int = 10) -> go.Scatter:
@@ -261,7 +261,7 @@ def distributions(values: Mapping[str, np.ndarray], title: str, axis: str) -> go
         )  # fmt: skip
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title=axis)
-    return _layout(fig, title)
+    return apply_layout(fig, title)
 
 
 def socm_distributions(values: Mapping[str, np.ndarray]) -> go.Figure:
@@ -287,7 +287,7 @@ def layer_curves(frame: pd.DataFrame, metric: str, title: str | None = None) -> 
         )  # fmt: skip
     fig.update_xaxes(title="layer", dtick=1)
     fig.update_yaxes(title=LAYER_AXES.get(metric, label(metric)))
-    return _layout(fig, title or label(metric), height=340)
+    return apply_layout(fig, title or label(metric), height=340)
 
 
 def correlation_models(table: pd.DataFrame) -> int:
@@ -328,7 +328,7 @@ def correlation_heatmap(
         title = f"{label(statistic)} over {n_models} models"
         if too_few:
             title += f" (too few to read: at least {MIN_CORRELATION_MODELS} are needed)"
-    return _layout(fig, title, height=max(360, 26 * len(pivot) + 160))
+    return apply_layout(fig, title, height=max(360, 26 * len(pivot) + 160))
 
 
 def study_curve(frame: pd.DataFrame, x: str, y: str, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -346,7 +346,7 @@ def study_curve(frame: pd.DataFrame, x: str, y: str, title: str, x_title: str, y
     whole = np.all(np.mod(grouped[x].to_numpy(dtype=float), 1.0) == 0)  # counts: models in the pool
     fig.update_xaxes(title=x_title, **(whole_ticks(grouped[x]) if whole else {}))
     fig.update_yaxes(title=y_title)
-    return _layout(fig, title, height=340)
+    return apply_layout(fig, title, height=340)
 
 
 def token_view_figure(view: pd.DataFrame, title: str = "Token embeddings (uncentred PCA)") -> go.Figure:
@@ -369,7 +369,7 @@ def token_view_figure(view: pd.DataFrame, title: str = "Token embeddings (uncent
                 marker={"color": colour, "size": 16, "symbol": "star", "line": {"width": 1, "color": "#000"}},
             )
         )  # fmt: skip
-    return _layout(fig, title, height=460)
+    return apply_layout(fig, title, height=460)
 
 
 def label_counts_bar(labels: pd.Series, title: str = "Texts per label") -> go.Figure:
@@ -385,7 +385,7 @@ def label_counts_bar(labels: pd.Series, title: str = "Texts per label") -> go.Fi
     )
     fig.update_xaxes(title="label")
     fig.update_yaxes(title="number of texts", **whole_ticks(counts.to_numpy(), at_values=False))
-    return _layout(fig, title, height=360)
+    return apply_layout(fig, title, height=360)
 
 
 def embedding_map(points: pd.DataFrame, title: str, colour: str | None = None) -> go.Figure:
@@ -404,7 +404,7 @@ def embedding_map(points: pd.DataFrame, title: str, colour: str | None = None) -
             )
         )  # fmt: skip
     fig.update_layout(dragmode="lasso", showlegend=colour is not None)
-    return _layout(fig, title, height=480)
+    return apply_layout(fig, title, height=480)
 
 
 def score_scatter(summary: pd.DataFrame, x: str, y: str) -> go.Figure:
@@ -422,86 +422,4 @@ def score_scatter(summary: pd.DataFrame, x: str, y: str) -> go.Figure:
     )
     fig.update_xaxes(title=label(x))
     fig.update_yaxes(title=label(y))
-    return _layout(fig, f"{label(x)} against {label(y)}, one point per model")
-
-
-def chance_history(
-    history: pd.DataFrame, title: str = "Chance of being the best, label by label"
-) -> go.Figure:
-    """One line per model: its chance of being the best (``p_best``) after each batch of labels
-    (``n_labels``); ``history`` has the columns ``n_labels``, ``model``, ``p_best``."""
-    fig = go.Figure()
-    for index, (model, group) in enumerate(history.groupby("model", sort=False)):
-        colour, symbol = category_style(index)
-        group = group.sort_values("n_labels")
-        fig.add_trace(
-            go.Scatter(
-                x=group["n_labels"], y=group["p_best"], mode="lines+markers", name=html.escape(str(model)),
-                line={"color": colour}, marker={"symbol": symbol, "color": colour},
-                hovertemplate="%{y:.0%} after %{x} labels<extra>" + html.escape(str(model)) + "</extra>",
-            )
-        )  # fmt: skip
-    fig.update_yaxes(title="chance of being the best", range=[0, 1], tickformat=".0%")
-    fig.update_xaxes(title="labels so far", **whole_ticks(history["n_labels"]))
-    return _layout(fig, title, height=360)
-
-
-#: The cost axis of the quality–cost chart: its title and whether more of it is cheaper.
-COST_AXES = {
-    "texts_per_s": "speed: texts embedded per second on this machine (log scale; right is cheaper)",
-    "bytes_per_vector": "storage: bytes per vector at float32 (log scale; left is cheaper)",
-}
-
-
-_COST_UNITS = {"texts_per_s": "texts per second", "bytes_per_vector": "bytes per vector"}
-
-
-def quality_cost(
-    quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_per_s", best: str | None = None
-) -> go.Figure:
-    """Each model's quality (y, with its interval) against its cost (x: ``texts_per_s`` or
-    ``bytes_per_vector``), the Pareto front drawn as a line through the models no other beats on both, and
-    the cheapest good-enough model (:func:`flare_core.analyses.tradeoff.cheapest_within`) marked.
-
-    ``quality``: model, quality, ci_low, ci_high, label; ``costs``: model, texts_per_s,
-    bytes_per_vector_float32 (see :mod:`flare_core.analyses.tradeoff`); ``best``: the model the others are
-    measured against (the answer's choice; by default the one of highest quality)."""
-    from flare_core.analyses.tradeoff import cheapest_within, pareto_front, tradeoff_table
-
-    table = tradeoff_table(quality, costs)
-    if cost not in table.columns:
-        table[cost] = np.nan
-    table = table[np.isfinite(table[cost].astype(float)) & (table[cost].astype(float) > 0)]
-    table = table.assign(front=pareto_front(table, cost)).sort_values(cost, kind="stable")
-    pick = cheapest_within(quality, costs, cost=cost, best=best)
-    names = [html.escape(str(m)) for m in table["model"]]
-    # labels above and below in turn along the cost axis, so that neighbours' names do not overlap
-    positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(table))]
-    has_ci = table[["ci_low", "ci_high"]].notna().all(axis=1).any()
-    error = {
-        "type": "data", "symmetric": False, "visible": bool(has_ci), "color": "#999999",
-        "array": (table["ci_high"] - table["quality"]).fillna(0), "arrayminus": (table["quality"] - table["ci_low"]).fillna(0),
-    }  # fmt: skip
-    fig = go.Figure()
-    front = table[table["front"]]
-    fig.add_trace(
-        go.Scatter(
-            x=front[cost], y=front["quality"], mode="lines", name="Pareto front (no model beats these on both)",
-            line={"color": PALETTE[1], "dash": "dot", "shape": "hv" if cost == "bytes_per_vector" else "vh"},
-            hoverinfo="skip",
-        )
-    )  # fmt: skip
-    colours = [HIGHLIGHT if pick and m == pick["model"] else PALETTE[0] for m in table["model"]]
-    fig.add_trace(
-        go.Scatter(
-            x=table[cost], y=table["quality"], mode="markers+text", text=names, textposition=positions,
-            marker={"color": colours, "size": [13 if f else 8 for f in table["front"]], "symbol": "circle"},
-            error_y=error, name="models", showlegend=False, cliponaxis=False,
-            hovertemplate="%{text}<br>quality %{y:.4g}<br>%{x:.4g} " + _COST_UNITS.get(cost, cost) + "<extra></extra>",
-        )
-    )  # fmt: skip
-    label = str(table["label"].iloc[0]) if len(table) else "quality"
-    fig.update_xaxes(type="log", title=COST_AXES.get(cost, cost))
-    fig.update_yaxes(title=html.escape(label))
-    title = "Quality against speed" if cost == "texts_per_s" else "Quality against storage"
-    return _layout(fig, title, height=480)
+    return apply_layout(fig, f"{label(x)} against {label(y)}, one point per model")

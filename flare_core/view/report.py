@@ -27,7 +27,7 @@ from flare_core.errors import ReportError
 from flare_core.store import atomic
 from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import MANIFEST, Run, utc_now
-from flare_core.view import figures
+from flare_core.view import answer_figures, figures
 from flare_core.view import results as run_results
 from flare_core.view.html import (
     CSS,
@@ -207,7 +207,9 @@ def _quality_cost(run: Run) -> str:
     parts = []
     for cost, div in (("texts_per_s", "quality-cost-speed"), ("bytes_per_vector", "quality-cost-storage")):
         parts.append(
-            figure_div(figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), div)
+            figure_div(
+                answer_figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), div
+            )
         )
         sentence = cheapest_sentence(view, cost)
         if sentence:

@@ -11,8 +11,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, StratifiedShuffleSplit, cross_val_predict
 from sklearn.preprocessing import normalize
 
-from flare_core.analyses import probes
-from flare_core.analyses.probes import compare_with_labels, few_label_estimates, stopping_advice
+from flare_core.analyses import probes, stopping
+from flare_core.analyses.probes import compare_with_labels, few_label_estimates
+from flare_core.analyses.stopping import stopping_advice
 
 
 def _pool(n: int = 120, k: int = 3, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -192,7 +193,7 @@ def test_advice_settles_on_a_clear_winner_and_asks_for_more_otherwise():
     assert advice["more_labels"] == 8 and "label 8 more texts" in advice["text"]
     close = stopping_advice(_estimates([0.6, 0.4, 0.0], [0.9, 0.895, 0.5], [0.7, 0.5, 0.0]), 48)
     # 0.5 points apart: (1.2816 * 0.3 / 0.015)^2 = 657 labels, more than the 256 asked at once
-    assert close["more_labels"] == probes.MAX_MORE
+    assert close["more_labels"] == stopping.MAX_MORE
 
 
 def test_advice_names_near_ties_as_either():
@@ -243,7 +244,7 @@ def test_advice_waits_for_enough_labels_per_class():
     assert not stopping_advice(sure, 95)["settled"] and stopping_advice(sure, 96)["settled"]
     # 16 classes of 8 labels each (health-tweets at k = 128) would need 256 more; at most MAX_MORE are asked
     many = _estimates([0.99, 0.01, 0.0], [0.9, 0.5, 0.4], [1.0, 0.0, 0.0], n_classes=16)
-    assert stopping_advice(many, 128)["more_labels"] == min(16 * 24 - 128, probes.MAX_MORE)
+    assert stopping_advice(many, 128)["more_labels"] == min(16 * 24 - 128, stopping.MAX_MORE)
     # a corpus of 60 texts has no 96 to label: 80% of it (48 texts) is all there is to extrapolate to
     sure.attrs["n_texts"] = 60
     assert not stopping_advice(sure, 47)["settled"] and stopping_advice(sure, 48)["settled"]

@@ -185,7 +185,10 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
         uploads.first.set_input_files(str(small_corpus_path))
         form.get_by_text("50 texts to analyse").first.wait_for(timeout=60_000)
         form.get_by_text("5 classes, 10 to 10 texts each").first.wait_for(timeout=10_000)
-        uploads.nth(1).set_input_files([str(p) for p in _embedding_files(tmp_path, small_corpus_path)])
+        embeddings = form.locator(
+            "[data-testid='stFileUploaderDropzoneInput'][multiple]"
+        )  # the one of many files
+        embeddings.set_input_files([str(p) for p in _embedding_files(tmp_path, small_corpus_path)])
         for name in ("a", "b", "c"):
             form.get_by_label(f"Name of {name}.npy").fill(f"api-{name}")
         form.get_by_label("Name of c.npy").press("Tab")

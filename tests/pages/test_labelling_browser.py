@@ -72,7 +72,7 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             after = load_verdict(run)
             assert after["basis"] == "few labels" and after["headline"] in answer
             assert after["headline"] != before["headline"] and "clear" in after["headline"]
-            assert "probability" in answer  # the chance that the leader is the best, in words
+            assert "chance" in answer  # the chance that the leader is the best, in words
             page.screenshot(path=str(SHOTS / "labels-after-16.png"), full_page=True)
 
             stop_app(proc, signal.SIGKILL)  # the server dies; the labels were saved with the run

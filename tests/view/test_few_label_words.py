@@ -14,7 +14,7 @@ import pytest
 
 from flare_core.answer import labels as label_store
 from flare_core.answer.write import write_verdict
-from flare_core.view import figures
+from flare_core.view import answer_figures, figures
 from flare_core.view.html import kv_table, table
 from flare_core.view.page_verdicts import few_labels_check, validation_verdict
 from flare_core.view.report import build_report
@@ -136,7 +136,7 @@ def test_axes_have_room_for_their_titles_and_count_in_whole_numbers():
     history = pd.DataFrame(
         {"n_labels": [16, 32, 48] * 2, "model": ["a"] * 3 + ["b"] * 3, "p_best": [0.5] * 6}
     )
-    chart = figures.chance_history(history)
+    chart = answer_figures.chance_history(history)
     assert chart.layout.xaxis.tickvals == (16, 32, 48) and chart.layout.xaxis.automargin is True
     assert chart.layout.yaxis.automargin is True
     pool = pd.DataFrame({"pool_size": [3, 3, 4, 4, 5], "rank_agreement": [0.5, 0.6, 0.7, 0.8, 0.9]})

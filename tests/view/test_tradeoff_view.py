@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from flare_core.view import figures
+from flare_core.view import answer_figures, figures
 from flare_core.view.report import build_report
 from flare_core.view.tradeoff import cheapest_sentence, run_costs, run_quality, tradeoff_view
 
@@ -51,7 +51,7 @@ def test_the_quality_is_label_based_when_the_run_has_labels(labelled_run, unlabe
 
 def test_the_quality_cost_chart_draws_every_model_and_its_front(labelled_run):
     view = tradeoff_view(labelled_run)
-    fig = figures.quality_cost(view["quality"], view["costs"], "texts_per_s")
+    fig = answer_figures.quality_cost(view["quality"], view["costs"], "texts_per_s")
     front, points = fig.data
     assert len(points.x) == len(view["costs"]) and fig.layout.xaxis.type == "log"
     table = view["quality"].merge(view["costs"], on="model")
@@ -64,7 +64,7 @@ def test_the_quality_cost_chart_draws_every_model_and_its_front(labelled_run):
     assert fig.layout.title.text == "Quality against speed"
     marked = [c for c, m in zip(points.marker.color, points.text, strict=True) if c == figures.HIGHLIGHT]
     assert len(marked) == 1  # the cheapest good-enough model
-    storage = figures.quality_cost(view["quality"], view["costs"], "bytes_per_vector")
+    storage = answer_figures.quality_cost(view["quality"], view["costs"], "bytes_per_vector")
     assert storage.layout.title.text.startswith("Quality against storage")
 
 
