@@ -63,6 +63,47 @@ def fast_params(models: list[str], **overrides) -> RunParams:
     return RunParams(**values)
 
 
+def embeddings_params(models: list[str] = STATIC) -> RunParams:
+    """The embeddings and the stages that read only them (geometry, downstream, labels): no estimator,
+    collapse, concentration, map, validation or control."""
+    return RunParams(
+        models=list(models),
+        estimators=[],
+        collapse=False,
+        concentration=False,
+        maps=False,
+        validation=[],
+        controls=[],
+    )
+
+
+def write_judged_files(folder: Path, articles: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Search judgements of ``articles`` in ``folder``: ``docs.csv`` (doc_id, text), ``queries.csv`` (12
+    queries, an article's first sentence) and ``qrels.tsv`` (its own article graded 2, another article of
+    its topic graded 1). Returns the documents and the judgements."""
+    docs = pd.DataFrame({"doc_id": [f"doc-{i}" for i in range(len(articles))], "text": articles["text"]})
+    docs.to_csv(folder / "docs.csv", index=False)
+    topics = articles["label"].to_numpy()
+    queries, judged = [], []
+    for n, i in enumerate(range(0, len(articles), 2)[:12]):
+        queries.append((f"q{n}", articles["text"].iloc[i].split(". ")[0]))
+        same = next(j for j in range(len(articles)) if j != i and topics[j] == topics[i])
+        judged += [(f"q{n}", f"doc-{i}", 2), (f"q{n}", f"doc-{same}", 1)]
+    pd.DataFrame(queries, columns=["query_id", "query"]).to_csv(folder / "queries.csv", index=False)
+    qrels = pd.DataFrame(judged, columns=["query_id", "doc_id", "relevance"])
+    qrels.to_csv(folder / "qrels.tsv", sep="\t", index=False)
+    return docs, qrels
+
+
+def page_texts(at) -> str:
+    """Every text a Streamlit ``AppTest`` page shows in words (markdown, captions, alerts, titles), one per
+    line."""
+    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.info]
+    parts += [m.value for m in at.success] + [m.value for m in at.error] + [m.value for m in at.warning]
+    parts += [m.value for m in at.title] + [m.value for m in at.subheader]
+    return "\n".join(str(p) for p in parts)
+
+
 def check_run_files(run_path: Path, *, killed: bool = False) -> int:
     """Every data file of a run folder loads completely; returns how many were checked.
 

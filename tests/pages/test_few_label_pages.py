@@ -17,6 +17,7 @@ from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
 from flare_core.store import shares
 from flare_core.store.runs import RunStore
+from tests.support import page_texts
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.slow
@@ -58,12 +59,6 @@ def open_page(few_labelled, monkeypatch):
     return _open
 
 
-def _texts(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.info]
-    parts += [m.value for m in at.success] + [m.value for m in at.error] + [m.value for m in at.warning]
-    return "\n".join(str(p) for p in parts)
-
-
 def _answer(at: AppTest) -> str:
     """The answer's box: its headline and summary, as a person reads them."""
     alerts = [*at.info, *at.success, *at.warning]
@@ -81,7 +76,7 @@ def test_the_overview_counts_the_labels_and_shows_why_the_advice_says_what_it_sa
     verdict = load_verdict(run)
     assert verdict["basis"] == "few labels" and verdict["few_labels"]["n_labels"] == 32
     at = open_page("dashboard/overview.py")
-    text = _texts(at)
+    text = page_texts(at)
     assert "labels: 32 given, in 2 batches" in text and "labels: none" not in text
     reason = verdict["few_labels"]["advice"]["text"]
     assert reason in _answer(at), reason  # under the headline
@@ -104,7 +99,7 @@ def test_the_labels_page_shows_the_reason_and_never_links_to_itself(open_page, f
 
 def test_validation_judges_the_map_against_the_few_labels(open_page):
     at = open_page("dashboard/validation.py")
-    text = _texts(at)
+    text = page_texts(at)
     assert "Without labels, the order could not be checked" not in text
     assert "Checked from your 32 labels: the label-free order" in text and "rank correlation" in text
     assert "Labels: 32 given, in 2 batches." in text
@@ -114,7 +109,7 @@ def test_a_viewer_is_never_asked_to_label(open_page, few_labelled):
     store, run = few_labelled
     link, _ = shares.create_link(store, run.id, texts=True)
     at = open_page("dashboard/overview.py", {"share": link})
-    text = _texts(at)
+    text = page_texts(at)
     assert "labels would settle it" in _answer(at)  # the advice, said as a fact
     assert not re.search(r"\blabel \d+ more texts\b", text, flags=re.I), text
     assert "more labels would settle it; the run's owner can add them" in text.replace("&#x27;", "'")

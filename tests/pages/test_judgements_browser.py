@@ -18,26 +18,15 @@ from flare_core.data.judgements import JUDGEMENTS
 from flare_core.run import jobs
 from flare_core.store.runs import RunStore
 from tests.pages.app_process import BROWSER_MARKS, headless_chromium, start_app, stop_app
+from tests.support import STATIC, write_judged_files
 
 pytestmark = BROWSER_MARKS
-MODELS = ("glove-6b-50d", "tokenlearn-static-64d")
 
 
 def _files(folder: Path) -> dict[str, Path]:
-    """Documents with ids; 12 queries, each with its own article graded 2 and another of its topic graded 1."""
-    articles = bbc_news_frame(n_per_topic=6, seed=1)
-    pd.DataFrame({"doc_id": [f"doc-{i}" for i in range(len(articles))], "text": articles["text"]}).to_csv(
-        folder / "docs.csv", index=False
-    )
-    topics = articles["label"].to_numpy()
-    queries, judged = [], []
-    for n, i in enumerate(range(0, 24, 2)):
-        queries.append((f"q{n}", articles["text"].iloc[i].split(". ")[0]))
-        same = next(j for j in range(len(articles)) if j != i and topics[j] == topics[i])
-        judged += [(f"q{n}", f"doc-{i}", 2), (f"q{n}", f"doc-{same}", 1)]
-    pd.DataFrame(queries, columns=["query_id", "query"]).to_csv(folder / "queries.csv", index=False)
-    qrels = pd.DataFrame(judged, columns=["query_id", "doc_id", "relevance"])
-    qrels.to_csv(folder / "qrels.tsv", sep="\t", index=False)
+    """Documents with ids; 12 queries, each with its own article graded 2 and another of its topic graded 1;
+    and a judgements file naming a document that does not exist."""
+    _, qrels = write_judged_files(folder, bbc_news_frame(n_per_topic=6, seed=1))
     bad = pd.concat([qrels, pd.DataFrame([["q0", "doc-999", 1]], columns=qrels.columns)])
     bad.to_csv(folder / "bad-qrels.tsv", sep="\t", index=False)
     return {name: folder / name for name in ("docs.csv", "queries.csv", "qrels.tsv", "bad-qrels.tsv")}
@@ -104,12 +93,12 @@ def test_judgements_on_the_new_run_page_are_checked_and_stored(app, tmp_path):
                 break
             page.keyboard.press("Backspace")
             page.wait_for_timeout(200)
-        for model in MODELS:
+        for model in STATIC:
             page.keyboard.type(model)
             page.keyboard.press("Enter")
             page.wait_for_timeout(300)
         page.keyboard.press("Escape")
-        assert all(m in models.inner_text() for m in MODELS)
+        assert all(m in models.inner_text() for m in STATIC)
         page.get_by_text("Analysis settings").click()
         page.get_by_text("gmm", exact=True).first.click()
         assert _start_enabled(page)

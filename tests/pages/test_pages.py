@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from flare_core.answer.stored import load_verdict
 from tests.pages.test_access_pages import _opens_nothing
+from tests.support import page_texts
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.slow
@@ -31,13 +32,6 @@ def open_page(fixture_store, monkeypatch):
         return at
 
     return _open
-
-
-def _texts(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.info]
-    parts += [m.value for m in at.success] + [m.value for m in at.error] + [m.value for m in at.warning]
-    parts += [m.value for m in at.title] + [m.value for m in at.subheader]
-    return "\n".join(str(p) for p in parts)
 
 
 def _page_verdict(at: AppTest) -> str | None:
@@ -80,7 +74,7 @@ def test_overview_leads_with_the_answer_of_the_labels_and_keeps_the_map(open_pag
         and "accuracy on your labels" in alert.value
     )
     assert not at.error
-    text = _texts(at)
+    text = page_texts(at)
     assert "Decided by your labels" in text and "Nothing more is needed: your labels decided." in text
     # the label-free ranking stays beside it as the map, with its own trust level and checks
     assert "Label-free ranking, trust: low" in text
@@ -97,7 +91,7 @@ def test_overview_leads_with_the_answer_of_the_labels_and_keeps_the_map(open_pag
 
 def test_sufficiency_page_shows_matrix_graph_and_pairs(open_page, labelled_run):
     at = open_page("dashboard/sufficiency.py", labelled_run)
-    text = _texts(at)
+    text = page_texts(at)
     assert "groups (Louvain communities, resolution 1.1, seed 0)" in text
     assert "Held-out check: the estimators fit texts they were not trained on worse by" in text
     assert "Δ_emp" not in text
@@ -117,7 +111,7 @@ def test_collapse_page_lists_pairs(open_page, labelled_run):
 
 def test_layers_and_validation_pages(open_page, labelled_run):
     at = open_page("dashboard/layers.py", labelled_run)
-    assert "Averaged over 4 sampled texts" in _texts(at)
+    assert "Averaged over 4 sampled texts" in page_texts(at)
     at = open_page("dashboard/validation.py", labelled_run)
     tables = [frame.value for frame in at.dataframe]
     checks, shipped, correlations = tables[:3]
@@ -140,7 +134,7 @@ def test_layers_and_validation_pages(open_page, labelled_run):
 )
 def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, page, expected):
     at = open_page(page, unlabelled_run)
-    assert expected in _texts(at)
+    assert expected in page_texts(at)
     if page == "dashboard/overview.py":  # without labels: a provisional choice, its odds and the offer
         (alert,) = at.info[:1]
         assert alert.value.startswith("**Provisionally ") and "public corpora" in alert.value
@@ -161,7 +155,7 @@ def test_static_unlabelled_run_shows_empty_states(open_page, unlabelled_run, pag
 )
 def test_failed_run_pages_say_it_failed(open_page, failed_run, page):
     at = open_page(page, failed_run)
-    assert "This run failed" in _texts(at)
+    assert "This run failed" in page_texts(at)
 
 
 def test_runs_page_lists_every_run(open_page, labelled_run, unlabelled_run, failed_run):
@@ -194,7 +188,7 @@ def test_runs_page_shows_worker_processes_of_an_active_run(tmp_path, monkeypatch
     at.switch_page("dashboard/runs.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "Worker processes" in _texts(at)
+    assert "Worker processes" in page_texts(at)
     table = next(d.value for d in at.dataframe if "worker" in d.value.columns)
     assert list(table["worker"]) == ["node-a:101", "node-b:202"]
     assert list(table["units"]) == [3, 2] and list(table["failed"]) == [0, 1]

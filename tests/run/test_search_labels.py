@@ -12,33 +12,12 @@ from flare_core.analyses.downstream import retrieval
 from flare_core.answer.search_labels import QUERY_SCORES
 from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
-from flare_core.data.demo import bbc_news_frame
 from flare_core.data.judgements import JUDGEMENTS, document_ids, load_judgements
 from flare_core.run import jobs
 from flare_core.run.create import create_run
-from flare_core.run.params import RunParams
 from flare_core.store.runs import RunStore
 from flare_core.view.results import labels_words
-from tests.support import flare
-
-STATIC = ["glove-6b-50d", "tokenlearn-static-64d"]
-
-
-def _params() -> RunParams:
-    return RunParams(
-        models=STATIC,
-        estimators=[],
-        collapse=False,
-        concentration=False,
-        maps=False,
-        validation=[],
-        controls=[],
-    )
-
-
-@pytest.fixture(scope="module")
-def articles() -> pd.DataFrame:
-    return bbc_news_frame(n_per_topic=6, seed=1)
+from tests.support import STATIC, embeddings_params, flare, write_judged_files
 
 
 def _mean_ndcg(
@@ -59,7 +38,7 @@ def test_query_document_pairs_decide_by_ndcg(tmp_path, articles):
     frame.loc[[3, 7], "query"] = frame.loc[[2, 6], "query"].to_numpy()
     frame.to_csv(tmp_path / "qd.csv", index=False)
     corpus = load_corpus(tmp_path / "qd.csv", text_column="document")
-    run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
+    run = create_run(RunStore(tmp_path / "runs"), corpus, embeddings_params())
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     verdict = load_verdict(run)
     assert verdict["basis"] == "labels" and verdict["settled"]
@@ -92,30 +71,13 @@ def test_query_document_pairs_decide_by_ndcg(tmp_path, articles):
     assert not _texts_in_bundle(run, tmp_path / "no-texts.zip", queries)
 
 
-def _judged_files(tmp_path, articles: pd.DataFrame):
-    """Documents with ids; 12 queries (an article's first sentence), its own article graded 2 and another
-    article of the same topic graded 1; query texts in their own file."""
-    docs = pd.DataFrame({"doc_id": [f"doc-{i}" for i in range(len(articles))], "text": articles["text"]})
-    docs.to_csv(tmp_path / "docs.csv", index=False)
-    topics = articles["label"].to_numpy()
-    queries, judged = [], []
-    for n, i in enumerate(range(0, len(articles), 2)[:12]):
-        queries.append((f"q{n}", articles["text"].iloc[i].split(". ")[0]))
-        same = next(j for j in range(len(articles)) if j != i and topics[j] == topics[i])
-        judged += [(f"q{n}", f"doc-{i}", 2), (f"q{n}", f"doc-{same}", 1)]
-    pd.DataFrame(queries, columns=["query_id", "query"]).to_csv(tmp_path / "queries.csv", index=False)
-    qrels = pd.DataFrame(judged, columns=["query_id", "doc_id", "relevance"])
-    qrels.to_csv(tmp_path / "qrels.tsv", sep="\t", index=False)
-    return docs, qrels
-
-
 def test_graded_judgements_decide(tmp_path, articles):
-    _judged_files(tmp_path, articles)
+    write_judged_files(tmp_path, articles)
     corpus = load_corpus(tmp_path / "docs.csv", text_column="text", label_column=None, pair_columns=None)
     judgements = load_judgements(
         tmp_path / "qrels.tsv", document_ids(tmp_path / "docs.csv", corpus), queries=tmp_path / "queries.csv"
     )
-    run = create_run(RunStore(tmp_path / "runs"), corpus, _params(), judgements=judgements)
+    run = create_run(RunStore(tmp_path / "runs"), corpus, embeddings_params(), judgements=judgements)
     assert run.load_frame(JUDGEMENTS)["relevance"].tolist() == [2, 1] * 12
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     verdict = load_verdict(run)
@@ -177,7 +139,7 @@ def _texts_in_bundle(run, path, texts: list[str]) -> list[str]:
     ],
 )
 def test_bad_judgements_stop_the_run_before_it_is_written(tmp_path, articles, change, words):
-    _, qrels = _judged_files(tmp_path, articles)
+    _, qrels = write_judged_files(tmp_path, articles)
     change(qrels).to_csv(tmp_path / "qrels.tsv", sep="\t", index=False)
     runs = tmp_path / "runs"
     args = ("run", str(tmp_path / "docs.csv"), "--models", ",".join(STATIC), "--text-col", "text")
@@ -191,7 +153,7 @@ def test_new_run_form_checks_uploaded_judgements(tmp_path, articles):
     from flare_core.run.inputs import preview_table
     from flare_core.run.precheck import id_column, precheck_judgements
 
-    _, qrels = _judged_files(tmp_path, articles)
+    _, qrels = write_judged_files(tmp_path, articles)
     frame, _, _ = preview_table((tmp_path / "docs.csv").read_bytes(), name="docs.csv", max_bytes=10**8)
     corpus = load_corpus(tmp_path / "docs.csv", text_column="text", label_column=None, pair_columns=None)
     assert id_column(frame.columns) == "doc_id"

@@ -9,30 +9,11 @@ import pytest
 
 from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
-from flare_core.data.demo import bbc_news_frame
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
 from flare_core.store.runs import RunStore
-
-STATIC = ["glove-6b-50d", "tokenlearn-static-64d"]
-
-
-def _params() -> RunParams:
-    return RunParams(
-        models=STATIC,
-        estimators=[],
-        collapse=False,
-        concentration=False,
-        maps=False,
-        validation=[],
-        controls=[],
-    )
-
-
-@pytest.fixture(scope="module")
-def articles() -> pd.DataFrame:
-    return bbc_news_frame(n_per_topic=6, seed=1)
+from tests.support import STATIC, embeddings_params
 
 
 def test_retrieval_columns_give_ndcg(tmp_path, articles):
@@ -42,7 +23,7 @@ def test_retrieval_columns_give_ndcg(tmp_path, articles):
     frame.to_csv(tmp_path / "qd.csv", index=False)
     corpus = load_corpus(tmp_path / "qd.csv", text_column="document")
     assert corpus.pairs is not None and corpus.pairs["score"].isna().all() and len(corpus.pairs) == 30
-    run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
+    run = create_run(RunStore(tmp_path / "runs"), corpus, embeddings_params())
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     downstream = run.load_frame("downstream.parquet").set_index("model")
     assert set(downstream.index) == set(STATIC)
@@ -60,7 +41,7 @@ def test_sts_columns_give_spearman(tmp_path, articles):
     frame["text"] = texts[:20]
     frame.to_csv(tmp_path / "sts.csv", index=False)
     corpus = load_corpus(tmp_path / "sts.csv", text_column="text", label_column=None)
-    run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
+    run = create_run(RunStore(tmp_path / "runs"), corpus, embeddings_params())
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     downstream = run.load_frame("downstream.parquet").set_index("model")
     # identical pairs (gold 5) have cosine ≈ 1, unrelated ones (gold 0) lower cosines. With two tied gold
@@ -151,7 +132,7 @@ def test_an_embedding_file_the_driver_cannot_see_fails_only_its_model(tmp_path, 
     monkeypatch.setattr(embedding_stage, "_embed_task", task)
     articles.to_csv(tmp_path / "articles.csv", index=False)
     corpus = load_corpus(tmp_path / "articles.csv", text_column="text", label_column="label")
-    run = create_run(RunStore(tmp_path / "runs"), corpus, _params())
+    run = create_run(RunStore(tmp_path / "runs"), corpus, embeddings_params())
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     status = {m["id"]: m for m in run.manifest["models"]}
     assert status["glove-6b-50d"]["status"] == "failed"
