@@ -38,7 +38,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from few_labels import classification_corpora  # noqa: E402
+from few_labels import classification_corpora, frame_markdown  # noqa: E402
 from label_free_scores import corpus_embeddings  # noqa: E402
 
 from flare_core.analyses import probes  # noqa: E402
@@ -47,7 +47,7 @@ from flare_core.analyses.stopping import stopping_advice  # noqa: E402
 from flare_core.analyses.tradeoff import cheapest_within  # noqa: E402
 from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.answer.costs import answer_quality  # noqa: E402
-from flare_core.benchmark.label_draws import KS  # noqa: E402
+from flare_core.benchmark.label_draws import KS, reliability_table  # noqa: E402
 from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
 from flare_core.encoders import get_spec  # noqa: E402
 
@@ -57,7 +57,6 @@ NOMINAL_SPEED = {
     "doc2vec": 2000.0, "paraphrase-MiniLM-L3": 300.0, "all-MiniLM-L6": 150.0, "multilingual-e5": 80.0,
     "use-multilingual": 60.0, "all-mpnet": 20.0,
 }  # fmt: skip
-BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 
 def _speed(model: str) -> float:
@@ -143,28 +142,10 @@ def _draws(name, embeddings, labels, oracle, costs, draws, inflation) -> list[di
     return records
 
 
-def reliability(records: list[dict], column: int) -> tuple[pd.DataFrame, float]:
-    """Stated chances (``column`` 1: of being best, 2: of being within 1 point) against within 1 point."""
-    rows = [(c[column], c[3] <= 1.0 + 1e-9) for r in records for c in r["chances"] if np.isfinite(c[column])]
-    if not rows:
-        return pd.DataFrame(), float("nan")
-    frame = pd.DataFrame(rows, columns=["stated", "observed"])
-    frame["bin"] = pd.cut(frame["stated"], BINS, include_lowest=True).astype(str)
-    table = (
-        frame.groupby("bin", observed=True)
-        .agg(stated=("stated", "mean"), observed=("observed", "mean"), count=("stated", "size"))
-        .sort_values("stated")
-        .reset_index()
-    )
-    ece = float((table["count"] * (table["stated"] - table["observed"]).abs()).sum() / table["count"].sum())
-    return table, ece
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row) + " |")
-    return "\n".join(lines)
+def reliability(records: list[dict], chance: str) -> tuple[pd.DataFrame, float]:
+    """:func:`~flare_core.benchmark.label_draws.reliability_table` of these draws (``chance``: "p_best" or
+    "p_within")."""
+    return reliability_table(pd.DataFrame(records), chance=chance, points=1.0)
 
 
 def report(records: list[dict]) -> str:
@@ -202,11 +183,14 @@ def report(records: list[dict]) -> str:
         "n_cheaper": int(frame["cheaper"].sum()), "cheaper_within_1": frame.loc[frame["cheaper"], "cheap_within_1"].mean(),
     }  # fmt: skip
     table = pd.concat([table, pd.DataFrame([totals])], ignore_index=True)
-    parts = ["## The few-label answer, per corpus\n", _markdown(table)]
-    for column, words in ((1, "chance of being the best"), (2, "chance of being within 1 point of the best")):
+    parts = ["## The few-label answer, per corpus\n", frame_markdown(table)]
+    for column, words in (
+        ("p_best", "chance of being the best"),
+        ("p_within", "chance of being within 1 point of the best"),
+    ):
         rel, ece = reliability(records, column)
         if len(rel):
-            parts += [f"\n## Reliability: stated {words}, against within 1 point on all labels\n", _markdown(rel),
+            parts += [f"\n## Reliability: stated {words}, against within 1 point on all labels\n", frame_markdown(rel),
                       f"\nexpected calibration error: {ece:.3f}"]  # fmt: skip
     return "\n".join(parts)
 
@@ -258,8 +242,8 @@ def sweep(records: list[dict]) -> str:
     rows = []
     for (inflation, corpus), group in pd.DataFrame(records).groupby(["inflation", "corpus"]):
         part = group.to_dict(orient="records")
-        rows.append({"inflation": inflation, "corpus": corpus, "ece_within": reliability(part, 2)[1],
-                     "ece_best": reliability(part, 1)[1], "settled": group["settled"].mean(),
+        rows.append({"inflation": inflation, "corpus": corpus, "ece_within": reliability(part, "p_within")[1],
+                     "ece_best": reliability(part, "p_best")[1], "settled": group["settled"].mean(),
                      "cheap_within_1": (group["cheap_lost"] <= 1.0 + 1e-9).mean()})  # fmt: skip
     table = pd.DataFrame(rows)
     held = []
@@ -274,7 +258,7 @@ def sweep(records: list[dict]) -> str:
     wide.columns = [f"ECE at {c:g}" for c in wide.columns]
     return "\n".join(
         ["## Calibration error of the chance of being within 1 point, per spread inflation\n",
-         _markdown(wide.reset_index()), "\n## Chosen leave one corpus out\n", _markdown(pd.DataFrame(held))]
+         frame_markdown(wide.reset_index()), "\n## Chosen leave one corpus out\n", frame_markdown(pd.DataFrame(held))]
     )  # fmt: skip
 
 

@@ -72,11 +72,10 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     chance = 1.0 / n_classes
     informative = float(lead["ci_low"]) >= chance + ABOVE_CHANCE
     # a model carried past 100% is clipped there with no spread: its gap to another is not measured
-    ceiling = "past_ceiling" in estimates.columns and bool(
-        estimates.loc[estimates["model"].isin(either), "past_ceiling"].any()
-    )
+    flags = estimates["past_ceiling"] if "past_ceiling" in estimates.columns else [False] * len(estimates)
+    past = [str(m) for m, flag in zip(estimates["model"], flags, strict=True) if flag and m in either]
     points = f"{GOOD_ENOUGH_POINTS:g} point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
-    if sure >= SURE and enough and informative and not ceiling:
+    if sure >= SURE and enough and informative and not past:
         if len(either) > 1:
             text = (
                 f"The top {len(either)} are each within {points} of the best with at least {SURE:.0%} "
@@ -93,13 +92,12 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         reason = "few labels"
     elif not enough:
         reason = "few per class"
-    elif ceiling:
+    elif past:
         reason = "near perfect"
     elif not informative:
         reason = "near guessing"
     else:
         reason = "not sure yet"
-    past = [m for m in either if bool(estimates.set_index("model").loc[m].get("past_ceiling", False))]
     leads = f"{best} leads ({p:.0%} chance of being best)"
     text = _unsettled_words(reason, leads, n_labels, n_classes, more, sure=sure, past=past)
     return _advice(False, best, either, more, reason, text)

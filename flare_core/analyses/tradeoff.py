@@ -150,9 +150,10 @@ def cheapest_within(
     speedup = _ratio(pick, top, "texts_per_s")
     storage = _ratio(pick, top, "bytes_per_vector")
     undecided = _undecided(table, pick, cost) if "undecided" in table.columns else None
+    record = None if undecided is None else _undecided_record(undecided, top)
     sentence = _sentence(pick, top, speedup, storage, points, label_free)
     if undecided is not None:
-        sentence += " " + _undecided_sentence(undecided, top, points, cost)
+        sentence += " " + _undecided_sentence(undecided, record, top, points)
     return {
         "model": str(pick["model"]),
         "best": str(top["model"]),
@@ -160,7 +161,7 @@ def cheapest_within(
         "speedup": speedup,
         "storage_ratio": storage,
         "candidates": pool["model"].astype(str).tolist(),
-        "undecided": None if undecided is None else _undecided_record(undecided, top),
+        "undecided": record,
         "sentence": sentence,
     }
 
@@ -184,8 +185,7 @@ def _undecided_record(row: pd.Series, best: pd.Series) -> dict[str, Any]:
     }
 
 
-def _undecided_sentence(row: pd.Series, best: pd.Series, points: float, cost: str) -> str:
-    record = _undecided_record(row, best)
+def _undecided_sentence(row: pd.Series, record: dict[str, Any], best: pd.Series, points: float) -> str:
     amount = f"{points:g} point" + ("" if points == 1 else "s")
     speed = f" ({_ratio_words(record['speedup'], 'faster', 'slower')})" if record["speedup"] else ""
     behind = record["behind"]

@@ -90,9 +90,8 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
         # are not trusted: no model is called good enough yet, and the floors' labels are asked for
         advice = few.get("advice") or {}
         trusted = advice.get("reason") in ("sure", "not sure yet")
-        past = np.array([bool(r.get("past_ceiling")) for r in rows])
         floor = 0 if trusted else int(advice.get("more_labels") or 0)
-        good = (p_within >= SURE) & ~past if trusted else np.zeros(len(rows), dtype=bool)
+        good = p_within >= SURE if trusted else np.zeros(len(rows), dtype=bool)
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": [100.0 * r["estimate"] for r in rows],
              "ci_low": [100.0 * r["ci_low"] for r in rows], "ci_high": [100.0 * r["ci_high"] for r in rows],

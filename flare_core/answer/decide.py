@@ -103,9 +103,9 @@ def _behind(rows: dict[str, Any], model: str, best: str) -> str:
     return f"is {rows[model]['gap']:.1f} points behind"
 
 
-def _chance(value: float) -> str:
+def chance_words(value: float) -> str:
     """A chance in the one format of every page and report: a whole percent ("95%")."""
-    return f"{value:.0%}"
+    return f"{float(value):.0%}"
 
 
 def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
@@ -129,13 +129,13 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
         next_step = "Nothing more is needed: either will do."
     elif advice["settled"]:
         headline = (
-            f"Use {best}: after {n} labels it is within 1 point of the best with {_chance(top['p_within'])} "
+            f"Use {best}: after {n} labels it is within 1 point of the best with {chance_words(top['p_within'])} "
             "probability."
         )
         next_step = "Nothing more is needed; more labels would only narrow the intervals."
     else:
         headline = (
-            f"Provisionally {best}: the most likely best after {n} labels ({_chance(top['p_best'])} chance), "
+            f"Provisionally {best}: the most likely best after {n} labels ({chance_words(top['p_best'])} chance), "
             f"not settled yet; {advice['more_labels']} more labels would settle it."
         )
         next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."

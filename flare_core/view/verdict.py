@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from flare_core.answer.decide import chance_words
 from flare_core.answer.stored import has_grounds, has_trust
 from flare_core.view.results import labels_words
 
@@ -120,28 +121,24 @@ def trust_sentence(level: str | None) -> str:
 CHANCE_COLUMNS = ("chance it is the best", "chance it is within 1 point of the best")
 
 
-def chance_words(value: float) -> str:
-    """A chance as every page and report writes it: a whole percent ("95%")."""
-    return f"{float(value):.0%}"
+def _with_chances(table: pd.DataFrame, write: Any) -> pd.DataFrame:
+    """``table`` with each of its :data:`CHANCE_COLUMNS` values passed through ``write``."""
+    out = table.copy()
+    for column in CHANCE_COLUMNS:
+        if column in out.columns:
+            out[column] = [write(v) for v in out[column]]
+    return out
 
 
 def chance_percents(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its :data:`CHANCE_COLUMNS` as whole percents (95 for 0.9545), for a bar on a page
     whose number reads as in the report ("95%")."""
-    out = table.copy()
-    for column in CHANCE_COLUMNS:
-        if column in out.columns:
-            out[column] = [round(100 * float(v)) for v in out[column]]
-    return out
+    return _with_chances(table, lambda v: round(100 * float(v)))
 
 
 def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its :data:`CHANCE_COLUMNS` written by :func:`chance_words` (for a static table)."""
-    out = table.copy()
-    for column in CHANCE_COLUMNS:
-        if column in out.columns:
-            out[column] = [chance_words(v) for v in out[column]]
-    return out
+    return _with_chances(table, chance_words)
 
 
 def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
