@@ -9,7 +9,9 @@ second to the corpus's characters and adds its load time
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from flare_core.checks import check_int, check_number
@@ -24,6 +26,8 @@ from flare_core.encoders.cost import (
 
 STANDARD_SAMPLE = "rotten-tomatoes"
 DEFAULT_MEASURE_TEXTS = 500
+#: Figures measured elsewhere and shipped with the package, shown under ``by_device`` beside this machine's.
+REFERENCE_COSTS = Path(__file__).with_name("reference_costs.json")
 #: The measured fields copied into a registry row (the rest of a measurement stays under ``by_device``).
 MEASURED = ("texts_per_s", "chars_per_s", "load_s", "peak_memory_mib", "gpu_peak_memory_mib")
 
@@ -41,11 +45,13 @@ def model_rows(device: str | None = None) -> list[dict[str, Any]]:
     ``source``, ``licence``), ``available``, ``model_size_mib`` (its files here; None for models fitted on
     the corpus or not built yet), the bytes per vector, the figures measured on this machine's ``device``
     kind (``texts_per_s`` … ``peak_memory_mib``, None when not measured, with ``measured_texts`` and
-    ``measured``) and ``by_device``: every device kind's measurement."""
+    ``measured``) and ``by_device``: every device kind's measurement here, and the reference figures shipped
+    with the package (:data:`REFERENCE_COSTS`, their kinds marked "reference")."""
     from flare_core.encoders import is_available, list_models
     from flare_core.encoders.pool import POOL
 
     stored = load_measurements()
+    reference = json.loads(REFERENCE_COSTS.read_text(encoding="utf-8"))["devices"]
     kind = this_device_kind(device)
     rows = []
     for spec in list_models():
@@ -63,7 +69,7 @@ def model_rows(device: str | None = None) -> list[dict[str, Any]]:
         )
         row |= {field: mine.get(field) for field in MEASURED}
         row |= {"measured_texts": mine.get("texts"), "measured": mine.get("measured"), "device": kind}
-        row["by_device"] = {k: v[spec.id] for k, v in stored.items() if spec.id in v}
+        row["by_device"] = {k: v[spec.id] for k, v in (stored | reference).items() if spec.id in v}
         rows.append(row)
     return rows
 

@@ -27,7 +27,7 @@ from flare_core.run.labels_stage import comparison_stage
 from flare_core.run.outcomes import StageRunner
 from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
-from flare_core.run.sufficiency_stage import sufficiency_stage
+from flare_core.run.sufficiency_stage import densities_on_cuda, sufficiency_stage
 from flare_core.run.summary import summary_table
 from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
 from flare_core.run.validation_stage import run_studies
@@ -182,22 +182,33 @@ def _is_transformer(model_id: str) -> bool:
 
 #: A matrix this large runs its units on a pool of worker processes when ``workers`` is automatic.
 _POOL_MIN_UNITS, _POOL_MIN_TEXTS = 24, 1000
+#: The most worker processes an automatic pool starts on the CPU (each holds its own torch, about 0.3 GB),
+#: and on a GPU (processes that keep it busy, each with every conditional of a target in one model).
+_POOL_MAX_CPU_WORKERS, _POOL_CUDA_WORKERS = 8, 4
 
 
 def pool_workers(params: RunParams, *, is_units: int = 0, n_texts: int = 0) -> int:
     """Worker processes for the embedding and sufficiency units: 1 runs them in this process.
 
-    With ``workers`` None (automatic), a matrix of at least 24 units on at least 1,000 texts runs on
-    min(2, cores) worker processes, one torch thread each: a 32-d flow is too small for two threads to
-    share one unit well, so two units side by side use the cores better (9 models × 2,000 texts, fast
-    flows, quiet 2-core CPU: 70.9 s in this process with 2 threads, 32.1 s on the pool, workers started
-    included); smaller matrices stay in this process, where starting a pool (torch imported in each
-    worker) would cost more than it saves.
+    With ``workers`` None (automatic), a matrix of at least 24 units on at least 1,000 texts runs on a
+    pool of worker processes, one torch thread each: a 32-d flow is too small for two threads to share
+    one unit well, so units side by side use the cores better (9 models × 2,000 texts, fast flows, quiet
+    2-core CPU: 70.9 s in this process with 2 threads, 32.1 s on the pool, workers started included);
+    smaller matrices stay in this process, where starting a pool (torch imported in each worker) would
+    cost more than it saves. On the CPU the pool has a worker per core, at most 8; on CUDA 4, each
+    training every conditional of a target as one batched model (:func:`~flare_core.run.sufficiency_stage.conditionals_per_model`). The
+    flows of 16 models × 2,000 texts, default preset, on a machine with 16 cores and an H200
+    (``bench/gpu_figures.py``): 16 CPU workers 45 s; CUDA, 4 workers batched 48 s, one process batched
+    76 s, 8 workers one conditional at a time 116 s: a flow this small keeps a GPU waiting on its kernel
+    launches, so a GPU is worth it for the densities only against few cores.
     """
     if params.workers is not None:
         return params.workers
-    big = is_units >= _POOL_MIN_UNITS and n_texts >= _POOL_MIN_TEXTS
-    return min(2, os.cpu_count() or 1) if big else 1
+    if not (is_units >= _POOL_MIN_UNITS and n_texts >= _POOL_MIN_TEXTS):
+        return 1
+    cores = os.cpu_count() or 1
+    limit = _POOL_CUDA_WORKERS if densities_on_cuda(params) else _POOL_MAX_CPU_WORKERS
+    return min(limit, cores)
 
 
 def make_executor(params: RunParams, *, is_units: int = 0, n_texts: int = 0):

@@ -23,6 +23,21 @@ def sufficiency_rows(n: int, limit: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
+def densities_on_cuda(params: RunParams) -> bool:
+    """Whether the density estimators of a run with ``params`` train on a CUDA device."""
+    from flare_core.device import pick_device
+
+    return pick_device(params.device).type == "cuda"
+
+
+def conditionals_per_model(params: RunParams, n_sources: int) -> int:
+    """How many conditional flows of one target train together as one batched model: every one of them
+    on CUDA when the run leaves it to the product (``batch_conditionals`` 1), else as asked."""
+    if params.batch_conditionals == 1 and densities_on_cuda(params):
+        return max(1, n_sources)
+    return params.batch_conditionals
+
+
 def sufficiency_stage(
     run: Run, ok: list[str], estimator: str, params: RunParams, report, executor=None
 ) -> None:
@@ -54,7 +69,9 @@ def sufficiency_stage(
     else:
         embeddings = {m: np.asarray(run.load_embeddings(m, mmap=True)[rows]) for m in ok}
     config = sufficiency.get_estimator(estimator).run_config(
-        params.flow_preset, autocast=params.autocast, batch_conditionals=params.batch_conditionals
+        params.flow_preset,
+        autocast=params.autocast,
+        batch_conditionals=conditionals_per_model(params, len(sources) - 1),
     )
     # in this process, one torch thread: a 32-d flow is too small to share between threads, and on a busy
     # CPU they wait on each other (8 models × 250 texts, flows, 2 cores at load 5: 20–27 s with one

@@ -105,3 +105,14 @@ def test_mpnet_parts_in_order():
     parts = mpnet_parts()
     assert [p.name for p in parts] == [f"all-mpnet-base-v2.zip.{i:03d}" for i in range(1, 6)]
     assert all(p.parent.name == "input" for p in parts)
+
+
+def test_the_shipped_reference_speeds_sit_under_by_device_beside_this_machines():
+    from flare_core.encoders.model_costs import model_rows
+
+    rows = {row["id"]: row for row in model_rows()}
+    mpnet = rows["all-mpnet-base-v2"]["by_device"]
+    gpu, cpu = mpnet["cuda (NVIDIA H200; reference)"], mpnet["cpu (16 cores, same machine; reference)"]
+    assert gpu["texts"] == cpu["texts"] == 2000
+    assert gpu["texts_per_s"] > 10 * cpu["texts_per_s"]
+    assert "reference" not in "".join(rows["glove-6b-50d"]["by_device"])
