@@ -46,6 +46,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -54,6 +55,7 @@ from bench.fault_concurrency import concurrent_trials, load_trials, queue_trials
 from bench.fault_crashes import corruption_trials, kill_trials  # noqa: E402
 from bench.fault_resources import big_input_trials, disk_trials, long_text_trials  # noqa: E402
 from bench.fault_support import Reference, Row, finished_unit, params_for, print_table  # noqa: E402
+from flare_core.store.runs import Run  # noqa: E402
 
 __all__ = ["FAULTS", "finished_unit", "print_table", "run_faults"]
 
@@ -64,15 +66,23 @@ FAULTS = ("kill", "corrupt", "disk", "queue", "load", "concurrent", "big", "long
 
 
 def run_faults(
-    work: Path, *, short: bool, kills: int, seed: int, only: tuple[str, ...] = FAULTS
+    work: Path,
+    *,
+    short: bool,
+    kills: int,
+    seed: int,
+    only: tuple[str, ...] = FAULTS,
+    reference: Callable[..., Run] | None = None,
 ) -> tuple[list[Row], Reference]:
+    """The rows of the faults in ``only``; ``reference`` builds the uninterrupted run they are compared with
+    (see :class:`Reference`; by default it is computed here)."""
     from flare_core.data.demo import bbc_news_frame
 
     work.mkdir(parents=True, exist_ok=True)
     corpus_path = work / "corpus.csv"
     n_per_topic = 6 if short else 10
     bbc_news_frame(n_per_topic=n_per_topic, seed=0)[["text", "label"]].to_csv(corpus_path, index=False)
-    ref = Reference(work, corpus_path, params_for(short))
+    ref = Reference(work, corpus_path, params_for(short), build=reference)
     trials = {
         "kill": lambda: kill_trials(ref, work, kills, seed),
         "corrupt": lambda: corruption_trials(ref, work, short),

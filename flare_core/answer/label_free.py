@@ -10,8 +10,11 @@ every case, and reports the odds that procedure earned when each corpus was left
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +29,8 @@ from flare_core.analyses.label_free_rules import (
 )
 from flare_core.answer.shipped import shipped_results
 from flare_core.answer.stored import LabelFreeGround
+from flare_core.store.atomic import write_text
+from flare_core.store.cache import cache_root
 
 #: What a person can say the embeddings are for (New run, ``flare run --use``), in words.
 USE_WORDS = {
@@ -64,6 +69,35 @@ def benchmark_cases(records: list[dict[str, Any]], use: str) -> list[dict[str, A
 
 @functools.lru_cache(maxsize=8)
 def _judged(use: str, shipped: str) -> dict[str, Any]:
+    """:func:`_judge`, kept in the cache folder (``judged/<key>.json``): the same for every run of this code
+    on this shipped benchmark, and seconds of work for each process that writes a verdict. The key is a
+    digest of ``use``, the shipped benchmark and every source file of ``flare_core``."""
+    path = cache_root() / "judged" / f"{_judged_key(use, shipped)}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(path.read_text(encoding="utf-8"))
+    judged = _judge(use, shipped)
+    with contextlib.suppress(OSError):  # a cache that cannot be written costs time, not the answer
+        write_text(path, json.dumps(judged))
+    return judged
+
+
+@functools.lru_cache(maxsize=1)
+def _source_digest() -> str:
+    """sha256 of every source file of ``flare_core`` (path and bytes)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _judged_key(use: str, shipped: str) -> str:
+    return hashlib.sha256(f"{_source_digest()}\n{use}\n{shipped}".encode()).hexdigest()[:32]
+
+
+def _judge(use: str, shipped: str) -> dict[str, Any]:
+    """Every label-free rule judged on the shipped benchmark's cases of ``use`` (see :func:`rule_for`)."""
     records = json.loads(shipped)["corpora"]
     cases = benchmark_cases(records, use)
     if not cases:

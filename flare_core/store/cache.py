@@ -1,10 +1,12 @@
-"""The cache folder shared by every run: embeddings, extracted models, the demo corpus and scratch space.
+"""The cache folder shared by every run: embeddings, extracted models, the demo corpus, judged rules and
+scratch space.
 
 Layout under :func:`cache_root`::
 
     embeddings/<key>.npy|.json      the embedding cache (flare_core.encoders.cache)
     models/<name>/                  built-in models unpacked once (flare_core.encoders.builtin)
     demo/bbc_news_openings_250.csv  the demo corpus
+    judged/<key>.json               label-free rules judged on the benchmark (flare_core.answer.label_free)
     scratch/tokens-*/               token states of a run's collapse stage, removed after use
 """
 

@@ -44,6 +44,44 @@ def test_full_label_accuracy_is_sklearns_nested_cross_validation():
         assert frame.loc[name, "accuracy"] == pytest.approx(np.mean(accs))
 
 
+#: ``compare_with_labels`` on :func:`_four_models` as computed before its probes ran on one BLAS thread:
+#: model, accuracy, macro-F1, gap, gap_low, gap_high, tied, n_labels, n_classes (best first).
+FOUR_MODELS_BEFORE = [
+    ("wide", 0.97, 0.9699498746867168, 0.0, 0.0, 0.0, False, 50, 5),
+    ("static", 0.89, 0.8907994624241764, 7.9999999999999964, -2.5567334263916237, 18.55673342639162, True, 50, 5),
+    ("glove", 0.88, 0.8782749693733676, 8.999999999999996, -7.022504297544371, 25.022504297544366, True, 50, 5),
+    ("svd", 0.6799999999999999, 0.6755466322164398, 29.000000000000004, 9.606042316068052, 48.393957683931944,
+     False, 50, 5),
+]  # fmt: skip
+
+
+def _four_models() -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """4 models of a labelled run's widths (384, 50, 64, 49) on 50 texts of 5 classes, of unequal signal."""
+    rng = np.random.default_rng(7)
+    y = np.arange(50) % 5
+    xs = {}
+    for name, d, signal in (
+        ("wide", 384, 0.045),
+        ("glove", 50, 0.2),
+        ("static", 64, 0.17),
+        ("svd", 49, 0.15),
+    ):
+        centres = rng.normal(size=(5, d))
+        xs[name] = signal * centres[y] + rng.normal(size=(50, d)) / np.sqrt(d) * 3
+    return xs, np.array(["business", "entertainment", "politics", "sport", "tech"])[y]
+
+
+def test_full_labels_give_the_same_numbers_on_one_blas_thread_and_leave_the_threads_as_they_were():
+    from threadpoolctl import threadpool_info
+
+    before = [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()]
+    xs, labels = _four_models()
+    frame = compare_with_labels(xs, labels, seed=0)
+    assert [tuple(row) for row in frame.itertuples(index=False)] == FOUR_MODELS_BEFORE
+    assert frame.attrs["best"] == "wide" and (frame.attrs["folds"], frame.attrs["repeats"]) == (5, 2)
+    assert [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()] == before
+
+
 def test_full_labels_rank_the_separating_model_first_with_paired_gaps():
     pool, labels = _pool()
     pool["good twin"] = pool["good"].copy()

@@ -54,6 +54,14 @@ def start_app(
     """``(process, url)`` of ``flare app --headless --no-demo [args]`` over ``runs_dir`` on a free port,
     once its health check answers (the test fails after ``timeout`` seconds). The process leads its own
     session, so :func:`stop_app` reaches Streamlit too; ``stderr=subprocess.PIPE`` gives its text."""
+    proc, url = launch_app(runs_dir, *args, stderr=stderr)
+    wait_until_up(proc, url, timeout)
+    return proc, url
+
+
+def launch_app(runs_dir: Path, *args: str, stderr: int = subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
+    """``(process, url)`` of ``flare app`` as :func:`start_app` starts it, without waiting for it to answer
+    (several servers start at once, then :func:`wait_until_up` waits for each)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in APP_SETTINGS} | {"PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
@@ -61,17 +69,23 @@ def start_app(
          "--runs-dir", str(runs_dir), *args],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wait_until_up(proc: subprocess.Popen, url: str, timeout: float = 90.0) -> None:
+    """Return once the health check of ``flare app`` at ``url`` answers; after ``timeout`` seconds, or when
+    the process has ended, stop it and fail the test."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
                 if response.status == 200:
-                    return proc, url
+                    return
         except OSError:
-            time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGKILL)
-    pytest.fail(f"the dashboard did not start within {timeout:.0f} s")
+            time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail(f"the dashboard at {url} did not start within {timeout:.0f} s (exit code {proc.poll()})")
 
 
 def stop_app(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:

@@ -215,14 +215,34 @@ def capture(owner: Session, click) -> list[bytes]:
     return list(owner.held)
 
 
-def replay(session: Session, messages: list[bytes], query: str) -> None:
-    """Send ``messages`` (the owner's) as ``session``'s browser would, with ``session``'s own address."""
+def settle_all(sessions: list[Session], ms: int = 1500) -> None:
+    """:meth:`Session.settle` of every session at once: each session's script must start within ``ms``
+    milliseconds (what starts none, such as a refused message, waits that long, all sessions in the same
+    window); every one that started is awaited until it has finished (30 s at most)."""
+    started = time.monotonic()
+    ran = [False] * len(sessions)
+    while True:
+        states = [session._script_state() for session in sessions]
+        ran = [seen or state != "notRunning" for seen, state in zip(ran, states, strict=True)]
+        window_over = time.monotonic() - started >= ms / 1000
+        if all(
+            state == "notRunning" and (seen or window_over) for seen, state in zip(ran, states, strict=True)
+        ):
+            return
+        assert time.monotonic() - started < ms / 1000 + 30, "a script did not finish within 30 s"
+        sessions[0].page.wait_for_timeout(20)
+
+
+def replay(targets: list[tuple[Session, str]], messages: list[bytes]) -> None:
+    """Send ``messages`` (the owner's) as each target session's browser would, with that session's own
+    query string, one message at a time to every session at once, each followed by the runs it starts."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     for raw in messages:
-        message = BackMsg()
-        message.ParseFromString(raw)
-        if message.WhichOneof("type") == "rerun_script":
-            message.rerun_script.query_string = query
-        session.server.send(message.SerializeToString())
-        session.settle(500)  # the run it starts, if the server starts one
+        for session, query in targets:
+            message = BackMsg()
+            message.ParseFromString(raw)
+            if message.WhichOneof("type") == "rerun_script":
+                message.rerun_script.query_string = query
+            session.server.send(message.SerializeToString())
+        settle_all([session for session, _ in targets], 500)  # the runs they start, if the server starts any

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from bench.faults import FAULTS, finished_unit, run_faults
+from tests.stored_runs import stored_run
 
 
 def test_what_counts_as_finished_work_when_a_resume_writes_a_file_again():
@@ -45,12 +46,20 @@ def test_every_fault_of_the_bench_but_the_queue_and_the_load_has_a_test_here():
     assert set(ROWS) == set(FAULTS) - {"queue", "load"}  # queue: tests/run/test_jobs.py; load: a browser
 
 
+def _reference(store, corpus_path, params):
+    """The uninterrupted run every fault is compared with, built once by the code under test and kept for
+    every fault and the next session (``tests/stored_runs.py``)."""
+    return stored_run(store, corpus_path, params, run_id="reference", name="", label_column="label")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", list(ROWS))
 def test_every_injected_fault_is_survived_with_nothing_lost(fault, tmp_path):
     if fault == "disk" and os.geteuid() != 0:
         pytest.skip("a full disk is a real tmpfs here, which needs root")
-    rows, ref = run_faults(tmp_path / "faults", short=True, kills=2, seed=0, only=(fault,))
+    rows, ref = run_faults(
+        tmp_path / "faults", short=True, kills=2, seed=0, only=(fault,), reference=_reference
+    )
     assert [r.fault for r in rows] == [ROWS[fault]]
     (row,) = rows
     assert row.trials > 0, row.notes

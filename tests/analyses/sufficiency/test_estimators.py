@@ -22,9 +22,10 @@ def _standardised(x: np.ndarray) -> np.ndarray:
     return ((x - x.mean(axis=0)) / x.std(axis=0)).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def gaussian():
-    """U, V (2000, 2) with V = U W^T + 0.7 noise (W a rotation), an independent source, and the true IS."""
+    """U, V (2000, 2) with V = U W^T + 0.7 noise (W a rotation), an independent source, and the true IS
+    (made once a session; not a module's fixture, so pytest-xdist spreads the estimators' tests)."""
     u, v, true = gaussian_pair(n=2000, d=2, sigma=0.7, seed=0, orthogonal=True)
     independent = np.random.default_rng(1).standard_normal(u.shape).astype(np.float32)
     return _standardised(u), _standardised(v), independent, true
