@@ -7,7 +7,7 @@ The two differ in more than the texts, so this study judges every pick several w
 
 - ``oracle before``: the oracle as it was (5-fold logistic regression, C = 1, on the raw vectors);
 - ``unit C=1``: the same on L2-normalised rows (what normalisation alone changes);
-- ``oracle``: the oracle now (the same folds, vectors centred and rescaled, C chosen inside each fold);
+- ``oracle``: the oracle of the installed :func:`~flare_core.analyses.downstream.classification`;
 - ``raw tuned``: C chosen inside the folds as the product does, on the raw vectors;
 - ``product``: the product's own probe (L2-normalised rows, C chosen inside the folds, 5 folds × 2);
 - ``product F1``: the product's probe judged by macro-F1 instead of accuracy.
