@@ -122,6 +122,7 @@ class EtaSampler:
                     self.samples.append((now, manifest_remaining_seconds(manifest, now)))
                 if self.answer_at is None and answer_usable(path.parent, manifest):
                     self.answer_at = now
+                    print(f"answer usable after {now - self.start:.1f} s", flush=True)
                     if self.try_labelling:
                         self._label_next(path.parent)
 

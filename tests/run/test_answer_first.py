@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bench.standard_run import answer_usable
 from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
 from flare_core.run import embedding_stage, jobs, stages
@@ -60,6 +61,7 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     def map_starts(*args, **kwargs):
         events.append(("map", None))
         seen["verdict"] = load_verdict(run)
+        seen["usable"] = answer_usable(run.path, run.manifest)  # the benchmark's reading of the moment
         seen["next"] = flare("label", run.id, "--next", "16", runs_dir=runs_dir)
         seen["show"] = flare("show", run.id, runs_dir=runs_dir)
         monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
@@ -83,7 +85,7 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     verdict = seen["verdict"]
     assert verdict["basis"] == "label-free" and verdict["recommended"] in (ONNX, *STATIC)
     assert verdict["provisional"] and not verdict["run_finished"]
-    assert DRAWING in verdict["map_headline"]
+    assert DRAWING in verdict["map_headline"] and seen["usable"]
     batch = pd.read_csv(io.StringIO(seen["next"].stdout))
     assert list(batch.columns) == ["row", "text", "label"] and len(batch) == 16
     assert DRAWING in seen["show"].stdout and f"flare label {run.id} --next 16" in seen["show"].stdout
