@@ -19,7 +19,7 @@ from flare_core.errors import Cancelled
 from flare_core.run.eta import embedding_cost, model_embedding_units, seconds_to_units, text_units
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
-from flare_core.store.manifest import record_worker, set_model
+from flare_core.store.manifest import record_worker, roles, set_model
 from flare_core.store.runs import Run
 
 
@@ -58,8 +58,9 @@ def embedding_stage(
     handler = _EmbeddingHandler(
         run, params, texts, report, ex, done=len(models) - len(todo), on_candidates=on_candidates
     )
-    todo = embedding_order(run, todo, handler.seconds)
-    handler.candidates_left = {m for m in todo if _role(run, m) == "candidate"}
+    role_of = roles(run)
+    todo = embedding_order(todo, role_of, handler.units)
+    handler.candidates_left = {m for m in todo if role_of[m] == "candidate"}
     try:
         handler.answer_when_ready()  # every candidate stored by an earlier attempt
         run_units(ex, [EmbedUnit(m) for m in todo], handler, poll=0.5 if ex.remote else None)
@@ -72,15 +73,11 @@ def embedding_stage(
     )  # fmt: skip
 
 
-def embedding_order(run: Run, models: list[str], cost: Callable[[str], float]) -> list[str]:
-    """``models`` in the order they are embedded: the candidates first, then the others (partial models,
-    controls, references), each group by ``cost(model)`` (the plan's units), cheapest first; equal costs
-    keep the manifest's order."""
-    return sorted(models, key=lambda m: (_role(run, m) != "candidate", cost(m)))
-
-
-def _role(run: Run, model_id: str) -> str:
-    return next((m.get("role", "candidate") for m in run.manifest["models"] if m["id"] == model_id), "")
+def embedding_order(models: list[str], role_of: dict[str, str], cost: Callable[[str], float]) -> list[str]:
+    """``models`` in the order they are embedded: the candidates first (``role_of``: model → role), then
+    the others (partial models, controls, references), each group by ``cost(model)`` (the plan's units),
+    cheapest first; equal costs keep the given order."""
+    return sorted(models, key=lambda m: (role_of[m] != "candidate", cost(m)))
 
 
 class _EmbeddingHandler:
@@ -120,7 +117,7 @@ class _EmbeddingHandler:
         self.resources = Resources(num_cpus=1.0, num_gpus=1.0 if wants_gpu else 0.0)
         self.corpus_hash = run.manifest["corpus"]["content_hash"]
 
-    def seconds(self, model_id: str) -> float:
+    def units(self, model_id: str) -> float:
         """The plan's units of embedding ``model_id`` (loading and reading)."""
         return self.load_units[model_id] + self.read_units[model_id]
 
