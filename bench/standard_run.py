@@ -11,11 +11,25 @@ Usage::
 every stage); ``standard`` is a default run (both estimators, collapse, maps, validation) of seven
 candidates on the 2,000 rotten-tomatoes snippets of the validity benchmark, embeddings cached or not as
 the cache has them; ``pool`` is the same default run with every available trained candidate of the
-registry (16 on a full install) and ``pool-lean`` the same without the maps and the token-level stages. Prints each stage's seconds, the ratio to the reference figures (below 1: faster),
-the wall time, the peak resident memory of this process and of its worker processes, and how good the
-time-left estimate was: the share of the estimates (read from the manifest every second, as the pages do)
-within ±30% of the time that was in fact left, between 20% and 90% of the wall time. Timings on a
-shared machine are noisy: compare ratios from runs on the same machine.
+registry (16 on a full install) and ``pool-lean`` the same without the maps and the token-level stages.
+``--unlabelled`` gives the runs the texts alone (a person with no labels: the answer is the label-free
+rule's, then the few-label check's); ``--cold`` starts them from an empty embedding cache.
+
+Prints each stage's seconds, the ratio to the reference figures (below 1: faster), the wall time, the
+peak resident memory of this process and of its worker processes, how good the time-left estimate was
+(the share of the estimates, read from the manifest every second as the pages do, within ±30% of the time
+that was in fact left, between 20% and 90% of the wall time), and two moments of the run:
+
+- **answer usable** (``answer_s``): the first reading (every 0.25 s) at which the run's ``verdict.json``
+  exists, every candidate of the manifest is embedded (status ``done`` or ``failed``) and the verdict
+  rests on the ground the run will end with: its labels (basis ``labels``) when the corpus came with
+  labels, scored pairs or search judgements, any ground otherwise. From then on the Overview shows the
+  answer, and ``flare label RUN --next 16`` and *Check with a few labels* have all they read (the
+  candidates' embeddings). For a run without labels the benchmark then runs ``flare label RUN --next 16``
+  once, as a person would, and reports when it first returned its texts (``label_next_s``);
+- **done** (``wall_s``): the run has finished every stage.
+
+Timings on a shared machine are noisy: compare ratios from runs on the same machine.
 """
 
 from __future__ import annotations
@@ -24,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import threading
@@ -66,11 +81,16 @@ def _peak_mib() -> dict[str, float]:
 
 
 class EtaSampler:
-    """Reads the time left of the run in ``runs_dir`` every second while it runs (a context manager);
-    :meth:`figures` judges the estimates against the time that was in fact left."""
+    """Reads the run in ``runs_dir`` every 0.25 s while it runs (a context manager): its time left (once a
+    second) and the moment its answer became usable (see the module docstring). :meth:`figures` judges
+    the estimates against the time that was in fact left and gives that moment."""
 
-    def __init__(self, runs_dir: Path) -> None:
+    def __init__(self, runs_dir: Path, *, try_labelling: bool = False) -> None:
         self.runs_dir, self.samples = runs_dir, []
+        self.try_labelling = try_labelling
+        self.answer_at: float | None = None
+        self.label_next_at: float | None = None
+        self.label_next_error = ""
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -87,15 +107,36 @@ class EtaSampler:
     def _poll(self) -> None:
         from flare_core.run.eta import manifest_remaining_seconds
 
-        while not self.stop.wait(1.0):
+        last_eta = 0.0
+        while not self.stop.wait(0.25):
             for path in self.runs_dir.glob("*/manifest.json"):
                 try:
                     manifest = json.loads(path.read_text())
                 except (OSError, ValueError):
                     continue
-                if manifest.get("status") == "running":
-                    now = time.time()
+                if manifest.get("status") != "running":
+                    continue
+                now = time.time()
+                if now - last_eta >= 1.0:
+                    last_eta = now
                     self.samples.append((now, manifest_remaining_seconds(manifest, now)))
+                if self.answer_at is None and answer_usable(path.parent, manifest):
+                    self.answer_at = now
+                    print(f"answer usable after {now - self.start:.1f} s", flush=True)
+                    if self.try_labelling:
+                        self._label_next(path.parent)
+
+    def _label_next(self, run_path: Path) -> None:
+        """``flare label RUN --next 16`` as a person would run it, timed to the moment it returned."""
+        env = dict(os.environ, FLARE_RUNS_DIR=str(run_path.parent))
+        proc = subprocess.run(
+            [sys.executable, "-m", "flare_core.cli", "label", run_path.name, "--next", "16"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        if proc.returncode == 0 and proc.stdout.count("\n") > 16:
+            self.label_next_at = time.time()
+        else:
+            self.label_next_error = (proc.stderr.strip().splitlines() or ["no texts"])[-1]
 
     def figures(self, low: float = 0.2, high: float = 0.9) -> dict:
         wall = self.end - self.start
@@ -105,11 +146,38 @@ class EtaSampler:
             if estimate is not None and low <= (t - self.start) / wall <= high
         ]
         within = sum(e <= 0.3 for e in errors)
-        return {
+        since = lambda t: None if t is None else round(t - self.start, 1)  # noqa: E731
+        figures = {
+            "answer_s": since(self.answer_at),
             "eta_samples": len(errors),
             "eta_within_30pct": round(within / len(errors), 3) if errors else None,
             "eta_worst_error": round(max(errors), 3) if errors else None,
         }
+        if self.try_labelling:
+            figures["label_next_s"] = since(self.label_next_at)
+            if self.label_next_error:
+                figures["label_next_error"] = self.label_next_error
+        return figures
+
+
+def answer_usable(run_path: Path, manifest: dict) -> bool:
+    """Whether the run at ``run_path`` has a usable answer (see the module docstring): ``verdict.json``
+    stored, every candidate embedded, and the verdict on the labels when the run has labels of any kind."""
+    verdict_path = run_path / "verdict.json"
+    if not verdict_path.is_file():
+        return False
+    candidates = [m for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
+    if any(m.get("status") not in ("done", "failed") for m in candidates):
+        return False
+    labelled = manifest.get("corpus", {}).get("has_labels") or any(
+        (run_path / name).is_file() for name in ("pairs.parquet", "judgements.parquet")
+    )
+    if not labelled:
+        return True
+    try:
+        return json.loads(verdict_path.read_text()).get("basis") == "labels"
+    except (OSError, ValueError):
+        return False
 
 
 def time_demo(runs_dir: Path) -> dict:
@@ -126,7 +194,9 @@ def time_demo(runs_dir: Path) -> dict:
     )
 
 
-def time_standard(runs_dir: Path, models: list[str] | None = None, **options: object) -> dict:
+def time_standard(
+    runs_dir: Path, models: list[str] | None = None, *, unlabelled: bool = False, **options: object
+) -> dict:
     from flare_core.benchmark.suite import make_run
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
     from flare_core.run import jobs
@@ -134,14 +204,27 @@ def time_standard(runs_dir: Path, models: list[str] | None = None, **options: ob
     from flare_core.store.runs import RunStore
 
     bench = load_benchmark_corpus("rotten-tomatoes")
-    run = make_run(RunStore(runs_dir), bench, build_params(models=models or STANDARD_MODELS, **options))
+    params = build_params(models=models or STANDARD_MODELS, **options)
+    store = RunStore(runs_dir)
+    run = _texts_only_run(store, bench, params) if unlabelled else make_run(store, bench, params)
     start = time.perf_counter()
-    with EtaSampler(runs_dir) as eta:
+    with EtaSampler(runs_dir, try_labelling=unlabelled) as eta:
         status = jobs.run_in_process(run)
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})} | (
-        eta.figures()
-    )
+    figures = {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})}
+    return figures | {"unlabelled": unlabelled} | eta.figures()
+
+
+def _texts_only_run(store, bench, params):
+    """The run of ``bench``'s texts alone, read from a CSV of one column as a person's upload would be."""
+    from flare_core.data.corpus import load_corpus
+    from flare_core.run.create import create_run
+
+    path = store.root / f"{bench.name}-texts.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    bench.frame[["text"]].to_csv(path, index=False)
+    corpus = load_corpus(path, text_column="text", label_column=None, pair_columns=None)
+    return create_run(store, corpus, params, name=f"benchmark {bench.name}, texts only")
 
 
 def _print(case: str, figures: dict, reference: dict | None) -> None:
@@ -152,6 +235,20 @@ def _print(case: str, figures: dict, reference: dict | None) -> None:
         )
     else:
         print(" (no reference figures)")
+    if figures.get("answer_s") is not None:
+        ref = (reference or {}).get("answer_s")
+        print(
+            f"  answer usable after {figures['answer_s']:.0f} s"
+            + (f" (reference {ref:.0f} s)" if ref else "")
+            + f"; done after {figures['wall_s']:.0f} s"
+        )
+    if "label_next_s" in figures:
+        took = figures["label_next_s"]
+        print(
+            f"  flare label --next 16 first returned its texts after {took:.0f} s"
+            if took is not None
+            else f"  flare label --next 16 did not work: {figures.get('label_next_error', '')}"
+        )
     ref_stages = (reference or {}).get("stages", {})
     for stage, seconds in figures["stages"].items():
         ref = ref_stages.get(stage)
@@ -177,6 +274,12 @@ def main() -> None:
     parser.add_argument("--case", choices=["demo", "standard", "both", "pool", "pool-lean"], default="both")
     parser.add_argument("--save", action="store_true", help="keep these figures as the new reference")
     parser.add_argument("--warm-demo", action="store_true", help="use the current cache for the demo")
+    parser.add_argument(
+        "--unlabelled", action="store_true", help="standard and pool runs of the texts alone (no labels)"
+    )
+    parser.add_argument(
+        "--cold", action="store_true", help="standard and pool runs from an empty embedding cache too"
+    )
     args = parser.parse_args()
     reference = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {}
     results = {}
@@ -186,11 +289,18 @@ def main() -> None:
                 os.environ["FLARE_CACHE_DIR"] = str(Path(tmp) / "cold-cache")
             results["demo"] = time_demo(Path(tmp) / "demo-runs") | _peak_mib()
             os.environ.pop("FLARE_CACHE_DIR", None)
+        if args.cold:
+            os.environ["FLARE_CACHE_DIR"] = str(Path(tmp) / "cold-cache-runs")
+        suffix = "-unlabelled" if args.unlabelled else ""
         if args.case in ("standard", "both"):
-            results["standard"] = time_standard(Path(tmp) / "standard-runs") | _peak_mib()
+            figures = time_standard(Path(tmp) / "standard-runs", unlabelled=args.unlabelled)
+            results["standard" + suffix] = figures | _peak_mib()
         if args.case in ("pool", "pool-lean"):
             lean = {"maps": False, "collapse": False} if args.case == "pool-lean" else {}
-            results[args.case] = time_standard(Path(tmp) / "pool-runs", pool_models(), **lean) | _peak_mib()
+            figures = time_standard(
+                Path(tmp) / "pool-runs", pool_models(), unlabelled=args.unlabelled, **lean
+            )
+            results[args.case + suffix] = figures | _peak_mib()
     for case, figures in results.items():
         _print(case, figures, reference.get(case))
     if args.save:

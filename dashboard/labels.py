@@ -13,8 +13,9 @@ from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
 from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
+from flare_core.run.jobs import effective_status
 from flare_core.view import answer_figures
-from flare_core.view.verdict import labels_table
+from flare_core.view.verdict import labels_table, map_drawing_words
 
 #: The choice in the table for a text the person cannot or will not label.
 SKIP = "skip / unsure"
@@ -31,6 +32,9 @@ if corpus.get("has_labels"):
 if not any(m.get("status") == "done" and m.get("role") == "candidate" for m in run.manifest["models"]):
     st.info("Labelling starts once the models have read your texts.")
     st.stop()
+drawing = map_drawing_words(run.manifest, effective_status(run))
+if drawing:
+    st.caption(escape(drawing))
 labels = label_store.load_labels(run)
 access = current_access()
 editable = access.allows("label", run.id)

@@ -24,7 +24,7 @@ from flare_core.view import figures
 from flare_core.view.glossary import explain
 from flare_core.view.results import models_table, ranking_table
 from flare_core.view.tables import settings_frame, shown_frame
-from flare_core.view.verdict import labels_given_words, labels_table
+from flare_core.view.verdict import labels_given_words, labels_table, map_drawing_words
 
 st.title("Overview")
 run = current_run()
@@ -42,6 +42,9 @@ def answer() -> None:
         st.rerun()  # the run has ended: draw the whole page with its final results
     status_banner(run)
     show_verdict(run)
+    drawing = map_drawing_words(run.manifest, now)
+    if drawing:
+        st.caption(escape(drawing))
 
 
 answer()

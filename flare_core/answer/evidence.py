@@ -92,7 +92,9 @@ def ranking_verdict(run: Run, *, provisional: bool) -> MapVerdict:
             if m.get("status") == "done" and role_of.get(m["id"]) in RANKED_ROLES
         ]
         facts = single_model_facts(run, ranked[0]) if len(ranked) == 1 else []
-        return unranked_verdict(ranked, facts=facts, failed=failed, provisional=provisional)
+        return unranked_verdict(
+            ranked, facts=facts, failed=failed, provisional=provisional, drawing=map_drawing(run)
+        )
     estimator = ranked_by[0]
     evidence, controls = gather_evidence(run, estimator, ranked_by)
     scores = scored[estimator]
@@ -101,6 +103,15 @@ def ranking_verdict(run: Run, *, provisional: bool) -> MapVerdict:
         scores, estimator=estimator, trust=assess(evidence), controls=controls, partial=partial,
         failed=failed, provisional=provisional,
     )  # fmt: skip
+
+
+def map_drawing(run: Run) -> bool:
+    """Whether the map of ``run`` is still being drawn: one of its estimators has no outcome yet (it has
+    neither scored the models nor failed nor been skipped)."""
+    manifest = run.manifest
+    outcomes = manifest.get("outcomes") or {}
+    estimators = (manifest.get("params") or {}).get("estimators") or []
+    return any(f"sufficiency_{e}" not in outcomes for e in estimators)
 
 
 def _scored(run: Run, estimator: str) -> pd.DataFrame:

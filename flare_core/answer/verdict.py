@@ -148,11 +148,24 @@ def unranked_verdict(
     facts: Sequence[str] = (),
     failed: Sequence[str] = (),
     provisional: bool = False,
+    drawing: bool = False,
 ) -> MapVerdict:
     """The verdict of a run with fewer than :data:`MIN_RANKED` scored candidates: no ranking, so no
     recommendation, and what the run can still tell (``facts``: sentences on the run's one model, such as
-    its accuracy on the labels or its collapse). Same schema as :func:`verdict`, with ``ranking`` empty."""
+    its accuracy on the labels or its collapse). Same schema as :func:`verdict`, with ``ranking`` empty.
+    ``drawing``: the estimators of a running run have not scored the candidates yet (the map is still
+    being drawn), which is said instead."""
     candidates = list(candidates)
+    if drawing and len(candidates) >= MIN_RANKED:
+        headline = (
+            "The map is still being drawn: how much each model tells about the others is being measured."
+        )
+        summary = "The label-free ranking appears here when the run has measured it."
+        text = " ".join([headline, summary])
+        if failed:
+            text += f" Not ranked because they failed: {_join(list(failed))}."
+        return {**unranked_verdict(candidates, failed=failed, provisional=provisional),
+                "headline": headline, "summary": summary, "text": text}  # fmt: skip
     if len(candidates) == 1:
         headline = f"Only one candidate, {candidates[0]}: there is nothing to rank it against."
     elif candidates:

@@ -2,9 +2,10 @@
 run's own labels, a person's few labels and the provisional label-free choice
 (:func:`~flare_core.answer.decide.compose` says which ground decides).
 
-:func:`write_verdict` is called by the pipeline after each estimator (a provisional answer as soon as the
-first ranking exists) and at the end of the run, and by the dashboard and ``flare label`` after each
-batch of labels. It holds the run's labels lock, so that an answer never misses a batch saved meanwhile.
+:func:`write_verdict` is called by the pipeline (a provisional answer as soon as the candidates are
+embedded, again after the labels and after each estimator, and the final one at the end of the run), and
+by the dashboard and ``flare label`` after each batch of labels. It holds the run's labels lock, so that
+an answer never misses a batch saved meanwhile.
 """
 
 from __future__ import annotations
@@ -85,8 +86,12 @@ def build_verdict(run: Run, *, provisional: bool) -> Verdict:
     return verdict
 
 
-def write_verdict(run: Run, *, provisional: bool = False) -> Verdict:
-    """Build and store the run's verdict (under the labels lock); returns it."""
+def write_verdict(run: Run, *, provisional: bool | None = None) -> Verdict:
+    """Build and store the run's verdict (under the labels lock); returns it. ``provisional``: whether the
+    run is still computing (None: as its manifest says, so that labels given while the run works do not
+    end its answer's "while the run finishes")."""
+    if provisional is None:
+        provisional = run.manifest.get("status") in ("queued", "running")
     with labels_lock(run):
         verdict = build_verdict(run, provisional=provisional)
         save_verdict(run, verdict)

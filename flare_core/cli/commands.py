@@ -294,7 +294,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from flare_core.answer.labels import load_labels
     from flare_core.view.results import run_results
-    from flare_core.view.verdict import labels_given_words
+    from flare_core.view.verdict import labels_given_words, map_drawing_words
 
     run = _store(args).get(args.run_id)
     results = run_results(run)
@@ -327,6 +327,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if results.get("verdict"):
         print()
         print(results["verdict"]["text"])
+    drawing = map_drawing_words(manifest, results["status"])
+    if drawing:
+        print(drawing.replace("Check with a few labels", f"`flare label {run.id} --next 16`"))
     for estimator, block in results.get("sufficiency", {}).items():
         print(
             f"\nranking by information sufficiency ({estimator}, median IS/d_target, 95% bootstrap interval):"

@@ -1,4 +1,9 @@
-"""The embeddings stage: one unit per model, each streaming its embeddings into the shared cache."""
+"""The embeddings stage: one unit per model, each streaming its embeddings into the shared cache.
+
+The candidates go first, the quickest first (by the plan's cost of each model: a static model before a
+small transformer before a large one), then the other models (partial models, controls, references),
+also quickest first. The answer needs the candidates alone: ``on_candidates`` is called once every
+candidate is stored (or has failed), while the others are still to come."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from flare_core.errors import Cancelled
 from flare_core.run.eta import embedding_cost, model_embedding_units, seconds_to_units, text_units
 from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
-from flare_core.store.manifest import record_worker, set_model
+from flare_core.store.manifest import record_worker, roles, set_model
 from flare_core.store.runs import Run
 
 
@@ -31,8 +36,10 @@ def embedding_stage(
     texts: list[str],
     report: Callable[..., None],
     executor: Executor | None = None,
+    on_candidates: Callable[[], None] | None = None,
 ) -> None:
-    """Embed the corpus with every model not stored yet, one :class:`EmbedUnit` per model on ``executor``.
+    """Embed the corpus with every model not stored yet, one :class:`EmbedUnit` per model on ``executor``,
+    in :func:`embedding_order`; ``on_candidates()`` runs as soon as every candidate is stored or failed.
 
     Each unit streams its embeddings into the shared embedding cache and returns the file; the run
     store then copies it. With no executor (or a serial local one) the units run here, in order, with
@@ -48,8 +55,14 @@ def embedding_stage(
             todo.append(model["id"])
     report("embeddings", len(models) - len(todo), len(models), f"embedding with {len(todo)} models")
     ex = executor or LocalExecutor()
-    handler = _EmbeddingHandler(run, params, texts, report, ex, done=len(models) - len(todo))
+    handler = _EmbeddingHandler(
+        run, params, texts, report, ex, done=len(models) - len(todo), on_candidates=on_candidates
+    )
+    role_of = roles(run)
+    todo = embedding_order(todo, role_of, handler.units)
+    handler.candidates_left = {m for m in todo if role_of[m] == "candidate"}
     try:
+        handler.answer_when_ready()  # every candidate stored by an earlier attempt
         run_units(ex, [EmbedUnit(m) for m in todo], handler, poll=0.5 if ex.remote else None)
     finally:
         if executor is None:
@@ -58,6 +71,13 @@ def embedding_stage(
         "embeddings", len(models), len(models), "embeddings done",
         work_done=round(handler.work_finished), work_total=handler.work_total,
     )  # fmt: skip
+
+
+def embedding_order(models: list[str], role_of: dict[str, str], cost: Callable[[str], float]) -> list[str]:
+    """``models`` in the order they are embedded: the candidates first (``role_of``: model → role), then
+    the others (partial models, controls, references), each group by ``cost(model)`` (the plan's units),
+    cheapest first; equal costs keep the given order."""
+    return sorted(models, key=lambda m: (role_of[m] != "candidate", cost(m)))
 
 
 class _EmbeddingHandler:
@@ -72,8 +92,11 @@ class _EmbeddingHandler:
         executor: Executor,
         *,
         done: int,
+        on_candidates: Callable[[], None] | None = None,
     ) -> None:
         self.run, self.params, self.report = run, params, report
+        self.on_candidates = on_candidates
+        self.candidates_left: set[str] = set()
         self.total, self.done = len(run.manifest["models"]), done
         # progress in units of the time plan (``run.eta``): loading a model, then 100 characters read, each
         # weighted by the model's cost (all-mpnet-base-v2 reads a text in ~7 times all-MiniLM-L6-v2's time)
@@ -93,6 +116,16 @@ class _EmbeddingHandler:
         wants_gpu = not self.in_process and params.device is not None and params.device.startswith("cuda")
         self.resources = Resources(num_cpus=1.0, num_gpus=1.0 if wants_gpu else 0.0)
         self.corpus_hash = run.manifest["corpus"]["content_hash"]
+
+    def units(self, model_id: str) -> float:
+        """The plan's units of embedding ``model_id`` (loading and reading)."""
+        return self.load_units[model_id] + self.read_units[model_id]
+
+    def answer_when_ready(self) -> None:
+        """Call ``on_candidates`` (once) when no candidate is left to embed."""
+        if self.on_candidates is not None and not self.candidates_left:
+            on_candidates, self.on_candidates = self.on_candidates, None
+            on_candidates()
 
     def pending(self, unit: EmbedUnit) -> EmbedUnit:
         return unit
@@ -145,6 +178,8 @@ class _EmbeddingHandler:
             "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}",
             work_done=round(self.work_finished), work_total=self.work_total,
         )  # fmt: skip
+        self.candidates_left.discard(model_id)
+        self.answer_when_ready()
 
     def check_stop(self) -> None:
         if self.run.cancel_requested():

@@ -1,8 +1,11 @@
 """One run from a corpus to stored artefacts: the code path shared by the CLI, the dashboard and notebooks.
 
-    corpus → embeddings (cached) → information sufficiency (a provisional verdict after each estimator)
-           → geometry → downstream (labels) → validation studies → maps → collapse (SOCM)
-           → layer-wise concentration → correlations → final verdict → run store
+    corpus → embeddings of the candidates (cached; the quickest first) → the answer: a provisional
+           verdict, from the labels when the run has a label column, else from the label-free rule (the
+           few-label page and ``flare label`` work from here on)
+           → embeddings of the other models → downstream and labels (labels of any kind: the verdict again)
+           → the map: information sufficiency (a verdict after each estimator) → geometry → validation
+           studies → maps → collapse (SOCM) → layer-wise concentration → summary → final verdict
 
 ``create_run`` (:mod:`flare_core.run.create`) stores the corpus and parameters (status ``queued``);
 :func:`compute_stages` computes every stage, skipping work already stored, so that an interrupted run
@@ -17,6 +20,7 @@ import os
 import time
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
+from flare_core.answer.from_labels import candidate_ids
 from flare_core.answer.write import write_verdict
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import Cancelled
@@ -59,8 +63,10 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     """Compute every stage of ``run`` that is not stored yet.
 
     The embeddings come first and every other stage needs them: a run where no model could be embedded
-    fails. After that each stage runs on its own (:class:`~flare_core.run.outcomes.StageRunner`): one
-    that fails is recorded with its reason, and the stages that do not need it still run.
+    fails. What a person can act on comes next: the answer is written as soon as the candidates are
+    embedded, before the map (the estimators, the pictures, the collapse). Each stage runs on its own
+    (:class:`~flare_core.run.outcomes.StageRunner`): one that fails is recorded with its reason, and the
+    stages that do not need it still run.
     """
     params = RunParams.from_dict(run.manifest["params"])
     sweep_stale_scratch()
@@ -79,16 +85,20 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     stages = StageRunner(run)
     try:
         with StageTimer(run, "embeddings"):
-            embedding_stage(run, params, texts, report, executor)
+            embedding_stage(
+                run, params, texts, report, executor,
+                on_candidates=lambda: _answer_first(run, stages, labels),
+            )  # fmt: skip
         ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
         if not ok:
             raise RuntimeError("no model could be embedded; see each model's error in the run")
+        _labels_stages(run, stages, params, ok, labels, report)
         if not chosen and params.estimators:
             is_units = next((s.units for s in plan if s.name.startswith("sufficiency_")), 0)
             executor = make_executor(
                 params, is_units=is_units, n_texts=_sufficiency_texts(params, len(texts))
             )
-        # the answer first: each estimator's ranking gives a provisional verdict as soon as it exists
+        # then the map: each estimator's ranking joins the verdict as soon as it exists
         for estimator in params.estimators:
             stages.run(
                 f"sufficiency_{estimator}",
@@ -104,17 +114,31 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     stages.run("verdict", lambda: write_verdict(run, provisional=False))
 
 
+def _answer_first(run: Run, stages: StageRunner, labels) -> None:
+    """The answer as soon as every candidate is embedded (the other models may still be embedding): the
+    candidates compared on the run's label column when it has one, then the provisional verdict."""
+    if labels is not None:
+        stages.run("labels", lambda: comparison_stage(run, labels), models=candidate_ids(run))
+    stages.run("verdict", lambda: write_verdict(run, provisional=True))
+
+
+def _labels_stages(run: Run, stages: StageRunner, params: RunParams, ok, labels, report) -> None:
+    """What the run's labels of any kind say, before the map: each model scored on them (downstream) and
+    the candidates compared on them (scored pairs and search judgements need the downstream stage's
+    scores first), then the verdict again."""
+    judged = run.has("pairs.parquet") or run.has(JUDGEMENTS)
+    if params.downstream and (labels is not None or judged):
+        stages.run("downstream", lambda: downstream_stage(run, ok, labels, params, report), models=ok)
+    if labels is not None or judged:  # the labels decide: every candidate compared on them
+        stages.run("labels", lambda: comparison_stage(run, labels), models=candidate_ids(run))
+        stages.run("verdict", lambda: write_verdict(run, provisional=True))
+
+
 def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, labels, report) -> None:
     """The stages after information sufficiency, each on its own (see :func:`compute_stages`)."""
     estimated = [f"sufficiency_{e}" for e in params.estimators]
     if params.geometry:
         stages.run("geometry", lambda: geometry_stage(run, ok, labels, params, report), models=ok)
-    judged = run.has("pairs.parquet") or run.has(JUDGEMENTS)
-    if params.downstream and (labels is not None or judged):
-        stages.run("downstream", lambda: downstream_stage(run, ok, labels, params, report), models=ok)
-    if labels is not None or judged:  # the labels decide: every candidate compared on them
-        stages.run("labels", lambda: comparison_stage(run, labels), models=ok)
-        stages.run("verdict", lambda: write_verdict(run, provisional=True))
     scored = any(run.has("sufficiency", e, "scores.parquet") for e in ESTIMATOR_NAMES)
     none_left = bool(estimated) and all(n in stages.failed for n in estimated)
     if params.validation and (scored or none_left):

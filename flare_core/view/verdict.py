@@ -221,3 +221,18 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
     if verdict.get("basis") == "few labels" and more:
         return f"{int(more)} more labels would settle it; the run's owner can add them."
     return "A few labels would settle it; the run's owner can add them."
+
+
+def map_drawing_words(manifest: Mapping[str, Any], status: str) -> str | None:
+    """While a run works after its answer (every candidate embedded), that the answer and the few-label
+    check can be used now and that the map is still being drawn, in words; None otherwise."""
+    if status not in ("queued", "running"):
+        return None
+    candidates = [m for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
+    if not candidates or any(m.get("status") not in ("done", "failed") for m in candidates):
+        return None
+    return (
+        "The models have read your texts: the answer and Check with a few labels can be used now. "
+        "The map (how much each model tells about the others, the pictures of each embedding space, what "
+        "mean pooling hides) is still being drawn; its pages fill in as each part finishes."
+    )

@@ -1,0 +1,97 @@
+"""The answer first: a real run of texts without labels embeds its candidates (the quickest first), then
+its controls, writes the provisional answer as soon as the candidates are embedded, and draws the map
+after; while the map is drawn, ``flare label --next``, ``flare show`` and *Check with a few labels* work
+and say that the map is still being drawn.
+
+The run is the real pipeline (``jobs.run_in_process``) with real models; the stage functions are wrapped
+only to note when each one starts and to look at the run from outside at the start of the map."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bench.standard_run import answer_usable
+from flare_core.answer.stored import load_verdict
+from flare_core.data.corpus import load_corpus
+from flare_core.run import embedding_stage, jobs, stages
+from flare_core.run.create import create_run
+from flare_core.store.runs import RunStore
+from tests.support import STATIC, fast_params, flare, page_texts
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+#: A small transformer (ONNX): slower to embed with than the static models.
+ONNX = "paraphrase-MiniLM-L3-v2"
+#: A control as quick as the static candidates: the order puts it after them all the same.
+CONTROL = "shuffled-glove-6b-50d"
+DRAWING = "is still being drawn"
+
+
+@pytest.fixture
+def texts_only_run(tmp_path, articles):
+    path = tmp_path / "texts.csv"
+    articles[["text"]].to_csv(path, index=False)
+    corpus = load_corpus(path, text_column="text", label_column=None)
+    params = fast_params([ONNX, *STATIC], controls=[CONTROL])
+    return create_run(RunStore(tmp_path / "runs"), corpus, params)
+
+
+def _noting(events: list, name: str, function):
+    def noted(*args, **kwargs):
+        events.append((name, args[0] if name == "embed" else None))
+        return function(*args, **kwargs)
+
+    return noted
+
+
+def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
+    texts_only_run, monkeypatch, tmp_path
+):
+    run, runs_dir = texts_only_run, tmp_path / "runs"
+    events: list[tuple[str, str | None]] = []
+    seen: dict = {}
+    monkeypatch.setattr(embedding_stage, "_embed_task", _noting(events, "embed", embedding_stage._embed_task))
+    monkeypatch.setattr(stages, "write_verdict", _noting(events, "verdict", stages.write_verdict))
+    sufficiency = stages.sufficiency_stage
+
+    def map_starts(*args, **kwargs):
+        events.append(("map", None))
+        seen["verdict"] = load_verdict(run)
+        seen["usable"] = answer_usable(run.path, run.manifest)  # the benchmark's reading of the moment
+        seen["next"] = flare("label", run.id, "--next", "16", runs_dir=runs_dir)
+        seen["show"] = flare("show", run.id, runs_dir=runs_dir)
+        monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.query_params["run"] = run.id
+        at.run()
+        at.switch_page("dashboard/labels.py").run()
+        seen["page"], seen["page_errors"] = page_texts(at), [e.value for e in at.exception]
+        return sufficiency(*args, **kwargs)
+
+    monkeypatch.setattr(stages, "sufficiency_stage", map_starts)
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
+
+    embedded = [model for name, model in events if name == "embed"]
+    assert embedded == [*STATIC, ONNX, CONTROL]  # candidates, quickest first; then the control
+    names = [name for name, _ in events]
+    first_verdict = names.index("verdict")
+    assert names.index("map") > first_verdict > names.index("embed") + 2  # after the third candidate
+    assert names[first_verdict + 1] == "embed"  # the control is embedded after the answer
+
+    verdict = seen["verdict"]
+    assert verdict["basis"] == "label-free" and verdict["recommended"] in (ONNX, *STATIC)
+    assert verdict["provisional"] and not verdict["run_finished"]
+    assert DRAWING in verdict["map_headline"] and seen["usable"]
+    batch = pd.read_csv(io.StringIO(seen["next"].stdout))
+    assert list(batch.columns) == ["row", "text", "label"] and len(batch) == 16
+    assert DRAWING in seen["show"].stdout and f"flare label {run.id} --next 16" in seen["show"].stdout
+    assert seen["page_errors"] == []
+    assert DRAWING in seen["page"] and "Name at least two categories" in seen["page"]
+
+    final = load_verdict(run)
+    assert final["run_finished"] and DRAWING not in final["map_headline"]
+    assert final["ranking"], "the map's ranking joins the final answer"
