@@ -166,12 +166,15 @@ class Person:
         self.context = browser.new_context(viewport={"width": 1400, "height": 2000})
         self.page = self.context.new_page()
         self.times: list[float] = []
+        self.pages: list[tuple[int, str, float]] = []  # (round, title, seconds)
 
     def ready(self, title: str) -> bool:
         return bool(self.page.evaluate(READY, title))
 
 
-def wait_all(people: list[Person], title: str, started: dict[str, float], keep: bool) -> None:
+def wait_all(
+    people: list[Person], title: str, started: dict[str, float], keep: bool, round_: int = 0
+) -> None:
     """Poll every session until each shows ``title``; each time is taken when its page is first seen drawn."""
     pending = list(people)
     deadline = time.monotonic() + 120
@@ -180,6 +183,7 @@ def wait_all(people: list[Person], title: str, started: dict[str, float], keep: 
             if who.ready(title):
                 if keep:
                     who.times.append(time.monotonic() - started[who.kind])
+                    who.pages.append((round_, title, who.times[-1]))
                 pending.remove(who)
         if time.monotonic() > deadline:
             raise SystemExit(f"{title!r} was not drawn within 120 s for {[p.kind for p in pending]}")
@@ -202,13 +206,13 @@ def drive(url: str, owner_token: str, links: dict[str, str], rounds: int) -> lis
             started[who.kind] = time.monotonic()
             who.page.goto(f"{url}/{addresses[who.kind]}", wait_until="commit", timeout=60_000)
         wait_all(people, "Overview", started, keep=False)
-        for _ in range(rounds):
+        for round_ in range(rounds):
             for menu, title in MENU:
                 for who in people:
                     started[who.kind] = time.monotonic()
                     nav = who.page.locator("[data-testid='stSidebarNav']")
                     nav.get_by_text(menu, exact=True).click()
-                wait_all(people, title, started, keep=True)
+                wait_all(people, title, started, keep=True, round_=round_)
         for who in people:
             who.context.close()
     return people
@@ -290,6 +294,12 @@ def main() -> None:
     print(
         f"{'all three':<22} {statistics.median(every):>10.2f} {np.percentile(every, 95):>8.2f} {max(every):>8.2f}"
     )
+    print(f"\n{'page (median of the three sessions)':<38} {'first round (s)':>15} {'later rounds (s)':>16}")
+    for _, title in MENU:
+        first = [t for who in people for r, p, t in who.pages if p == title and r == 0]
+        later = [t for who in people for r, p, t in who.pages if p == title and r > 0]
+        shown = f"{statistics.median(later):>16.2f}" if later else f"{'-':>16}"
+        print(f"{title:<38} {statistics.median(first):>15.2f} {shown}")
     if args.profile:
         print_profile(args.profile, args.top)
 
