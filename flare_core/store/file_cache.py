@@ -4,8 +4,9 @@ A dashboard page reads the same files of a run on every rerun of every session (
 forty times a page with the run picker's fifty runs). :class:`FileCache` keeps the value read from a file
 under its path and the reading function, with the file's modification time (ns), size and inode at that
 moment; a later read gives the same object while a fresh ``stat`` shows the same three, and reads again
-when any of them changed (every write of the store replaces the file, so each one changes at least the
-modification time). Only what a file holds is kept: whether a session may read it is for the caller to
+when any of them changed. Every write of the store renames a new file into place, so the next write
+after a read always changes the inode; the time alone may not, when two writes fall within one tick of
+the file system's clock. Only what a file holds is kept: whether a session may read it is for the caller to
 decide, before every read.
 """
 
