@@ -175,11 +175,15 @@ def app_command(
     :func:`flare_core.edge.server_names`) go to Streamlit's own Host check of its WebSocket
     (``server.allowedHosts``); ``app_server.py`` checks every request against them. On every interface
     (``["*"]``) the check is ``app_server.py``'s alone, as it accepts any IP address there too.
+    Streamlit's full garbage collection after every script run is off (``runner.postScriptGC``): with
+    the models' libraries loaded it held the interpreter for 0.1 to 0.3 s after each page of each
+    session, while the other sessions' pages waited; Python's own collector still runs as objects pile up.
     """
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
     cmd += ["--server.address", host, "--server.maxUploadSize", str(int(max_upload_mb))]
     cmd += ["--server.enableXsrfProtection", "true", "--server.enableCORS", "true"]
     cmd += ["--server.enableStaticServing", "false", "--browser.gatherUsageStats", "false"]
+    cmd += ["--runner.postScriptGC", "false"]
     for name in allowed_hosts or ():
         cmd += ["--server.allowedHosts", name]
     if not is_local_address(host):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import marshal
 import os
 import re
 import secrets
@@ -32,6 +33,7 @@ from flare_core.errors import DamagedFile, RunNotFound, SymlinkRefused
 from flare_core.store import atomic, locks
 from flare_core.store.damage import MANIFEST, damaged_message, read_manifest
 from flare_core.store.damage import STATUSES as _STATUSES
+from flare_core.store.file_cache import FileCache
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _ARTEFACT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
@@ -87,8 +89,16 @@ def default_root() -> Path:
     return Path(os.environ.get("FLARE_RUNS_DIR") or "runs")
 
 
+#: The manifests read, serialised (each read gives a copy that its caller may change).
+MANIFESTS = FileCache()
+
+
+def _manifest_bytes(path: Path) -> bytes:
+    return marshal.dumps(read_manifest(path))
+
+
 class Run:
-    """One stored run. Reads are always fresh from disk; writes are atomic."""
+    """One stored run. Reads give what its files hold now; writes are atomic."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -100,8 +110,9 @@ class Run:
     # -- manifest -------------------------------------------------------------------------------------
     @property
     def manifest(self) -> dict[str, Any]:
-        """The manifest, read now; ``DamagedFile`` (naming the file and what to do) when it is unreadable."""
-        return read_manifest(self.path / MANIFEST)
+        """The manifest as the file holds it now (a new dict each time, parsed again only when the file
+        has changed); ``DamagedFile`` (naming the file and what to do) when it is unreadable."""
+        return marshal.loads(MANIFESTS.read(self.path / MANIFEST, _manifest_bytes))
 
     def update(self, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` into the manifest (top level) and write it back atomically."""

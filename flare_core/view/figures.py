@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from flare_core.analyses.sufficiency.registry import estimator_label
 from flare_core.view.glossary import LAYER_AXES, label
@@ -45,18 +46,35 @@ def category_style(index: int) -> tuple[str, str]:
     return PALETTE[index % len(PALETTE)], SYMBOLS[(index // len(PALETTE)) % len(SYMBOLS)]
 
 
+#: The template of every chart.
+TEMPLATE = "plotly_white"
+
+
 def apply_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     """The common look; the margins grow to hold the tick labels and axis titles (never clipped)."""
+    _set_template(fig, TEMPLATE)
     fig.update_layout(
         title=title,
         height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        template="plotly_white",
         colorway=list(PALETTE),
     )
     fig.update_xaxes(automargin=True, title_standoff=8)
     fig.update_yaxes(automargin=True, title_standoff=8)
     return fig
+
+
+def _set_template(fig: go.Figure, name: str) -> None:
+    """Give ``fig`` the registered template ``name`` as plotly gives a new figure its default template:
+    the registered object, already checked, is set without being checked and copied again. Through
+    ``update_layout(template=name)`` that check and copy took about 17 ms a chart, and with three
+    sessions on two cores most of a page's server time; the figure is the same."""
+    layout = fig.layout
+    layout._validate = False
+    try:
+        layout.template = pio.templates[name]
+    finally:
+        layout._validate = fig._validate
 
 
 #: At most this many ticks on an axis of whole numbers.

@@ -42,6 +42,7 @@ def test_the_dashboard_listens_on_this_machine_unless_told_otherwise(monkeypatch
     assert _option(cmd, "--server.address") == "127.0.0.1" and _option(cmd, "--server.maxUploadSize") == "64"
     assert _option(cmd, "--server.enableXsrfProtection") == "true" == _option(cmd, "--server.enableCORS")
     assert _option(cmd, "--server.enableStaticServing") == "false"
+    assert _option(cmd, "--runner.postScriptGC") == "false"  # no full collection after every page
     assert _option(cmd, "--client.showErrorDetails") is None  # on this machine the owner sees the details
     exposed = app_command(APP, port=8600, host="0.0.0.0")
     assert _option(exposed, "--server.address") == "0.0.0.0"

@@ -199,3 +199,39 @@ def test_token_view_figure_has_tokens_and_means_of_both_texts(n_texts):
     fig = figures.token_view_figure(view)
     assert [t.name for t in fig.data] == ["text A tokens", "text A mean", "text B tokens", "text B mean"]
     assert len(fig.data[0].x) == n_texts and len(fig.data[1].x) == 1
+
+
+def test_the_common_look_is_plotly_white_set_without_copying_the_template_again():
+    """apply_layout gives the figure plotly checking and copying the template through update_layout
+    would give (whatever plotly's default template is, Streamlit's in the dashboard), without sharing the
+    registered template with the figure: a change of one figure's template changes nothing else."""
+    import json
+    import time
+
+    import plotly.io as pio
+
+    def through_update_layout() -> go.Figure:
+        fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4]))
+        fig.update_layout(
+            title="t", height=420, margin={"l": 10, "r": 10, "t": 50, "b": 10}, template="plotly_white",
+            colorway=list(figures.PALETTE),
+        )  # fmt: skip
+        fig.update_xaxes(automargin=True, title_standoff=8)
+        fig.update_yaxes(automargin=True, title_standoff=8)
+        return fig
+
+    made = figures.apply_layout(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "t")
+    assert json.loads(made.to_json()) == json.loads(through_update_layout().to_json())
+    made.update_layout(template_layout_font_size=31)
+    again = figures.apply_layout(go.Figure(), "u")
+    assert again.layout.template.layout.font.size is None
+    assert pio.templates["plotly_white"].layout.font.size is None
+
+    def seconds(build) -> float:
+        started = time.perf_counter()
+        for _ in range(10):
+            build()
+        return time.perf_counter() - started
+
+    fast = seconds(lambda: figures.apply_layout(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "t"))
+    assert fast < seconds(through_update_layout) / 3  # about 20 times faster on a quiet machine
