@@ -33,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests.pages.browser_sessions import READY  # noqa: E402  (the tests' own test of a drawn page)
 
 N_RUNS = 50
 SHARED_RUN = "run-a"
@@ -46,12 +47,6 @@ MENU = [
     ("Validation", "Validation"),
     ("Overview", "Overview"),
 ]
-READY = """(title) => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (!app || app.dataset.testScriptState !== 'notRunning') return false;
-    const h = document.querySelector('h1');
-    return !!h && h.innerText.includes(title) && !document.querySelector('[data-testid="stSkeleton"]');
-}"""
 #: Installed in the server's processes with ``--profile``: every script run (full or fragment) is
 #: profiled in its own thread and written to the folder ``FLARE_BENCH_PROFILE_DIR``.
 PROFILE_HOOK = textwrap.dedent(
@@ -84,20 +79,12 @@ def source_run(work: Path) -> Path:
     in the tests' cache of stored runs."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from flare_core.data.demo import bbc_news_frame
-    from flare_core.run.params import RunParams
     from flare_core.store.runs import RunStore
-    from tests.stored_runs import stored_run
+    from tests.stored_runs import labelled_run_params, stored_run
 
     corpus = work / "bbc50.csv"
     bbc_news_frame(n_per_topic=10, seed=0)[["text", "label"]].to_csv(corpus, index=False)
-    params = RunParams(
-        models=["all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"],
-        estimators=["gmm", "flow"],
-        flow_preset="fast",
-        collapse_texts=12,
-        concentration_texts=4,
-        map_points=200,
-    )
+    params = labelled_run_params()
     run = stored_run(RunStore(work / "source"), corpus, params, run_id="fixture-labelled",
                      name="labelled fixture", label_column="label")  # fmt: skip
     return run.path

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stored_runs import stored_run
+from tests.stored_runs import labelled_run_params, stored_run
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -45,16 +45,8 @@ def fixture_store(tmp_path_factory):
 @pytest.fixture(scope="session")
 def labelled_run(fixture_store, small_corpus_path):
     """A finished run with labels, a transformer, static models and the default controls; both estimators."""
-    from flare_core.run.params import RunParams
 
-    params = RunParams(
-        models=["all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"],
-        estimators=["gmm", "flow"],
-        flow_preset="fast",
-        collapse_texts=12,
-        concentration_texts=4,
-        map_points=200,
-    )
+    params = labelled_run_params()
     run = stored_run(fixture_store, small_corpus_path, params, run_id="fixture-labelled",
                      name="labelled fixture", label_column="label")  # fmt: skip
     assert run.status == "done", run.manifest.get("traceback")

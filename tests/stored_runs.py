@@ -68,3 +68,19 @@ def stored_run(store, corpus_path: Path, params, *, run_id: str, name: str, labe
             shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(built, store.root / run_id, ignore=shutil.ignore_patterns(_COMPLETE, "*.lock"))
     return store.get(run_id)
+
+
+def labelled_run_params():
+    """The parameters of the tests' labelled run (``tests/conftest.py``'s ``labelled_run``, and the run
+    ``bench/page_sessions.py`` copies): a transformer, three static models and the default controls, both
+    estimators, small token stages."""
+    from flare_core.run.params import RunParams
+
+    return RunParams(
+        models=["all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"],
+        estimators=["gmm", "flow"],
+        flow_preset="fast",
+        collapse_texts=12,
+        concentration_texts=4,
+        map_points=200,
+    )
