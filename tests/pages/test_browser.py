@@ -58,18 +58,25 @@ def stored_run(labelled_run, browser_store):
 
 
 @pytest.fixture(scope="module")
-def app_server(browser_store, browser):
+def tab(browser):
+    """One tab that the tests of a stored run's pages share, each opening its page's address in it: a new
+    tab costs Chromium about twice the CPU of opening an address in an open one (a new renderer)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 2200})
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def app_server(browser_store, tab):
     """``(url, pid of the Streamlit process)`` of ``flare app`` serving ``browser_store``."""
     proc, url = start_app(browser_store.root)
     (streamlit_pid,) = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
     # the first session of a fresh server, opened at a page's address, gets the app's own navigation (a
     # folder named pages/ beside app.py would make Streamlit list its files there instead)
-    page = browser.new_page()
-    page.goto(f"{url}/runs", wait_until="domcontentloaded", timeout=60_000)
-    sidebar = page.locator("[data-testid='stSidebar']")
+    tab.goto(f"{url}/runs", wait_until="domcontentloaded", timeout=60_000)
+    sidebar = tab.locator("[data-testid='stSidebar']")
     sidebar.get_by_text("FLARE Studio").first.wait_for(timeout=60_000)
     assert "findings" not in sidebar.inner_text() and "common" not in sidebar.inner_text()
-    page.close()
     yield url, int(streamlit_pid)
     stop_app(proc)
 
@@ -86,44 +93,34 @@ def browser():
 
 
 @pytest.mark.parametrize(("path", "expected", "chart"), PAGES)
-def test_page_renders_in_chromium(app_url, browser, stored_run, path, expected, chart):
-    page = browser.new_page(viewport={"width": 1400, "height": 2200})
-    try:
-        page.goto(f"{app_url}/{path}?run={stored_run.id}", wait_until="domcontentloaded", timeout=60_000)
-        page.get_by_text(expected, exact=False).first.wait_for(timeout=60_000)
-        if chart:
-            page.locator(".js-plotly-plot .main-svg, .js-plotly-plot canvas").first.wait_for(timeout=60_000)
-        _drawn(page)  # the script has finished: nothing is left to draw before the screenshot
-        assert page.locator("[data-testid='stException']").count() == 0, page.locator(
-            "[data-testid='stException']"
-        ).first.inner_text()
-        if path in VERDICT_PAGES:
-            verdict = page.locator(VERDICT).first.inner_text()
-            assert "appears when" not in verdict and len(verdict.split()) >= 8, verdict
-        _assert_no_internal_names(page, path)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{path or 'overview'}.png"), full_page=True)
-    finally:
-        page.close()
+def test_page_renders_in_chromium(app_url, tab, stored_run, path, expected, chart):
+    tab.goto(f"{app_url}/{path}?run={stored_run.id}", wait_until="domcontentloaded", timeout=60_000)
+    tab.get_by_text(expected, exact=False).first.wait_for(timeout=60_000)
+    if chart:
+        tab.locator(".js-plotly-plot .main-svg, .js-plotly-plot canvas").first.wait_for(timeout=60_000)
+    _drawn(tab)  # the script has finished: nothing is left to draw before the screenshot
+    assert tab.locator("[data-testid='stException']").count() == 0, tab.locator(
+        "[data-testid='stException']"
+    ).first.inner_text()
+    if path in VERDICT_PAGES:
+        verdict = tab.locator(VERDICT).first.inner_text()
+        assert "appears when" not in verdict and len(verdict.split()) >= 8, verdict
+    _assert_no_internal_names(tab, path)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SHOTS / f"{path or 'overview'}.png"), full_page=True)
 
 
-def test_the_overview_draws_quality_against_cost_in_chromium(app_url, browser, stored_run):
-    page = browser.new_page(viewport={"width": 1400, "height": 2200})
-    try:
-        page.goto(f"{app_url}/?run={stored_run.id}", wait_until="domcontentloaded", timeout=60_000)
-        page.get_by_text("Cheapest within 1 point of the best", exact=False).first.wait_for(timeout=60_000)
-        chart = page.locator(".js-plotly-plot").filter(has_text="Quality against speed")
-        chart.locator(".main-svg").first.wait_for(timeout=60_000)
-        assert (
-            chart.locator(".scatterlayer .point").count() == len(stored_run.manifest["models"]) - 2
-        )  # no controls
-        page.get_by_text("storage (bytes per vector)").click()
-        page.locator(".js-plotly-plot").filter(has_text="Quality against storage").first.wait_for(
-            timeout=60_000
-        )
-        _shoot(page, "overview-quality-cost")
-    finally:
-        page.close()
+def test_the_overview_draws_quality_against_cost_in_chromium(app_url, tab, stored_run):
+    tab.goto(f"{app_url}/?run={stored_run.id}", wait_until="domcontentloaded", timeout=60_000)
+    tab.get_by_text("Cheapest within 1 point of the best", exact=False).first.wait_for(timeout=60_000)
+    chart = tab.locator(".js-plotly-plot").filter(has_text="Quality against speed")
+    chart.locator(".main-svg").first.wait_for(timeout=60_000)
+    assert (
+        chart.locator(".scatterlayer .point").count() == len(stored_run.manifest["models"]) - 2
+    )  # no controls
+    tab.get_by_text("storage (bytes per vector)").click()
+    tab.locator(".js-plotly-plot").filter(has_text="Quality against storage").first.wait_for(timeout=60_000)
+    _shoot(tab, "overview-quality-cost")
 
 
 def _drawn(page) -> None:
@@ -168,7 +165,7 @@ def _embedding_files(folder: Path, corpus_path: Path) -> list[Path]:
 
 
 def test_embeddings_only_run_started_on_new_run_is_followed_live(
-    app_url, browser, browser_store, small_corpus_path, tmp_path
+    app_url, browser, tab, browser_store, small_corpus_path, tmp_path
 ):
     """New run with three named embeddings files and no model: Start works, the sidebar moves to the run,
     its Overview turns from "being computed" to the verdict without a reload, every page is shot during
@@ -176,7 +173,7 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
     from flare_core.view.verdict import verdict_view
 
     before = {m["id"] for m in browser_store.list()}
-    form = browser.new_page(viewport={"width": 1400, "height": 2400})
+    form = tab  # the New run form; once the run has started, its tab visits the pages while it works
     overview = browser.new_page(viewport={"width": 1400, "height": 1600})
     try:
         form.goto(f"{app_url}/new_run", wait_until="domcontentloaded", timeout=60_000)
@@ -234,17 +231,13 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
         _shoot(overview, "during-overview")
         _assert_no_internal_names(overview, "")
 
-        during = browser.new_page(viewport={"width": 1400, "height": 2200})
-        try:
-            for path in PAGE_PATHS[1:]:
-                during.goto(f"{app_url}/{path}?run={run_id}", wait_until="domcontentloaded", timeout=60_000)
-                during.locator("h1").first.wait_for(timeout=60_000)
-                _drawn(during)
-                assert during.locator("[data-testid='stException']").count() == 0, path
-                _assert_no_internal_names(during, path)
-                _shoot(during, f"during-{path}")
-        finally:
-            during.close()
+        for path in PAGE_PATHS[1:]:
+            form.goto(f"{app_url}/{path}?run={run_id}", wait_until="domcontentloaded", timeout=60_000)
+            form.locator("h1").first.wait_for(timeout=60_000)
+            _drawn(form)
+            assert form.locator("[data-testid='stException']").count() == 0, path
+            _assert_no_internal_names(form, path)
+            _shoot(form, f"during-{path}")
 
         overview.bring_to_front()
         overview.locator(VERDICT).get_by_text("appears when").wait_for(state="detached", timeout=180_000)
@@ -269,35 +262,26 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
             _assert_no_internal_names(overview, path)
             _shoot(overview, f"after-{path or 'overview'}")
     finally:
-        form.close()
         overview.close()
 
 
-def test_file_watcher_is_off(app_server, browser):
+def test_file_watcher_is_off(app_server, tab):
     """``flare app`` turns Streamlit's file watcher off: with a session open, its process holds no inotify
     watch (with the watcher on it holds one; it used to watch the run store)."""
     url, pid = app_server
-    page = browser.new_page()
-    try:
-        page.goto(url, wait_until="domcontentloaded", timeout=60_000)
-        page.get_by_text("FLARE Studio").first.wait_for(timeout=60_000)
-        descriptors = Path(f"/proc/{pid}/fd")
-        targets = []
-        for fd in descriptors.iterdir():
-            try:
-                targets.append(os.readlink(fd))
-            except OSError:
-                continue
-        assert targets and not [t for t in targets if "inotify" in t]
-    finally:
-        page.close()
+    tab.goto(url, wait_until="domcontentloaded", timeout=60_000)
+    tab.get_by_text("FLARE Studio").first.wait_for(timeout=60_000)
+    descriptors = Path(f"/proc/{pid}/fd")
+    targets = []
+    for fd in descriptors.iterdir():
+        try:
+            targets.append(os.readlink(fd))
+        except OSError:
+            continue
+    assert targets and not [t for t in targets if "inotify" in t]
 
 
-def test_unsafe_run_link_is_refused_in_the_browser(app_url, browser):
-    page = browser.new_page()
-    try:
-        page.goto(f"{app_url}/?run=../../etc", wait_until="domcontentloaded", timeout=60_000)
-        page.get_by_text("invalid run id", exact=False).first.wait_for(timeout=60_000)
-        assert page.locator("[data-testid='stException']").count() == 0
-    finally:
-        page.close()
+def test_unsafe_run_link_is_refused_in_the_browser(app_url, tab):
+    tab.goto(f"{app_url}/?run=../../etc", wait_until="domcontentloaded", timeout=60_000)
+    tab.get_by_text("invalid run id", exact=False).first.wait_for(timeout=60_000)
+    assert tab.locator("[data-testid='stException']").count() == 0
