@@ -296,12 +296,15 @@ def run_benchmark(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     label_draws: int = 30,
+    add: bool = False,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Run and judge the product on ``corpora`` (default: all); writes and returns ``benchmark.json``.
 
     ``label_draws``: seeded draws per k of the few-label simulation (0 leaves the labels' tables out);
-    ``overrides`` are :class:`RunParams` fields of every run (tests use a fast flow preset)."""
+    ``add``: keep the stored benchmark's other corpora (it must have the same models and parameters), so
+    that a benchmark can be run one corpus at a time; ``overrides`` are :class:`RunParams` fields of every
+    run (tests use a fast flow preset)."""
     from flare_core.run import jobs
 
     names = list(corpora or BENCHMARK_CORPORA)
@@ -312,6 +315,16 @@ def run_benchmark(
     params = benchmark_params(chosen, seed=seed, **overrides)
     folder = benchmark_dir(store)
     folder.mkdir(parents=True, exist_ok=True)
+    settings = {**{k: v for k, v in vars(params).items() if k != "models"}, "label_draws": label_draws}
+    kept: list[dict[str, Any]] = []
+    stored = load_benchmark(store) if add else None
+    if stored is not None:
+        if stored["models"] != chosen or stored["params"] != json.loads(json.dumps(settings)):
+            raise ValueError(
+                f"the benchmark in {folder} was made with other models or parameters: add corpora to it with "
+                "the same ones, or run it anew in another --runs-dir"
+            )
+        kept = [r for r in stored["corpora"] if r["corpus"] not in names]
     records: list[dict[str, Any]] = []
     result: dict[str, Any] = {}
     for name in names:
@@ -327,17 +340,15 @@ def run_benchmark(
         record["labels"] = _labels_judged(run, bench, record, seed, label_draws)
         record["seconds"] = round(time.perf_counter() - start, 1)
         records.append(record)
+        every = kept + records
         result = {
             "version": BENCHMARK_VERSION,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "complete": len(records) == len(names),
             "models": chosen,
-            "params": {
-                **{k: v for k, v in vars(params).items() if k != "models"},
-                "label_draws": label_draws,
-            },
-            "corpora": records,
-            "summary": summarise(records),
+            "params": settings,
+            "corpora": every,
+            "summary": summarise(every),
         }
         # written after every corpus, so a long benchmark that stops keeps what it finished
         atomic.write_json(folder / "benchmark.json", result)

@@ -141,3 +141,22 @@ def test_a_retrieval_corpus_is_judged_by_each_candidates_ndcg_over_its_queries(r
     text = benchmark_report.markdown_table(out)
     assert "| retrieval corpus |" in text and "| FLARE paper (retrieval) | | | | 0.72" in text
     assert "| bbc-titles | 150 |" in text
+
+
+@needs_bbc
+@pytest.mark.slow
+def test_a_benchmark_run_one_corpus_at_a_time_keeps_the_others(retrieval_result):
+    store, first = retrieval_result
+    settings = dict(
+        controls=["shuffled-glove-6b-50d"], max_texts=150, flow_preset="fast", validation=[], label_draws=2
+    )
+    with pytest.raises(ValueError, match="other models or parameters"):
+        benchmark.run_benchmark(store, ["debates-2016"], models=STATIC[:2], add=True, **settings)
+    assert benchmark.load_benchmark(store) == first  # refused before anything ran
+    both = benchmark.run_benchmark(store, ["debates-2016"], models=STATIC, add=True, **settings)
+    assert [r["corpus"] for r in both["corpora"]] == ["bbc-titles", "debates-2016"]
+    assert both["corpora"][0] == first["corpora"][0] and benchmark.load_benchmark(store) == both
+    # search is judged on the retrieval corpus, a classifier on the classification corpus
+    cases = both["summary"]["label_free"]
+    assert [row["case"] for row in cases["search"]["rows"]] in ([], ["bbc-titles (search)"])
+    assert cases["search"]["cases"] <= 1 and "debates-2016 (search)" not in str(cases["search"])
