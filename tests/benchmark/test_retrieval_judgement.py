@@ -13,6 +13,7 @@ from scipy.stats import spearmanr
 
 from flare_core.analyses.validity import retrieval_oracle
 from flare_core.answer.label_free import benchmark_cases
+from flare_core.answer.search_labels import QUERY_SCORES
 from flare_core.benchmark import report as benchmark_report
 from flare_core.benchmark import suite as benchmark
 from flare_core.benchmark.answer_tables import label_free_summary
@@ -125,6 +126,7 @@ def test_a_retrieval_corpus_is_judged_by_each_candidates_ndcg_over_its_queries(r
     assert record["labels"] is None and record["knn"] is None
     run = store.get(record["run_id"])
     assert not run.manifest["corpus"]["has_labels"]
+    assert run.has(*QUERY_SCORES)  # the run itself embedded the queries and scored them per query
     table = pd.DataFrame(record["table"]).set_index("model")
     # the oracle read from the run's stored per-query scores equals the queries embedded again now
     embeddings = {m: np.asarray(run.load_embeddings(m)) for m in STATIC}
