@@ -47,7 +47,7 @@ from flare_core.encoders import get_spec  # noqa: E402
 
 
 def classification_corpora() -> list[str]:
-    return [name for name in BENCHMARK_CORPORA if load_benchmark_corpus(name).pairs is None]
+    return [name for name in BENCHMARK_CORPORA if load_benchmark_corpus(name).oracle == "classification"]
 
 
 def run_corpus(name: str, cache_dir: Path, draws: int, splits: int, old: dict | None = None) -> dict:

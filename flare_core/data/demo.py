@@ -81,8 +81,8 @@ def _find_bbc_folders() -> dict[str, Path]:
     )
 
 
-def _read_article(path: Path) -> str:
-    """Title and body of one article as a single whitespace-normalised string."""
+def article_parts(path: Path) -> tuple[str, str]:
+    """The title (first line) and body (the rest) of one BBC article file, each whitespace-normalised."""
     raw = path.read_bytes()
     for encoding in ("utf-8-sig", "cp1252", "latin-1"):
         try:
@@ -93,12 +93,24 @@ def _read_article(path: Path) -> str:
     lines = content.replace("\r\n", "\n").replace("\r", "\n").strip().split("\n", 1)
     title = " ".join(lines[0].split())
     body = " ".join(lines[1].split()) if len(lines) > 1 else ""
+    return title, body
+
+
+def _read_article(path: Path) -> str:
+    """Title and body of one article as a single whitespace-normalised string."""
+    title, body = article_parts(path)
     if not body:
         return title
     if not title:
         return body
     sep = " " if title[-1] in ".!?:" else ". "
     return f"{title}{sep}{body}"
+
+
+def bbc_article_files() -> dict[str, list[Path]]:
+    """Each BBC topic (:data:`BBC_TOPICS`) → its article files in the installed package, sorted by name."""
+    folders = _find_bbc_folders()
+    return {topic: sorted(folders[topic].glob("*.txt"), key=lambda p: p.name) for topic in BBC_TOPICS}
 
 
 def bbc_news_frame(n_per_topic: int | None = 120, seed: int = 0) -> pd.DataFrame:
