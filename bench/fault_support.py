@@ -120,10 +120,10 @@ def flare_popen(*args: str, runs_dir: Path) -> subprocess.Popen:
 
 
 def params_for(short: bool, seed: int = 0) -> RunParams:
-    if short:  # embeddings, information sufficiency and the summary only: seconds per run
+    if short:  # embeddings (one cheap control), information sufficiency and the summary only: seconds per run
         return RunParams(
-            models=MODELS[:2], estimators=["gmm"], geometry=False, maps=False, downstream=False,
-            validation=[], collapse=False, concentration=False, seed=seed,
+            models=MODELS[:2], estimators=["gmm"], controls=["shuffled-glove-6b-50d"], geometry=False,
+            maps=False, downstream=False, validation=[], collapse=False, concentration=False, seed=seed,
         )  # fmt: skip
     return RunParams(models=MODELS, estimators=["gmm"], collapse=False, concentration=False, seed=seed)
 

@@ -297,7 +297,7 @@ def ray_executor():
 @pytest.mark.parametrize(
     "estimator,config",
     [
-        ("gmm", GMMConfig.fast()),
+        ("gmm", QUICK_GMM),
         ("flow", TINY_FLOW),
         ("flow", dataclasses.replace(TINY_FLOW, batch_conditionals=2)),  # arrays nested in a group task
     ],
@@ -334,7 +334,7 @@ def test_ray_matrix_equals_local_matrix(ray_executor, tmp_path, estimator, confi
 
 @pytest.mark.slow
 def test_ray_reports_a_raising_task_and_retries_a_killed_worker(ray_executor, tmp_path):
-    pool, cfg = _pool(), GMMConfig.fast()
+    pool, cfg = _pool(), QUICK_GMM
     local = sufficiency_matrix(pool, estimator="gmm", config=cfg, device="cpu")
     marker = tmp_path / "killed-once"
     faulty = _Faults(
@@ -513,7 +513,7 @@ def test_process_pool_refuses_tasks_it_cannot_send():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator,config", [("gmm", GMMConfig.fast()), ("flow", FlowConfig.fast())])
+@pytest.mark.parametrize("estimator,config", [("gmm", QUICK_GMM), ("flow", FlowConfig.fast())])
 def test_process_pool_matrix_equals_serial_matrix(process_pool, tmp_path, estimator, config):
     serial = _serial(estimator, config, seed=3)
     events: list[dict] = []
@@ -577,7 +577,7 @@ def test_process_pool_matrix_with_raising_and_killed_tasks(process_pool, tmp_pat
     result = sufficiency_matrix(
         _pool(),
         estimator="gmm",
-        config=GMMConfig.fast(),
+        config=QUICK_GMM,
         device="cpu",
         seed=3,
         executor=faulty,
@@ -593,7 +593,7 @@ def test_process_pool_matrix_with_raising_and_killed_tasks(process_pool, tmp_pat
         "on each of its 2 attempts (max_retries=1)"
     )
     assert len(events) == 9 and sum("error" in e for e in events) == 2
-    _assert_same_numbers(_serial("gmm", GMMConfig.fast(), seed=3), result, skip={("b", "c"), ("c", "a")})
+    _assert_same_numbers(_serial("gmm", QUICK_GMM, seed=3), result, skip={("b", "c"), ("c", "a")})
 
 
 @pytest.mark.slow

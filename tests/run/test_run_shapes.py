@@ -54,6 +54,9 @@ REFUSED = {
 }
 ORDINARY = {"candidates": 2, "controls": "none", "labels": "two", "pairs": "no", "texts": 10,
             "sources": "models", "estimator": "gmm", "collapse": "off", "corpus": "as is"}  # fmt: skip
+#: Characters kept of each article: how many texts a shape has is a dimension, their length is not, and a
+#: transformer's work (the default controls, collapse) grows with it.
+SHORT = 300
 TINY_BERT = {
     "model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
     "intermediate_size": 64, "vocab_size": 30522, "max_position_embeddings": 128,
@@ -114,7 +117,7 @@ def tiny_bert_folder(tmp_path_factory) -> Path:
 
 def _corpus_file(shape: dict, folder: Path) -> Path:
     n = shape["texts"]
-    texts = bbc_news_frame(n_per_topic=10, seed=0)["text"].head(n).tolist()
+    texts = bbc_news_frame(n_per_topic=10, seed=0)["text"].str[:SHORT].head(n).tolist()
     if shape["corpus"] == "one text repeated":
         texts = [texts[0]] * n
     elif shape["corpus"] == "empty after cleaning":
@@ -235,6 +238,7 @@ def test_one_model_run_from_the_command_line_ends_done_with_its_collapse_and_lay
     from tests.support import flare
 
     frame = bbc_news_frame(n_per_topic=4, seed=0)[["text", "label"]]
+    frame["text"] = frame["text"].str[:SHORT]
     frame.to_csv(tmp_path / "corpus.csv", index=False)
     runs = tmp_path / "runs"
     args = ("--collapse-texts", "6", "--flow-preset", "fast")
