@@ -169,6 +169,21 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             })  # fmt: skip
         frame = pd.DataFrame(rows)
         return frame if pairs or search or full.get("balanced") is False else frame.drop(columns="macro-F1")
+    if few.get("estimates") and few.get("metric") == "ndcg@10":
+        # search judgements: nDCG@10 on the judged pools, in the answer's order, from the same estimate
+        return pd.DataFrame(
+            [
+                {
+                    "model": r["model"],
+                    "nDCG@10": f"{100 * r['estimate']:.1f}",
+                    "likely between": f"{100 * r['ci_low']:.1f} and {100 * r['ci_high']:.1f}",
+                    "recall@10": f"{100 * r['recall_at_10']:.1f}%",
+                    "chance it is the best": float(r["p_best"]),
+                    "chance it is within 1 point of the best": float(r["p_within"]),
+                }
+                for r in few["estimates"]
+            ]
+        )
     if few.get("estimates"):
         # in the answer's order (highest estimate first): every column comes from the same estimate
         return pd.DataFrame(
@@ -208,6 +223,8 @@ def without_asking(text: str) -> str:
     cannot label it (the answer's summary opens with the stopping advice, which asks)."""
     asks = r"[;,]?\s*\blabel (\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
     text = re.sub(asks, r"; \1 more labels would settle it", text, flags=re.I)
+    judge = r"[;,]?\s*\bjudge (\d+) more queries(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(judge, r"; \1 more judged queries would settle it", text, flags=re.I)
     return text[2:] if text.startswith("; ") else text
 
 
@@ -219,7 +236,8 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
         return step
     more = ((verdict.get("few_labels") or {}).get("advice") or {}).get("more_labels")
     if verdict.get("basis") == "few labels" and more:
-        return f"{int(more)} more labels would settle it; the run's owner can add them."
+        what = "judged queries" if (verdict.get("few_labels") or {}).get("metric") == "ndcg@10" else "labels"
+        return f"{int(more)} more {what} would settle it; the run's owner can add them."
     return "A few labels would settle it; the run's owner can add them."
 
 
