@@ -293,7 +293,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from flare_core.answer.labels import load_labels
-    from flare_core.view.results import run_results, search_judged_words
+    from flare_core.view.results import run_results
     from flare_core.view.verdict import labels_given_words, map_drawing_words
 
     run = _store(args).get(args.run_id)
@@ -308,8 +308,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "batches": given.batches,
         "skipped": len(given.skipped_rows),
         "per_category": given.counts(),
-        "words": search_judged_words(results.get("search_judged"))
-        or labels_given_words(corpus, given.entries),
+        "words": labels_given_words(corpus, given.entries, results.get("search_judged")),
     }
     if args.json:
         _print_json(results | {"labels": labels} | ({} if budget is None else {"budget": budget}))

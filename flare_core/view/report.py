@@ -65,8 +65,7 @@ def _header(run: Run, results: dict[str, Any], texts: CorpusTexts) -> str:
         "finished": manifest.get("finished", ""),
         "corpus": corpus.get("source_name", ""),
         "texts": corpus.get("n_texts"),
-        "labels": run_results.search_judged_words(results.get("search_judged"))
-        or labels_given_words(corpus, given),
+        "labels": labels_given_words(corpus, given, results.get("search_judged")),
         "models": ", ".join(str(m.get("id")) for m in manifest.get("models", [])),
     }
     if manifest.get("imported"):

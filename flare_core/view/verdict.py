@@ -205,12 +205,20 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
 
 
-def labels_given_words(corpus: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> str:
+def labels_given_words(
+    corpus: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], search: Mapping[str, int] | None = None
+) -> str:
     """What a run is judged by, for its run line: the labels a person gave it (``entries`` of
-    :class:`flare_core.answer.labels.LabelSet`: "32 given, in 2 batches") when there are any, else what
-    its corpus holds (:func:`flare_core.view.results.labels_words`: its label column, search judgements,
-    pairs, or "none")."""
+    :class:`flare_core.answer.labels.LabelSet`: "32 given, in 2 batches") when there are any, or the search
+    queries a person judged (``search``: :func:`flare_core.view.results.search_judged`), else what its
+    corpus holds (:func:`flare_core.view.results.labels_words`: its label column, search judgements, pairs,
+    or "none")."""
+    from flare_core.view.results import search_judged_words
+
     rows = {int(e["row"]) for e in entries}
+    searched = search_judged_words(dict(search)) if search else None
+    if searched and not (corpus.get("has_labels") and corpus.get("label_column")):
+        return searched if not rows else f"{searched}; {len(rows):,} texts labelled"
     if not rows or (corpus.get("has_labels") and corpus.get("label_column")):
         return labels_words(dict(corpus))
     batches = max(int(e.get("batch", 0)) for e in entries)
