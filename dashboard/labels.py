@@ -241,6 +241,7 @@ def judge_step() -> None:
     edited = st.data_editor(
         docs[["doc_row", "text"]].assign(relevant=docs["relevant"] == "1"),
         hide_index=True,
+        height=35 * len(docs) + 40,  # every pooled document in view, none hidden below a scroll
         disabled=["doc_row", "text"],
         column_config={
             "doc_row": st.column_config.NumberColumn(
