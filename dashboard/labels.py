@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard.common import escape, open_analysis_page, show_labels_table, show_verdict
 from dashboard.session import current_access
+from flare_core.answer import few_judgements as fj
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
 from flare_core.answer.stored import load_verdict
@@ -42,7 +43,8 @@ if editable:
     st.markdown(
         "A few labels settle which model is best for *your* texts. Name the categories, then label the texts "
         "the product picks, a batch at a time: after each batch the chances below are updated, and the answer "
-        "tells you when more labels would no longer change it."
+        "tells you when more labels would no longer change it. For search, give a few queries instead and mark "
+        "which of the documents the models find answer them."
     )
 else:
     st.markdown(
@@ -156,7 +158,155 @@ def answer_step() -> None:
         st.plotly_chart(answer_figures.chance_history(past), key="chances")
 
 
-categories_step()
-if editable:
-    batch_step()
-answer_step()
+def search_mode() -> bool:
+    """Whether this page judges search queries (the run's use is search, or queries were judged and no text
+    labelled), or labels categories; the owner may switch."""
+    use = str(run.manifest.get("params", {}).get("use") or "unsure")
+    default = use == "search" or (fj.has_search_judgements(run) and not labels.entries)
+    if not editable:
+        return default
+    choice = st.radio(
+        "Check with",
+        ["categories of texts", "search queries"],
+        index=1 if default else 0,
+        horizontal=True,
+        key=f"mode-{run.id}",
+        help="Categories: label texts by kind. Search queries: give a few queries and mark which of the "
+        "documents the models find answer them.",
+    )
+    return choice == "search queries"
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def drafted(run_id: str, n_queries: int) -> pd.DataFrame:
+    return fj.draft_queries(run, 5, judged)
+
+
+def queries_step() -> None:
+    st.subheader("1. Your queries", divider="gray")
+    typed = st.text_input(
+        "Type a query", key=f"query-{run.id}", placeholder="for example: how do I reset my password"
+    )
+    if st.button("Add the query", key="add-query") and typed.strip():
+        access.require("label", run.id)
+        try:
+            with st.spinner("The models are reading your query…"):
+                (added,) = fj.add_queries(run, [typed], source="typed")
+        except ValueError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state[f"focus-{run.id}"] = added
+            st.rerun()
+    drafts = drafted(run.id, len(judged.ids))
+    if not drafts.empty:
+        pick = st.selectbox(
+            "Or pick a query drafted from your texts (a document's first sentence)",
+            drafts["query"].tolist(),
+            key=f"draft-{run.id}-{len(judged.ids)}",
+        )
+        if st.button("Add this query", key="add-draft"):
+            access.require("label", run.id)
+            row = int(drafts.loc[drafts["query"] == pick, "known_item_row"].iloc[0])
+            try:
+                with st.spinner("The models are reading the query…"):
+                    (added,) = fj.add_queries(run, [pick], source="suggested", known_items=[row])
+            except ValueError as exc:
+                st.error(str(exc))
+            else:
+                st.session_state[f"focus-{run.id}"] = added
+                st.rerun()
+
+
+def judge_step() -> None:
+    st.subheader("2. Mark what answers it", divider="gray")
+    if not judged.ids:
+        st.info("Add a query to start.")
+        return
+    pending = judged.pending()
+    choices = pending or judged.ids
+    focus = st.session_state.get(f"focus-{run.id}")
+    query = st.selectbox(
+        "Query",
+        choices,
+        index=choices.index(focus) if focus in choices else 0,
+        format_func=lambda q: f"{q}: {judged.text(q)}",
+        key=f"judge-query-{run.id}-{len(judged.ids)}-{judged.batches}",
+    )
+    docs = fj.pooled_documents(run, [query], judged)
+    st.caption(
+        f"{len(docs)} documents: those any model ranks in its top 10 for this query, in a shuffled order that "
+        "does not say which model found which. Tick the ones that answer the query. A document left unticked "
+        "counts as not relevant, and so does one nobody judged (as in TREC pooling)."
+    )
+    edited = st.data_editor(
+        docs[["doc_row", "text"]].assign(relevant=docs["relevant"] == "1"),
+        hide_index=True,
+        height=35 * len(docs) + 40,  # every pooled document in view, none hidden below a scroll
+        disabled=["doc_row", "text"],
+        column_config={
+            "doc_row": st.column_config.NumberColumn(
+                "row", width=50, help="The document's row in your corpus."
+            ),
+            "text": st.column_config.TextColumn("document", width="large"),
+            "relevant": st.column_config.CheckboxColumn("relevant", width=80),
+        },
+        key=f"pool-{run.id}-{query}-{judged.batches}",
+    )
+    relevant = int(edited["relevant"].sum())
+    if st.button(
+        f"Save the judgements of {query} ({relevant} relevant)", type="primary", key="save-judgements"
+    ):
+        access.require("label", run.id)
+        given = [
+            (query, int(r), int(bool(v))) for r, v in zip(edited["doc_row"], edited["relevant"], strict=True)
+        ]
+        try:
+            fj.add_judgements(run, given, source="page")
+        except ValueError as exc:
+            st.error(f"Nothing was saved: {exc}")
+        else:
+            write_verdict(run)
+            st.session_state.pop(f"focus-{run.id}", None)
+            st.toast(f"Saved {len(given)} judgement(s) of {query}, {relevant} relevant.")
+            st.rerun()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def search_history(run_id: str, entries: int) -> pd.DataFrame:
+    return fj.search_history(run, judged)
+
+
+def search_answer_step() -> None:
+    st.subheader("3. What your judgements say", divider="gray")
+    if not judged.judged:
+        st.info("The chances appear after the first judged query.")
+        return
+    show_verdict(run, container_key="labels-verdict", link_labels=False)
+    verdict = load_verdict(run) or {}
+    table = labels_table(verdict)
+    if not table.empty:
+        show_labels_table(table)
+    if judged.no_relevant:
+        st.caption(
+            "No document marked relevant (kept, not counted until one is): "
+            + escape(", ".join(judged.no_relevant))
+        )
+    past = search_history(run.id, len(judged.entries))
+    if past["n_labels"].nunique() > 1:
+        st.plotly_chart(
+            answer_figures.chance_history(past, "Chance of being the best, judged query by judged query"),
+            key="chances",
+        )
+
+
+judged = fj.load_search_judgements(run)
+if search_mode():
+    if editable:
+        queries_step()
+        judge_step()
+    search_answer_step()
+else:
+    categories_step()
+    if editable:
+        batch_step()
+    answer_step()

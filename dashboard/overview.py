@@ -22,7 +22,7 @@ from flare_core.answer.stored import has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.results import models_table, ranking_table
+from flare_core.view.results import models_table, ranking_table, search_judged
 from flare_core.view.tables import settings_frame, shown_frame
 from flare_core.view.verdict import labels_given_words, labels_table, map_drawing_words
 
@@ -58,7 +58,7 @@ version = run_version(run)
 corpus = manifest["corpus"]
 st.markdown(
     f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · "
-    f"labels: {escape(labels_given_words(corpus, load_labels(run).entries))} · {len(manifest['models'])} models · "
+    f"labels: {escape(labels_given_words(corpus, load_labels(run).entries, search_judged(run)))} · {len(manifest['models'])} models · "
     f"run `{run.id}`"
 )
 

@@ -22,7 +22,7 @@ from flare_core.benchmark.report import results_frame
 from flare_core.view import figures
 from flare_core.view.glossary import explain, label
 from flare_core.view.page_verdicts import MIN_CHECK_LABELS, few_labels_check, validation_verdict
-from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations
+from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations, search_judged
 from flare_core.view.tables import shown_frame
 from flare_core.view.verdict import labels_given_words
 
@@ -39,7 +39,9 @@ if studied or correlations is not None or few_check:
         load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None
     )
     show_page_verdict(validation_verdict(subsampling, correlations, main, verdict))
-st.caption(f"Labels: {escape(labels_given_words(run.manifest['corpus'], load_labels(run).entries))}.")
+st.caption(
+    f"Labels: {escape(labels_given_words(run.manifest['corpus'], load_labels(run).entries, search_judged(run)))}."
+)
 show_verdict(run, checks_expanded=True, container_key=None)  # the page's own verdict box is above
 
 shipped = shipped_results()

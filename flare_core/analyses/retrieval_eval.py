@@ -37,6 +37,18 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return order[: min(k, scores.shape[0])]
 
 
+def top_k_rows(query_emb: np.ndarray, doc_emb: np.ndarray, k: int = K) -> np.ndarray:
+    """The ``k`` documents (rows of ``doc_emb`` (D, d)) each query (rows of ``query_emb`` (Q, d)) finds by
+    cosine, best first: (Q, min(k, D)), from one matrix product; ties broken by the lower row, as
+    :func:`per_query_scores` ranks."""
+    q = check_matrix(query_emb, "query_emb")
+    d = check_matrix(doc_emb, "doc_emb")
+    if q.shape[1] != d.shape[1]:
+        raise ValueError(f"query_emb has {q.shape[1]} dimensions but doc_emb has {d.shape[1]}")
+    scores = normalize(q.astype(np.float64)) @ normalize(d.astype(np.float64)).T
+    return np.stack([_top_k(row, k) for row in scores]) if len(scores) else np.zeros((0, min(k, len(d))), int)
+
+
 def check_judgements(judgements: Mapping[str, Mapping[int, float]], n_docs: int) -> dict[str, dict[int, int]]:
     """``judgements`` (query id → {document row → grade}) checked: integer grades >= 0, rows in range, every
     query with at least one relevant document (grade > 0). Raises ``ValueError`` naming what is wrong."""
@@ -81,13 +93,11 @@ def per_query_scores(
     missing = [query for query in judged if query not in query_rows]
     if missing:
         raise ValueError(f"{len(missing)} judged queries have no text, e.g. {missing[0]!r}")
-    qn, dn = normalize(q), normalize(d)
     qrel = {query: {f"d{row}": grade for row, grade in docs.items()} for query, docs in judged.items()}
-    run = {}
-    for query in judged:
-        top = _top_k(dn @ qn[int(query_rows[query])], K)
-        # trec_eval ranks by score (ties by document id): distinct scores keep the cosine ranking as it is
-        run[query] = {f"d{row}": float(K - rank) for rank, row in enumerate(top)}
+    tops = top_k_rows(q[[int(query_rows[query]) for query in judged]], d, K)
+    # trec_eval ranks by score (ties by document id): distinct scores keep the cosine ranking as it is
+    run = {query: {f"d{row}": float(K - rank) for rank, row in enumerate(top)}
+           for query, top in zip(judged, tops, strict=True)}  # fmt: skip
     evaluated = pytrec_eval.RelevanceEvaluator(qrel, set(_TREC)).evaluate(run)
     rows = [{"query": query, **{name: float(evaluated[query][trec]) for trec, name in _TREC.items()}}
             for query in judged]  # fmt: skip
@@ -142,5 +152,69 @@ def compare_on_queries(
         best=names[best],
         method=f"mean nDCG@10 over your queries (trec_eval's figures), {draws} paired bootstrap draws over "
         "queries",
+    )
+    return frame
+
+
+def few_judgement_estimates(
+    scores: Mapping[str, pd.DataFrame], *, seed: int = 0, draws: int | None = None
+) -> pd.DataFrame:
+    """Each model's nDCG@10 on a few judged queries, with every figure of the answer from one estimate,
+    in the form of :func:`flare_core.analyses.probes.few_label_estimates` (the few-label answer reads both).
+
+    ``scores[m]`` is :func:`per_query_scores` of model ``m`` on the same queries (judged on their pooled
+    documents: a document nobody judged counts as not relevant). The (Q, M) matrix of per-query nDCG@10 is
+    resampled once over the queries, every model on the same resampled queries (a paired bootstrap of
+    ``draws`` draws, :data:`~flare_core.analyses.probes.BOOTSTRAP_DRAWS` by default); from those draws
+    come ``estimate`` (the mean over the queries; the models are ranked by it, ties by name), ``ci_low``
+    and ``ci_high`` (95%), ``p_best`` (the chance of the highest mean, ties shared), ``p_within`` (the
+    chance of a gap to the highest of at most :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS`
+    nDCG@10 points), ``gap`` and ``gap_high`` (points), and ``diff_sd`` (the spread over the queries of the
+    leader's nDCG@10 minus this model's). ``recall_at_10`` and ``mrr_at_10`` are their means, beside it.
+    ``attrs``: ``method``, ``n_labels`` (the queries).
+    """
+    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, GOOD_ENOUGH_POINTS, _chances
+
+    draws = check_int(BOOTSTRAP_DRAWS if draws is None else draws, "draws", min_value=100)
+    names = list(scores)
+    if len(names) < 2:
+        raise ValueError("comparing models needs the scores of at least two")
+    queries = scores[names[0]]["query"].astype(str).tolist()
+    if not queries:
+        raise ValueError("there are no judged queries to compare the models on")
+    tables = {}
+    for name in names:
+        table = scores[name].assign(query=scores[name]["query"].astype(str)).set_index("query")
+        if sorted(table.index) != sorted(queries):
+            raise ValueError(f"model {name!r} was scored on other queries than {names[0]!r}")
+        tables[name] = table.loc[queries]
+    ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names], axis=1)  # (Q, M)
+    sample = np.random.default_rng(seed).integers(0, len(queries), size=(draws, len(queries)))
+    means = ndcg[sample].mean(axis=1)  # (draws, M)
+    p_best, p_within, gap_high = _chances(means, GOOD_ENOUGH_POINTS)
+    estimate = ndcg.mean(axis=0)
+    order = sorted(range(len(names)), key=lambda i: (-estimate[i], names[i]))
+    leader = order[0]
+    spread = (ndcg[:, [leader]] - ndcg).std(axis=0, ddof=1) if len(queries) > 1 else np.zeros(len(names))
+    frame = pd.DataFrame(
+        {
+            "model": names,
+            "estimate": estimate,
+            "ci_low": np.quantile(means, 0.025, axis=0),
+            "ci_high": np.quantile(means, 0.975, axis=0),
+            "p_best": p_best,
+            "p_within": p_within,
+            "gap": 100.0 * (estimate[leader] - estimate),
+            "gap_high": gap_high,
+            "diff_sd": spread,
+            "recall_at_10": [float(tables[m]["recall_at_10"].mean()) for m in names],
+            "mrr_at_10": [float(tables[m]["mrr_at_10"].mean()) for m in names],
+        }
+    )
+    frame = frame.iloc[order].reset_index(drop=True)
+    frame.attrs.update(
+        method=f"mean nDCG@10 over your judged queries (trec_eval's figures, unjudged documents not relevant), "
+        f"{draws} paired bootstrap draws over the queries",
+        n_labels=len(queries),
     )
     return frame

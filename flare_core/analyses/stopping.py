@@ -148,3 +148,72 @@ def _advice(
 ) -> dict[str, Any]:
     return {"settled": settled, "best": best, "either": either, "more_labels": more, "reason": reason,
             "text": text}  # fmt: skip
+
+
+#: No advice on search judgements settles on fewer judged queries (with a relevant document) than this.
+#: A floor set by hand: unlike the floors of labelled texts above it is not yet measured on retrieval
+#: corpora.
+MIN_SETTLED_QUERIES = 10
+#: The advice asks for judged queries in multiples of this, and for at most :data:`MAX_MORE_QUERIES`.
+QUERY_STEP, MAX_MORE_QUERIES = 5, 100
+
+
+def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str, Any]:
+    """Whether few search judgements settle the choice: :func:`stopping_advice` for ``estimates`` of
+    :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` (nDCG@10, best first) after
+    ``n_queries`` judged queries. Settled when the leader is within :data:`GOOD_ENOUGH_POINTS` nDCG@10
+    points of the best with at least :data:`SURE` chance and at least :data:`MIN_SETTLED_QUERIES` queries
+    count; otherwise ``more_labels`` is the number of judged queries more at which it would be (the per-query
+    spread of the leader's difference with the runner-up shrinking as 1/√n), in steps of
+    :data:`QUERY_STEP`. Returns the same keys as :func:`stopping_advice`; ``reason`` is "sure", "few
+    queries" or "not sure yet"."""
+    n_queries = check_int(n_queries, "n_queries", min_value=0)
+    needed = {"model", "estimate", "p_best", "p_within", "gap", "diff_sd"}
+    missing = needed - set(getattr(estimates, "columns", ()))
+    if missing or len(estimates) == 0:
+        raise ValueError(
+            f"estimates must be a few_judgement_estimates frame; missing columns {sorted(missing)}"
+        )
+    lead = estimates.iloc[0]
+    best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
+    either = [best] + [str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True)
+                       if q >= SURE]  # fmt: skip
+    points = f"{GOOD_ENOUGH_POINTS:g} nDCG@10 point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
+    enough = n_queries >= MIN_SETTLED_QUERIES
+    if sure >= SURE and enough:
+        if len(either) > 1:
+            text = (
+                f"The top {len(either)} are each within {points} of the best with at least {SURE:.0%} "
+                f"probability: either will do ({', '.join(either)})."
+            )
+        else:
+            text = (
+                f"{best} is within {points} of the best with {sure:.0%} probability (best with {p:.0%}); "
+                "more judged queries would hardly change the choice."
+            )
+        return _advice(True, best, either, None, "sure", text)
+    more = _more_queries(estimates, n_queries)
+    if not enough:
+        more = max(more, MIN_SETTLED_QUERIES - n_queries)
+    leads = f"{best} leads ({p:.0%} chance of being best)"
+    if not enough:
+        text = f"{leads}, but {n_queries} judged queries are too few to judge by; judge {more} more queries."
+        return _advice(False, best, either, more, "few queries", text)
+    text = (
+        f"{leads}, but the judgements cannot yet tell whether it is within {points} of the best "
+        f"({sure:.0%} chance); judge {more} more queries to settle it."
+    )
+    return _advice(False, best, either, more, "not sure yet", text)
+
+
+def _more_queries(estimates: pd.DataFrame, n_queries: int) -> int:
+    """Judged queries at which the leader would be within :data:`GOOD_ENOUGH_POINTS` of the runner-up with
+    :data:`SURE` chance: n with z · sd / √n = gap + tolerance, less ``n_queries``, in steps of
+    :data:`QUERY_STEP`, at most :data:`MAX_MORE_QUERIES`."""
+    if len(estimates) < 2:
+        return QUERY_STEP
+    gap = max(float(estimates["gap"].iloc[1]), 0.0) / 100.0 + GOOD_ENOUGH_POINTS / 100.0
+    spread = max(float(estimates["diff_sd"].iloc[1]), 1e-3)
+    needed = (float(stats.norm.ppf(SURE)) * spread / gap) ** 2
+    more = int(np.ceil(max(needed - n_queries, 1) / QUERY_STEP) * QUERY_STEP)
+    return int(min(max(more, QUERY_STEP), MAX_MORE_QUERIES))

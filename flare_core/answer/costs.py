@@ -95,7 +95,8 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": [100.0 * r["estimate"] for r in rows],
              "ci_low": [100.0 * r["ci_low"] for r in rows], "ci_high": [100.0 * r["ci_high"] for r in rows],
-             "label": f"estimated accuracy from your {n} labels (points)",
+             "label": f"nDCG@10 on your {n} judged queries (points)" if few.get("metric") == "ndcg@10"
+             else f"estimated accuracy from your {n} labels (points)",
              "good_enough": good, "undecided": ~good & (p_within >= 1.0 - SURE),
              "gap_high": [float(r["gap_high"]) for r in rows],
              "more_labels": [float(np.fmax(_labels_to_tell(r, n), floor)) for r in rows]}

@@ -115,6 +115,8 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
     estimated accuracy, and the stopping advice reads its chances."""
     if "estimates" not in block:
         return None
+    if block.get("metric") == SEARCH_METRIC:
+        return _from_few_judgements(block, choice)
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]
@@ -145,6 +147,58 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
         "carried forward along its learning curve to plenty of labels; its interval and every chance come "
         "from resampling your labelled texts."
     )
+    if choice and choice["choice"] != best:
+        summary += f" The label-free choice was {choice['choice']}."
+    short = [best, *either]
+    short += [
+        r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
+    ]
+    return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
+            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step}  # fmt: skip
+
+
+def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:
+    """Headline, summary and fields of an answer from a person's few search judgements: every figure from
+    the one estimate of :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`."""
+    advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
+    best = advice["best"]
+    top = rows[best]
+    n = block["n_labels"]
+    queries = f"{n} judged quer{'y' if n == 1 else 'ies'}"
+    either = [m for m in advice.get("either", []) if m != best]
+    if advice["settled"] and either:
+        headline = (
+            f"Use {best} or {_join(either)}: after {queries} each is within 1 nDCG@10 point of the best with "
+            "at least 90% probability."
+        )
+        next_step = "Nothing more is needed: either will do."
+    elif advice["settled"]:
+        headline = (
+            f"Use {best}: after {queries} it is within 1 nDCG@10 point of the best with "
+            f"{chance_words(top['p_within'])} probability."
+        )
+        next_step = "Nothing more is needed; more judged queries would only narrow the intervals."
+    else:
+        headline = (
+            f"Provisionally {best}: the most likely best after {queries} ({chance_words(top['p_best'])} "
+            f"chance), not settled yet; {advice['more_labels']} more judged queries would settle it."
+        )
+        next_step = f"Judge {advice['more_labels']} more queries (Check with a few labels) to settle it."
+    summary = (
+        f"{advice['text']} On your {queries} its nDCG@10 is {100 * top['estimate']:.1f} out of 100, likely "
+        f"{100 * top['ci_low']:.1f} to {100 * top['ci_high']:.1f}; it finds {_pct(top['recall_at_10'])} of the "
+        "documents you marked relevant in its top 10. Each model ranks all your documents for each query; a "
+        "document nobody judged counts as not relevant (as in TREC pooling), and the interval and every "
+        "chance come from resampling your queries."
+    )
+    if block.get("no_relevant"):
+        k = len(block["no_relevant"])
+        summary += (
+            f" {k} judged quer{'y has' if k == 1 else 'ies have'} no document marked relevant "
+            f"({_join(list(block['no_relevant'])[:3])}{', …' if k > 3 else ''}): kept, but not counted."
+        )
+    if block.get("unscored"):
+        summary += f" Not compared (they cannot embed a query): {_join(list(block['unscored']))}."
     if choice and choice["choice"] != best:
         summary += f" The label-free choice was {choice['choice']}."
     short = [best, *either]

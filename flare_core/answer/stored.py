@@ -110,6 +110,13 @@ class FewLabelsGround(TypedDict, total=False):
     method: str | None
     estimates: list[dict[str, Any]]
     advice: dict[str, Any]
+    # search judgements (metric "ndcg@10"): n_labels counts the judged queries with a relevant document
+    metric: str
+    k: int
+    n_queries_judged: int
+    n_judgements: int
+    no_relevant: list[str]
+    unscored: list[str]
 
 
 class LabelFreeGround(TypedDict):

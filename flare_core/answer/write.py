@@ -20,7 +20,14 @@ from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
 from flare_core.answer.label_free import provisional_choice
 from flare_core.answer.labels import labels_lock, load_labels
-from flare_core.answer.stored import LabelsGround, MapVerdict, Verdict, metric_column, save_verdict
+from flare_core.answer.stored import (
+    FewLabelsGround,
+    LabelsGround,
+    MapVerdict,
+    Verdict,
+    metric_column,
+    save_verdict,
+)
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.store.runs import Run
 
@@ -60,6 +67,18 @@ def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
     return float(both.iloc[:, 0].corr(both.iloc[:, 1], method="spearman"))
 
 
+def _few_block(run: Run, use: str) -> FewLabelsGround | None:
+    """A person's few labels or few search judgements: the search judgements when the run's use is search
+    or when no text is labelled, else the labels."""
+    from flare_core.answer.few_judgements import few_search_block, has_search_judgements
+
+    search = few_search_block(run) if has_search_judgements(run) else None
+    labels = load_labels(run)
+    if search is not None and (use == "search" or not labels.entries):
+        return search  # type: ignore[return-value]
+    return few_label_block(run, labels) or search  # type: ignore[return-value]
+
+
 def build_verdict(run: Run, *, provisional: bool) -> Verdict:
     """The run's version-3 verdict (see :mod:`flare_core.answer.decide`), from what is stored now."""
     ranking = ranking_verdict(run, provisional=False)
@@ -70,7 +89,7 @@ def build_verdict(run: Run, *, provisional: bool) -> Verdict:
         if run.manifest["corpus"].get("has_labels") or run.has("pairs.parquet") or run.has(JUDGEMENTS)
         else None
     )
-    few = None if full else few_label_block(run, load_labels(run))
+    few = None if full else _few_block(run, use)
     verdict = compose(
         ranking,
         full=full,

@@ -308,7 +308,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "batches": given.batches,
         "skipped": len(given.skipped_rows),
         "per_category": given.counts(),
-        "words": labels_given_words(corpus, given.entries),
+        "words": labels_given_words(corpus, given.entries, results.get("search_judged")),
     }
     if args.json:
         _print_json(results | {"labels": labels} | ({} if budget is None else {"budget": budget}))

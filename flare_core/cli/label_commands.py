@@ -1,9 +1,20 @@
-"""``flare label``: label a few texts of a run in a spreadsheet, and read the labels back.
+"""``flare label``: label a few texts of a run in a spreadsheet, or judge a few search queries, and read the
+labels or judgements back.
 
     flare label RUN_ID --next 16 [-o todo.csv]     the texts the product wants labelled next (row,text,label)
     flare label RUN_ID labels.csv                  read the labels back (columns row and label)
     flare label RUN_ID --categories sport,politics name the categories (optional; a file names them too)
     flare label RUN_ID --rename old=new            rename a category, keeping its labels
+
+For search (:mod:`flare_core.answer.few_judgements`):
+
+    flare label RUN_ID --query "reset my password"  add a query of your own (repeat --query for more)
+    flare label RUN_ID --next-queries 5 [-o todo.csv]
+                                                   the queries to judge next (yours first, then queries drafted
+                                                   from the corpus) with their pooled documents, one row each:
+                                                   query_id,query,doc_row,text,relevant
+    flare label RUN_ID judged.csv                  read the judgements back (relevant: 1 or 0; blank: not
+                                                   judged); ``--judgements judged.csv`` says so explicitly
 
 Each way prints the updated answer, as ``flare show`` does (``--json``: the verdict).
 """
@@ -37,6 +48,27 @@ def add_label_parser(sub: Any, common: argparse.ArgumentParser, as_json: argpars
     )
     p.add_argument("--categories", default=None, help="comma-separated names of the categories")
     p.add_argument("--rename", default=None, metavar="OLD=NEW", help="rename a category, keeping its labels")
+    p.add_argument(
+        "--query",
+        action="append",
+        default=None,
+        metavar="TEXT",
+        help="add a search query to judge (repeatable)",
+    )
+    p.add_argument(
+        "--next-queries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write N search queries to judge with their pooled documents (query_id,query,doc_row,text,relevant)",
+    )
+    p.add_argument(
+        "--judgements",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read search judgements back (columns query_id, doc_row and relevant: 1 or 0)",
+    )
     p.set_defaults(func=cmd_label)
 
 
@@ -48,6 +80,67 @@ def _labelable(run: Run) -> None:
         )
 
 
+def _is_judgements_file(path: Path) -> bool:
+    """Whether a file given to ``flare label`` holds search judgements (a ``query_id`` column)."""
+    from flare_core.data.reading import read_table
+    from flare_core.errors import CorpusError
+
+    try:
+        frame, _ = read_table(path.read_bytes(), name=path.name, max_bytes=64 * 2**20)
+    except CorpusError:
+        return False  # read again as a labels file, which says what is wrong
+    return "query_id" in {str(c).strip().lower() for c in frame.columns}
+
+
+def _search(run: Run, args: argparse.Namespace) -> int | None:
+    """``--query``, ``--next-queries`` and judgements files; None when none was asked for."""
+    from flare_core.answer import few_judgements as fj
+    from flare_core.data.judgements import JUDGEMENTS
+
+    judgements = args.judgements
+    if not (args.query or args.next_queries is not None or judgements is not None):
+        return None
+    if run.has(JUDGEMENTS) or run.has("pairs.parquet"):
+        raise ValueError(
+            f"run {run.id} has search judgements or pairs of its own: its answer already comes from them"
+        )
+    if args.next_queries is not None and judgements is not None:
+        raise ValueError("give either a judgements file to read or --next-queries N to write, not both")
+    if args.query:
+        ids = fj.add_queries(run, args.query, source="typed")
+        print(
+            f"{len(set(ids))} quer{'y' if len(set(ids)) == 1 else 'ies'} to judge: {', '.join(ids)}",
+            file=sys.stderr,
+        )
+    if args.next_queries is not None:
+        ids = fj.next_queries(run, args.next_queries)
+        if not ids:
+            raise ValueError(
+                "no query is left to judge and none could be drafted from the corpus: add one with --query"
+            )
+        todo = fj.pooled_documents(run, ids)
+        return _write_todo(todo, args.output, ["query_id", "query", "doc_row", "text", "relevant"],
+                           f"{len(ids)} queries ({len(todo)} documents) to judge")  # fmt: skip
+    if judgements is not None:
+        judged = fj.load_search_judgements(run)
+        given = fj.read_judgements_file(
+            judgements.read_bytes(), name=judgements.name, judged=judged,
+            texts=run.corpus_frame()["text"].tolist(),
+        )  # fmt: skip
+        if not given:
+            raise ValueError(f"{judgements.name} has no judgement to read (every relevant cell is blank)")
+        saved = fj.add_judgements(run, given, source="file")
+        print(
+            f"{len(given)} judgements read; {len(saved.judged)} queries judged in all, {len(saved.counted)} with "
+            "a relevant document",
+            file=sys.stderr,
+        )
+        for query in saved.no_relevant:
+            print(f"query {query} has no document marked relevant: it is kept, but does not count until one is",
+                  file=sys.stderr)  # fmt: skip
+    return None
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     from flare_core.answer import labels as label_store
     from flare_core.answer.from_labels import next_texts
@@ -57,6 +150,11 @@ def cmd_label(args: argparse.Namespace) -> int:
     _labelable(run)
     if args.next is not None and args.labels_file is not None:
         raise ValueError("give either a labels file to read or --next N to write, not both")
+    if args.judgements is None and args.labels_file is not None and _is_judgements_file(args.labels_file):
+        args.judgements, args.labels_file = args.labels_file, None
+    searched = _search(run, args)
+    if searched is not None:
+        return searched
     if args.categories:
         label_store.set_categories(run, [c for c in args.categories.split(",") if c.strip()])
     if args.rename:
@@ -85,14 +183,16 @@ def cmd_label(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_todo(todo: pd.DataFrame, output: Path | None) -> int:
+def _write_todo(
+    todo: pd.DataFrame, output: Path | None, columns: list[str] | None = None, what: str | None = None
+) -> int:
     from flare_core.store import atomic
     from flare_core.store.export import safe_csv
 
-    data = safe_csv(todo[["row", "text", "label"]])
+    data = safe_csv(todo[columns or ["row", "text", "label"]])
     if output is None:
         sys.stdout.write(data.decode("utf-8"))
     else:
         atomic.write_bytes(output, data)
-        print(f"{len(todo)} texts to label written to {output}", file=sys.stderr)
+        print(f"{what or f'{len(todo)} texts to label'} written to {output}", file=sys.stderr)
     return 0

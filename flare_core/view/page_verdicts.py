@@ -376,6 +376,10 @@ def _labels_check(correlations: pd.DataFrame | None, estimator: str) -> str:
 MIN_CHECK_LABELS = 16
 
 
+#: A person's few search judgements judge the label-free ranking once this many queries count.
+MIN_CHECK_QUERIES = 10
+
+
 def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     """Whether a person's few labels confirm the label-free ranking (the map): the Spearman correlation of
     the map's scores with the models' accuracies estimated from the labels, and whether the map's leader
@@ -385,7 +389,13 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     ranking = (verdict or {}).get("ranking") or []
     if n == 0 or not ranking:
         return None
-    if n < MIN_CHECK_LABELS or not few.get("estimates"):
+    search = few.get("metric") == "ndcg@10"
+    if search and (n < MIN_CHECK_QUERIES or not few.get("estimates")):
+        return (
+            f"Your {n} judged quer{'y is' if n == 1 else 'ies are'} too few to check the order: it is checked "
+            f"from {MIN_CHECK_QUERIES} judged queries with a relevant document on."
+        )
+    if not search and (n < MIN_CHECK_LABELS or not few.get("estimates")):
         return (
             f"Your {_count(n, 'label')} {'is' if n == 1 else 'are'} too few to check the order: it is checked "
             f"from {MIN_CHECK_LABELS} labels of at least two categories on."
@@ -399,10 +409,11 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
         and r.get("estimate") is not None
         and math.isfinite(float(scores[r["model"]]))
     ]
-    source = f"from your {n} labels"
+    source = f"from your {n} judged queries" if search else f"from your {n} labels"
     if len(pairs) < 3:
         return (
-            f"Your {n} labels cannot check the order: fewer than 3 models have both a score and an estimate."
+            f"Your {n} {'judged queries' if search else 'labels'} cannot check the order: fewer than 3 models "
+            "have both a score and an estimate."
         )
     x, y = np.array(pairs).T
     rho = float(pd.Series(x).corr(pd.Series(y), method="spearman"))
@@ -415,7 +426,8 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
         else ""
     )
     sentence = (
-        f"Checked {source}: the label-free order {word} with the accuracy the labels estimate for each model, "
+        f"Checked {source}: the label-free order {word} with the "
+        f"{'nDCG@10 your judgements give' if search else 'accuracy the labels estimate for'} each model, "
         f"rank correlation {_number(rho)} over {_count(len(pairs), 'model')} (1 = same order{few_models})."
     )
     leader = (verdict or {}).get("leading") or max(pairs and scores, key=lambda m: scores[m] or -np.inf)
@@ -424,9 +436,10 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     ]
     if leader and best:
         sentence += (
-            f" The map's leader, {leader}, is also the one your labels favour."
+            f" The map's leader, {leader}, is also the one your {'judgements' if search else 'labels'} favour."
             if leader == best
-            else f" The map's leader, {leader}, is not the one your labels favour: {best}."
+            else f" The map's leader, {leader}, is not the one your {'judgements' if search else 'labels'} "
+            f"favour: {best}."
         )
     return sentence
 

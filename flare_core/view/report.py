@@ -65,7 +65,7 @@ def _header(run: Run, results: dict[str, Any], texts: CorpusTexts) -> str:
         "finished": manifest.get("finished", ""),
         "corpus": corpus.get("source_name", ""),
         "texts": corpus.get("n_texts"),
-        "labels": labels_given_words(corpus, given),
+        "labels": labels_given_words(corpus, given, results.get("search_judged")),
         "models": ", ".join(str(m.get("id")) for m in manifest.get("models", [])),
     }
     if manifest.get("imported"):
@@ -151,11 +151,14 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
 
 
 def _labels_given(results: dict[str, Any]) -> list[str]:
-    """The labels a person gave the run, as counts per category and batches (never the texts)."""
+    """The labels a person gave the run, as counts per category and batches, and the search judgements, as
+    counts (never the texts)."""
+    searched = run_results.search_judged_words(results.get("search_judged"))
+    judged = [f"<p>Search judgements given to this run: {escape(searched)}.</p>"] if searched else []
     given = results.get("labels_given") or {}
     entries = given.get("entries") or []
     if not entries:
-        return []
+        return judged
     latest = {int(e["row"]): str(e["label"]) for e in entries}
     counts = pd.Series(list(latest.values())).value_counts()
     batches = max(int(e.get("batch", 0)) for e in entries)
@@ -164,6 +167,7 @@ def _labels_given(results: dict[str, Any]) -> list[str]:
         f"<p>Labels given to this run: {len(latest)} texts in {batches} batch(es), {len(given.get('skipped') or [])} "
         "marked skip / unsure.</p>",
         table(frame),
+        *judged,
     ]
 
 

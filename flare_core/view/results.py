@@ -106,9 +106,43 @@ def run_results(run: Run) -> dict[str, Any]:
         out["verdict"] = verdict
     if run.has("labels", "labels.json"):
         out["labels_given"] = run.load_json("labels", "labels.json")
+    search = search_judged(run)
+    if search:
+        out["search_judged"] = search
     if run.has("validation.json"):
         out["validation"] = run.load_json("validation.json")
     return out
+
+
+def search_judged(run: Run) -> dict[str, int] | None:
+    """The search judgements a person gave the run, in counts (never a query's text): ``queries`` asked,
+    ``judged`` (with a judgement), ``counted`` (with a relevant document), ``judgements``, ``relevant``,
+    ``batches``; None when none were given."""
+    from flare_core.answer.few_judgements import has_search_judgements, load_search_judgements
+
+    if not has_search_judgements(run):
+        return None
+    judged = load_search_judgements(run)
+    latest = judged.latest()
+    return {
+        "queries": len(judged.ids),
+        "judged": len(latest),
+        "counted": len(judged.counted),
+        "judgements": sum(len(d) for d in latest.values()),
+        "relevant": sum(g > 0 for d in latest.values() for g in d.values()),
+        "batches": judged.batches,
+    }
+
+
+def search_judged_words(counts: dict[str, int] | None) -> str | None:
+    """The search judgements given, in words ("5 queries judged (4 with a relevant document), 87 documents
+    judged, 12 relevant"); None without any."""
+    if not counts or not counts.get("judged"):
+        return None
+    return (
+        f"{counts['judged']:,} search quer{'y' if counts['judged'] == 1 else 'ies'} judged ({counts['counted']:,} "
+        f"with a relevant document), {counts['judgements']:,} documents judged, {counts['relevant']:,} relevant"
+    )
 
 
 def collapse_pairs(run: Run, model_id: str) -> pd.DataFrame | None:

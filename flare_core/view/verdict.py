@@ -169,6 +169,21 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             })  # fmt: skip
         frame = pd.DataFrame(rows)
         return frame if pairs or search or full.get("balanced") is False else frame.drop(columns="macro-F1")
+    if few.get("estimates") and few.get("metric") == "ndcg@10":
+        # search judgements: nDCG@10 on the judged pools, in the answer's order, from the same estimate
+        return pd.DataFrame(
+            [
+                {
+                    "model": r["model"],
+                    "nDCG@10": f"{100 * r['estimate']:.1f}",
+                    "likely between": f"{100 * r['ci_low']:.1f} and {100 * r['ci_high']:.1f}",
+                    "recall@10": f"{100 * r['recall_at_10']:.1f}%",
+                    "chance it is the best": float(r["p_best"]),
+                    "chance it is within 1 point of the best": float(r["p_within"]),
+                }
+                for r in few["estimates"]
+            ]
+        )
     if few.get("estimates"):
         # in the answer's order (highest estimate first): every column comes from the same estimate
         return pd.DataFrame(
@@ -190,12 +205,20 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
 
 
-def labels_given_words(corpus: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> str:
+def labels_given_words(
+    corpus: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], search: Mapping[str, int] | None = None
+) -> str:
     """What a run is judged by, for its run line: the labels a person gave it (``entries`` of
-    :class:`flare_core.answer.labels.LabelSet`: "32 given, in 2 batches") when there are any, else what
-    its corpus holds (:func:`flare_core.view.results.labels_words`: its label column, search judgements,
-    pairs, or "none")."""
+    :class:`flare_core.answer.labels.LabelSet`: "32 given, in 2 batches") when there are any, or the search
+    queries a person judged (``search``: :func:`flare_core.view.results.search_judged`), else what its
+    corpus holds (:func:`flare_core.view.results.labels_words`: its label column, search judgements, pairs,
+    or "none")."""
+    from flare_core.view.results import search_judged_words
+
     rows = {int(e["row"]) for e in entries}
+    searched = search_judged_words(dict(search)) if search else None
+    if searched and not (corpus.get("has_labels") and corpus.get("label_column")):
+        return searched if not rows else f"{searched}; {len(rows):,} texts labelled"
     if not rows or (corpus.get("has_labels") and corpus.get("label_column")):
         return labels_words(dict(corpus))
     batches = max(int(e.get("batch", 0)) for e in entries)
@@ -208,6 +231,8 @@ def without_asking(text: str) -> str:
     cannot label it (the answer's summary opens with the stopping advice, which asks)."""
     asks = r"[;,]?\s*\blabel (\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
     text = re.sub(asks, r"; \1 more labels would settle it", text, flags=re.I)
+    judge = r"[;,]?\s*\bjudge (\d+) more queries(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(judge, r"; \1 more judged queries would settle it", text, flags=re.I)
     return text[2:] if text.startswith("; ") else text
 
 
@@ -219,7 +244,8 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
         return step
     more = ((verdict.get("few_labels") or {}).get("advice") or {}).get("more_labels")
     if verdict.get("basis") == "few labels" and more:
-        return f"{int(more)} more labels would settle it; the run's owner can add them."
+        what = "judged queries" if (verdict.get("few_labels") or {}).get("metric") == "ndcg@10" else "labels"
+        return f"{int(more)} more {what} would settle it; the run's owner can add them."
     return "A few labels would settle it; the run's owner can add them."
 
 

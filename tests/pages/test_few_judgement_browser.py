@@ -1,0 +1,118 @@
+"""The whole few-judgement task in a real headless Chromium against ``flare app``: on a label-free search run
+of real static models, type 3 queries, tick relevant documents in each query's pooled list and save; see the
+answer and its chances change; kill the server, start it again and find the judgements and the same answer;
+carry the run in a bundle to another store and find them there too."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from flare_core.answer import few_judgements as fj
+from flare_core.answer.stored import load_verdict
+from flare_core.data.corpus import load_corpus
+from flare_core.data.demo import bbc_news_frame
+from flare_core.run import jobs
+from flare_core.run.create import create_run
+from flare_core.store.runs import RunStore
+from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
+from tests.support import embeddings_params, flare
+
+SHOTS = ROOT / "test-output" / "screenshots"
+pytestmark = BROWSER_MARKS
+QUERIES = (
+    "the football team won the match",
+    "the election and the prime minister",
+    "new mobile phone software",
+)
+
+
+def _open(page, url: str, run_id: str) -> None:
+    page.goto(f"{url}/labels?run={run_id}", wait_until="domcontentloaded", timeout=60_000)
+    page.get_by_text("1. Your queries").wait_for(timeout=90_000)
+
+
+def _answer(page) -> str:
+    box = page.locator(".st-key-labels-verdict")
+    box.wait_for(timeout=60_000)
+    return box.inner_text()
+
+
+def _tick(page, query: str, rows: list[int]) -> None:
+    """Tick the relevant box of the pooled list's rows ``rows`` (positions), each until the save button
+    counts it (a click that a busy machine missed is made again)."""
+    grid = page.locator('[data-testid="stDataFrameResizable"]').first
+    grid.wait_for(timeout=60_000)
+    box = grid.bounding_box()
+    for count, position in enumerate(rows, start=1):
+        counted = page.get_by_role("button", name=f"Save the judgements of {query} ({count} relevant)")
+        for _attempt in range(3):
+            # select the row's document cell, move to its relevant box and toggle it with the space bar
+            page.mouse.click(box["x"] + 200, box["y"] + 35 + 35 * position + 17)
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press(" ")
+            with contextlib.suppress(PlaywrightTimeout):
+                counted.wait_for(timeout=15_000)
+                break
+        if not counted.is_visible():
+            page.screenshot(path=str(SHOTS / "judgements-tick-missed.png"), full_page=True)
+            raise AssertionError(f"the relevant box of row {position} of {query} could not be ticked")
+
+
+def test_judge_three_queries_restart_and_carry_them_in_a_bundle(tmp_path):
+    articles = bbc_news_frame(n_per_topic=6, seed=1)
+    articles[["text"]].to_csv(tmp_path / "articles.csv", index=False)
+    params = dataclasses.replace(embeddings_params(), geometry=False, use="search")
+    run = create_run(
+        RunStore(tmp_path / "runs"), load_corpus(tmp_path / "articles.csv", text_column="text"), params
+    )
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
+    runs_dir = run.path.parent
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chances = []
+    proc, url = start_app(runs_dir)
+    try:
+        with headless_chromium() as browser:
+            page = browser.new_page(viewport={"width": 1400, "height": 2600})
+            _open(page, url, run.id)
+            for n, text in enumerate(QUERIES, start=1):
+                query = f"q{n}"
+                page.get_by_role("textbox", name="Type a query").fill(text)
+                page.keyboard.press("Enter")
+                page.get_by_role("button", name="Add the query").click()
+                page.get_by_role("button", name=f"Save the judgements of {query} (0 relevant)").wait_for(
+                    timeout=90_000
+                )
+                _tick(page, query, [0, 1] if n != 2 else [1, 2, 3])
+                page.get_by_role("button", name=f"Save the judgements of {query}").click()
+                words = f"after {n} judged quer{'y' if n == 1 else 'ies'}"
+                page.locator(".st-key-labels-verdict").get_by_text(words).first.wait_for(timeout=90_000)
+                verdict = load_verdict(run)
+                assert verdict["headline"] in _answer(page)
+                chances.append({r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]})
+            judged = fj.load_search_judgements(run)
+            assert judged.ids == ["q1", "q2", "q3"] and len(judged.counted) == 3
+            assert sum(sum(d.values()) for d in judged.latest().values()) == 7  # the boxes ticked
+            assert chances[0] != chances[-1]  # the answer's chances moved as queries were judged
+            after = load_verdict(run)
+            page.screenshot(path=str(SHOTS / "judgements-after-3.png"), full_page=True)
+
+            stop_app(proc, signal.SIGKILL)  # the server dies; the judgements were saved with the run
+            proc, url = start_app(runs_dir)
+            _open(page, url, run.id)
+            assert after["headline"] in _answer(page)
+            stop_app(proc)
+
+            bundle = tmp_path / "bundle.zip"
+            flare("export", run.id, "-o", str(bundle), runs_dir=runs_dir)
+            elsewhere = tmp_path / "elsewhere"
+            flare("import", str(bundle), runs_dir=elsewhere)
+            proc, url = start_app(elsewhere)
+            _open(page, url, run.id)
+            assert after["headline"] in _answer(page)
+    finally:
+        stop_app(proc)
+    assert fj.load_search_judgements(RunStore(elsewhere).get(run.id)).latest() == judged.latest()

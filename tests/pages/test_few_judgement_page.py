@@ -1,0 +1,58 @@
+"""*Check with a few labels* for search, through Streamlit's AppTest on a label-free run of real static
+models: a query typed and added, its pooled documents listed without saying which model found which, the
+answer from the judgements shown on the same page, and nothing on screen reads 'None', 'nan' or JSON."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flare_core.answer import few_judgements as fj
+from flare_core.store.runs import RunStore
+from tests.support import page_texts
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+pytestmark = pytest.mark.slow
+RAW = re.compile(r"\bNone\b|\bnan\b|\bNaN\b|\bnull\b|NULL|\{\"|\[\{")
+
+
+def test_a_typed_query_is_pooled_judged_and_answered_on_the_page(tmp_path, unlabelled_run, monkeypatch):
+    store = RunStore(tmp_path / "runs")
+    shutil.copytree(unlabelled_run.path, store.root / unlabelled_run.id)
+    run = store.get(unlabelled_run.id)
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(store.root))
+    for name in ("FLARE_OWNER_TOKEN", "FLARE_VIEWER_ONLY", "FLARE_OWNER_EMAILS"):
+        monkeypatch.delenv(name, raising=False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = run.id
+    at.run()
+    at.switch_page("dashboard/labels.py").run()
+    at.radio(key=f"mode-{run.id}").set_value("search queries").run()
+    assert "Add a query to start." in page_texts(at)
+    at.text_input(key=f"query-{run.id}").input("the football team won the match").run()
+    at.button(key="add-query").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    judged = fj.load_search_judgements(run)
+    assert judged.ids == ["q1"] and judged.queries["source"].tolist() == ["typed"]
+    pool = [f.value for f in at.dataframe if "relevant" in f.value.columns][0]
+    assert list(pool.columns) == ["doc_row", "text", "relevant"] and not pool["relevant"].any()
+    assert sorted(pool["doc_row"]) == sorted(judged.pool("q1"))
+    assert "does not say which model found which" in page_texts(at)
+    # judged as the page's save button does; the list then shows them ticked, saving it again changes
+    # nothing, and the page shows the answer from the judgements
+    texts = run.corpus_frame()["text"]
+    fj.add_judgements(run, [("q1", r, int("sport" in texts[r].lower() or "match" in texts[r].lower()))
+                            for r in judged.pool("q1")])  # fmt: skip
+    at.run()
+    shown = [f.value for f in at.dataframe if "relevant" in f.value.columns][0]
+    latest = fj.load_search_judgements(run).latest()["q1"]
+    assert {int(r): int(v) for r, v in zip(shown["doc_row"], shown["relevant"], strict=True)} == latest
+    at.button(key="save-judgements").click().run()
+    assert fj.load_search_judgements(run).batches == 1
+    text = page_texts(at)
+    assert "after 1 judged query" in text and "judge 9 more queries" in text.lower()
+    assert not RAW.search(text), RAW.search(text)
