@@ -104,6 +104,26 @@ def per_query_scores(
     return pd.DataFrame(rows, columns=["query", *METRICS])
 
 
+def _aligned(
+    scores: Mapping[str, pd.DataFrame], *, min_models: int
+) -> tuple[list[str], list[str], dict[str, pd.DataFrame]]:
+    """The models, the judged queries (in the first model's order) and each model's per-query table indexed
+    by query in that order; refuses an empty set and models scored on other queries."""
+    names = list(scores)
+    if len(names) < min_models:
+        raise ValueError("scores must hold at least one model")
+    queries = scores[names[0]]["query"].astype(str).tolist()
+    if not queries:
+        raise ValueError("there are no judged queries to compare the models on")
+    tables = {}
+    for name in names:
+        table = scores[name].assign(query=scores[name]["query"].astype(str)).set_index("query")
+        if sorted(table.index) != sorted(queries):
+            raise ValueError(f"model {name!r} was scored on other queries than {names[0]!r}")
+        tables[name] = table.loc[queries]
+    return names, queries, tables
+
+
 def compare_on_queries(
     scores: Mapping[str, pd.DataFrame], *, seed: int = 0, draws: int = DRAWS
 ) -> pd.DataFrame:
@@ -115,18 +135,7 @@ def compare_on_queries(
     ``n_queries``; ``attrs``: ``best``, ``method``.
     """
     draws = check_int(draws, "draws", min_value=100)
-    names = list(scores)
-    if not names:
-        raise ValueError("scores must hold at least one model")
-    queries = scores[names[0]]["query"].astype(str).tolist()
-    if not queries:
-        raise ValueError("there are no judged queries to compare the models on")
-    tables = {}
-    for name in names:
-        table = scores[name].assign(query=scores[name]["query"].astype(str)).set_index("query")
-        if sorted(table.index) != sorted(queries):
-            raise ValueError(f"model {name!r} was scored on other queries than {names[0]!r}")
-        tables[name] = table.loc[queries]
+    names, queries, tables = _aligned(scores, min_models=1)
     ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names])  # (M, Q)
     means = ndcg.mean(axis=1)
     best = min(range(len(names)), key=lambda i: (-means[i], names[i]))
@@ -176,18 +185,9 @@ def few_judgement_estimates(
     from flare_core.analyses.probes import BOOTSTRAP_DRAWS, GOOD_ENOUGH_POINTS, _chances
 
     draws = check_int(BOOTSTRAP_DRAWS if draws is None else draws, "draws", min_value=100)
-    names = list(scores)
-    if len(names) < 2:
+    if len(scores) < 2:
         raise ValueError("comparing models needs the scores of at least two")
-    queries = scores[names[0]]["query"].astype(str).tolist()
-    if not queries:
-        raise ValueError("there are no judged queries to compare the models on")
-    tables = {}
-    for name in names:
-        table = scores[name].assign(query=scores[name]["query"].astype(str)).set_index("query")
-        if sorted(table.index) != sorted(queries):
-            raise ValueError(f"model {name!r} was scored on other queries than {names[0]!r}")
-        tables[name] = table.loc[queries]
+    names, queries, tables = _aligned(scores, min_models=2)
     ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names], axis=1)  # (Q, M)
     sample = np.random.default_rng(seed).integers(0, len(queries), size=(draws, len(queries)))
     means = ndcg[sample].mean(axis=1)  # (draws, M)
