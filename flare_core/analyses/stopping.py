@@ -76,17 +76,9 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     past = [str(m) for m, flag in zip(estimates["model"], flags, strict=True) if flag and m in either]
     points = f"{GOOD_ENOUGH_POINTS:g} point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
     if sure >= SURE and enough and informative and not past:
-        if len(either) > 1:
-            text = (
-                f"The top {len(either)} are each within {points} of the best with at least {SURE:.0%} "
-                f"probability: either will do ({', '.join(either)})."
-            )
-        else:
-            text = (
-                f"{best} is within {points} of the best with {sure:.0%} probability (best with {p:.0%}); "
-                "more labels would hardly change the choice."
-            )
-        return _advice(True, best, either, None, "sure", text)
+        return _advice(
+            True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "labels")
+        )
     more = max(_more_labels(estimates, n_labels), min(max(MIN_SETTLED_LABELS, floor) - n_labels, MAX_MORE))
     if not evidence:
         reason = "few labels"
@@ -143,6 +135,19 @@ def _more_labels(estimates: pd.DataFrame, n_labels: int) -> int:
     return int(min(max(more, LABEL_STEP), MAX_MORE))
 
 
+def _settled_text(best: str, either: list[str], points: str, sure: float, p: float, more_of: str) -> str:
+    """The settled advice in words: the models that each will do, or the one that is best."""
+    if len(either) > 1:
+        return (
+            f"The top {len(either)} are each within {points} of the best with at least {SURE:.0%} "
+            f"probability: either will do ({', '.join(either)})."
+        )
+    return (
+        f"{best} is within {points} of the best with {sure:.0%} probability (best with {p:.0%}); "
+        f"more {more_of} would hardly change the choice."
+    )
+
+
 def _advice(
     settled: bool, best: str, either: list[str], more: int | None, reason: str, text: str
 ) -> dict[str, Any]:
@@ -181,17 +186,9 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
     points = f"{GOOD_ENOUGH_POINTS:g} nDCG@10 point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
     enough = n_queries >= MIN_SETTLED_QUERIES
     if sure >= SURE and enough:
-        if len(either) > 1:
-            text = (
-                f"The top {len(either)} are each within {points} of the best with at least {SURE:.0%} "
-                f"probability: either will do ({', '.join(either)})."
-            )
-        else:
-            text = (
-                f"{best} is within {points} of the best with {sure:.0%} probability (best with {p:.0%}); "
-                "more judged queries would hardly change the choice."
-            )
-        return _advice(True, best, either, None, "sure", text)
+        return _advice(
+            True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "judged queries")
+        )
     more = _more_queries(estimates, n_queries)
     if not enough:
         more = max(more, MIN_SETTLED_QUERIES - n_queries)
