@@ -26,6 +26,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flare_core.answer import few_judgements as fj  # noqa: E402
+from flare_core.answer import from_judgements
 from flare_core.answer.write import write_verdict  # noqa: E402
 from flare_core.data.corpus import load_corpus  # noqa: E402
 from flare_core.run import jobs  # noqa: E402
@@ -95,7 +96,7 @@ def main() -> None:
         fj.add_judgements(run, judge(run, [last], topics))
         saved = time.perf_counter() - t0
         t0 = time.perf_counter()
-        block = fj.few_search_block(run)
+        block = from_judgements.few_search_block(run)
         estimate = time.perf_counter() - t0
         t0 = time.perf_counter()
         verdict = write_verdict(run)

@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard.common import escape, open_analysis_page, show_labels_table, show_verdict
 from dashboard.session import current_access
 from flare_core.answer import few_judgements as fj
+from flare_core.answer import from_judgements
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
 from flare_core.answer.stored import load_verdict
@@ -179,7 +180,7 @@ def search_mode() -> bool:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def drafted(run_id: str, n_queries: int) -> pd.DataFrame:
-    return fj.draft_queries(run, 5, judged)
+    return from_judgements.draft_queries(run, 5, judged)
 
 
 def queries_step() -> None:
@@ -273,7 +274,7 @@ def judge_step() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def search_history(run_id: str, entries: int) -> pd.DataFrame:
-    return fj.search_history(run, judged)
+    return from_judgements.search_history(run, judged)
 
 
 def search_answer_step() -> None:

@@ -23,22 +23,21 @@ NumPy files only, so that a bundle carries them and a bundle without texts drops
 Judgements are never rewritten: a document judged twice for a query keeps its latest judgement. Every
 figure of the answer comes from one estimate,
 :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`, and its stopping advice,
-:func:`~flare_core.analyses.stopping.search_stopping_advice` (:func:`few_search_block`).
+:func:`~flare_core.analyses.stopping.search_stopping_advice` (:func:`flare_core.answer.from_judgements.few_search_block`).
 """
 
 from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.retrieval_eval import K, few_judgement_estimates, per_query_scores, top_k_rows
-from flare_core.analyses.stopping import search_stopping_advice
+from flare_core.analyses.retrieval_eval import K, top_k_rows
 from flare_core.answer.from_labels import candidate_ids
 from flare_core.answer.labels import labels_lock
 from flare_core.store.runs import Run, safe_name, utc_now
@@ -286,66 +285,6 @@ def add_queries(
     return [asked[t] for t in cleaned]
 
 
-def first_sentence(text: str, max_words: int = KNOWN_ITEM_WORDS) -> str:
-    """A document's first sentence (or line), cut to ``max_words`` words: a known-item query for it."""
-    first = re.split(r"(?<=[.!?])\s+|\n", str(text).strip(), maxsplit=1)[0]
-    return " ".join(first.split()[:max_words]).rstrip(",;:")
-
-
-def draft_queries(run: Run, n: int, judged: SearchJudgements | None = None) -> pd.DataFrame:
-    """``n`` queries drafted from the corpus (columns ``query``, ``known_item_row``): the first sentence of
-    a document, for the documents whose neighbours the candidates disagree on most (the most to learn
-    from), among :data:`DRAFT_SAMPLE` drawn with the run's seed; never a query asked already or twice."""
-    from sklearn.preprocessing import normalize
-
-    from flare_core.answer.from_labels import candidate_embeddings
-
-    judged = judged if judged is not None else load_search_judgements(run)
-    texts = run.corpus_frame()["text"].astype(str).to_numpy()
-    seed = int(run.manifest.get("params", {}).get("seed", 0))
-    rng = np.random.default_rng([seed, len(judged.queries)])
-    used = {int(r) for r in judged.queries["known_item_row"] if int(r) >= 0}
-    asked = {" ".join(str(t).lower().split()) for t in judged.queries["query_text"] if isinstance(t, str)}
-    drafts: dict[int, str] = {}
-    for row in rng.permutation(len(texts)):
-        query = first_sentence(texts[row])
-        key = " ".join(query.lower().split())
-        if int(row) in used or len(query.split()) < MIN_KNOWN_ITEM_WORDS or key in asked:
-            continue
-        asked.add(key)
-        drafts[int(row)] = query
-        if len(drafts) >= DRAFT_SAMPLE:
-            break
-    if not drafts:
-        return pd.DataFrame({"query": pd.Series(dtype=str), "known_item_row": pd.Series(dtype="int64")})
-    rows = np.array(list(drafts), dtype=np.int64)
-    found: list[set[int]] = [set() for _ in rows]
-    for x in candidate_embeddings(run).values():
-        xn = normalize(x)
-        sims = xn[rows] @ xn.T
-        top = np.argpartition(-sims, min(POOL_DEPTH, sims.shape[1] - 1), axis=1)[:, :POOL_DEPTH]
-        for i, near in enumerate(top):
-            found[i].update(int(r) for r in near)
-    disagreement = np.array([len(f) for f in found])
-    order = np.argsort(-disagreement, kind="stable")[: max(int(n), 0)]
-    return pd.DataFrame({"query": [drafts[int(rows[i])] for i in order], "known_item_row": rows[order]})
-
-
-def next_queries(run: Run, n: int, *, encode: Encode | None = None) -> list[str]:
-    """The ids of ``n`` queries to judge next: those with pooled documents still unjudged, oldest first,
-    then new queries drafted from the corpus (:func:`draft_queries`, added to the run)."""
-    if int(n) < 1:
-        raise ValueError(f"ask for at least one query, not {n}")
-    current = load_search_judgements(run)
-    ids = current.pending()[: int(n)]
-    if len(ids) < n:
-        drafts = draft_queries(run, int(n) - len(ids), current)
-        if len(drafts):
-            ids += add_queries(run, drafts["query"].tolist(), source="suggested",
-                               known_items=drafts["known_item_row"].tolist(), encode=encode)  # fmt: skip
-    return ids
-
-
 def pooled_documents(
     run: Run, query_ids: Sequence[str], judged: SearchJudgements | None = None
 ) -> pd.DataFrame:
@@ -516,87 +455,3 @@ def _check_texts(shown: pd.Series, rows: pd.Series, texts: Sequence[str], name: 
                 "from this run's text there. Judge the file `flare label RUN --next-queries` wrote for this "
                 "run; no judgement was saved"
             )
-
-
-# -- the answer -----------------------------------------------------------------------------------------------
-
-
-def _scores(
-    run: Run, judged: SearchJudgements, upto: Mapping[str, dict[int, int]]
-) -> dict[str, pd.DataFrame]:
-    """Each model's per-query scores on the judged queries of ``upto`` that have a relevant document."""
-    counted = {q: docs for q, docs in upto.items() if any(g > 0 for g in docs.values())}
-    if not counted:
-        return {}
-    position = {q: i for i, q in enumerate(judged.ids)}
-    embeddings = stored_query_embeddings(run, len(judged.ids))
-    out = {}
-    for model, query_emb in embeddings.items():
-        out[model] = per_query_scores(
-            query_emb, run.load_embeddings(model, mmap=True), counted, {q: position[q] for q in counted}
-        )
-    return out
-
-
-def few_search_block(run: Run, judged: SearchJudgements | None = None) -> dict[str, Any] | None:
-    """The answer of a person's few search judgements, in the form of the few-label block (so the answer,
-    the table, the cost line and the pages read it alike): ``metric`` ("ndcg@10"), ``k``, ``n_labels``
-    (the judged queries that count: those with a relevant document), ``n_judgements``, ``batches``,
-    ``no_relevant`` (judged queries without a relevant document: kept, not counted), ``unscored`` (the
-    candidates that cannot embed a query); then ``method``, ``estimates`` and ``advice``, or ``need`` (what
-    to judge first). None before any judgement."""
-    judged = judged if judged is not None else load_search_judgements(run)
-    latest = judged.latest()
-    if not latest:
-        return None
-    scores = _scores(run, judged, latest)
-    embedded = stored_query_embeddings(run, len(judged.ids))
-    base = {
-        "metric": METRIC,
-        "k": K,
-        "n_labels": len(judged.counted),
-        "n_queries_judged": len(latest),
-        "n_judgements": int(sum(len(docs) for docs in latest.values())),
-        "batches": judged.batches,
-        "no_relevant": judged.no_relevant,
-        "unscored": [m for m in candidate_ids(run) if m not in embedded],
-        "counts": {},
-        "skipped": 0,
-    }
-    if len(scores) < 2:
-        return {**base, "need": (
-            f"None of the {len(latest)} judged queries has a relevant document yet: mark the documents that "
-            "answer a query relevant, so that the models can be told apart.")}  # fmt: skip
-    seed = int(run.manifest.get("params", {}).get("seed", 0))
-    estimates = few_judgement_estimates(scores, seed=seed)
-    advice = search_stopping_advice(estimates, len(judged.counted))
-    return {**base, "method": estimates.attrs["method"], "estimates": _records(estimates), "advice": advice}
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    from flare_core.answer.from_labels import _records as records
-
-    return records(frame)
-
-
-def search_history(run: Run, judged: SearchJudgements | None = None) -> pd.DataFrame:
-    """The estimates after each batch of judgements, replayed from the stored order: columns ``n_labels``
-    (judged queries that count), ``batch``, ``model``, ``estimate``, ``p_best``."""
-    judged = judged if judged is not None else load_search_judgements(run)
-    columns = ["n_labels", "batch", "model", "estimate", "p_best"]
-    seed = int(run.manifest.get("params", {}).get("seed", 0))
-    frames = []
-    for batch in range(1, judged.batches + 1):
-        part = SearchJudgements(
-            judged.queries, judged.pools, judged.entries[judged.entries["batch"] <= batch]
-        )
-        scores = _scores(run, judged, part.latest())
-        if len(scores) < 2:
-            continue
-        estimates = few_judgement_estimates(scores, seed=seed)
-        frames.append(
-            estimates[["model", "estimate", "p_best"]].assign(n_labels=len(part.counted), batch=batch)
-        )
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]

@@ -70,7 +70,8 @@ def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
 def _few_block(run: Run, use: str) -> FewLabelsGround | None:
     """A person's few labels or few search judgements: the search judgements when the run's use is search
     or when no text is labelled, else the labels."""
-    from flare_core.answer.few_judgements import few_search_block, has_search_judgements
+    from flare_core.answer.few_judgements import has_search_judgements
+    from flare_core.answer.from_judgements import few_search_block
 
     search = few_search_block(run) if has_search_judgements(run) else None
     labels = load_labels(run)

@@ -95,6 +95,7 @@ def _is_judgements_file(path: Path) -> bool:
 def _search(run: Run, args: argparse.Namespace) -> int | None:
     """``--query``, ``--next-queries`` and judgements files; None when none was asked for."""
     from flare_core.answer import few_judgements as fj
+    from flare_core.answer import from_judgements
     from flare_core.data.judgements import JUDGEMENTS
 
     judgements = args.judgements
@@ -113,7 +114,7 @@ def _search(run: Run, args: argparse.Namespace) -> int | None:
             file=sys.stderr,
         )
     if args.next_queries is not None:
-        ids = fj.next_queries(run, args.next_queries)
+        ids = from_judgements.next_queries(run, args.next_queries)
         if not ids:
             raise ValueError(
                 "no query is left to judge and none could be drafted from the corpus: add one with --query"

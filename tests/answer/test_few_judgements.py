@@ -13,6 +13,7 @@ import pytest
 import pytrec_eval
 
 from flare_core.answer import few_judgements as fj
+from flare_core.answer import from_judgements
 from flare_core.answer.write import write_verdict
 from flare_core.data.corpus import load_corpus
 from flare_core.run import jobs
@@ -74,7 +75,7 @@ def test_ndcg_on_a_judged_pool_by_hand_and_by_trec_eval(tmp_path):
             {"q": {f"d{r}": float(10 - i) for i, r in enumerate(ranked)}}
         )
         assert trec["q"]["ndcg_cut_10"] == pytest.approx(by_hand[model], abs=1e-9)
-    block = fj.few_search_block(run)
+    block = from_judgements.few_search_block(run)
     rows = {r["model"]: r for r in block["estimates"]}
     for model in by_hand:
         assert rows[model]["estimate"] == pytest.approx(by_hand[model], abs=1e-9)
@@ -126,13 +127,13 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
 
     run, encode, codes = _planted(tmp_path)
     # drafted queries: a document's first sentence, marked with the document it was drafted from
-    drafted = fj.draft_queries(run, 3)
+    drafted = from_judgements.draft_queries(run, 3)
     assert len(drafted) == 3 and drafted["known_item_row"].nunique() == 3
     for query, row in zip(drafted["query"], drafted["known_item_row"], strict=True):
         assert query == f"text number {row} about topic {codes[row]}."
     chances = []
     for step in range(4):
-        ids = fj.next_queries(run, 3, encode=encode)
+        ids = from_judgements.next_queries(run, 3, encode=encode)
         assert len(ids) == 3 and not set(ids) & set(fj.load_search_judgements(run).judged)
         _judge_all(run, ids, codes)
         verdict = write_verdict(run)
@@ -150,7 +151,7 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
     assert fj.add_queries(run, ["  text number 7   about topic 1. "], encode=encode) == [
         typed
     ]  # asked before
-    assert fj.next_queries(run, 1, encode=encode) == [typed]
+    assert from_judgements.next_queries(run, 1, encode=encode) == [typed]
     # a restart reads everything back: the same answer from the stored query embeddings, nothing embedded
     again = RunStore(run.path.parent).get(run.id)
     assert write_verdict(again)["few_labels"]["estimates"] == verdict["few_labels"]["estimates"]
@@ -212,7 +213,7 @@ def test_bad_judgements_are_refused_and_change_nothing(tmp_path):
 
 def test_a_judgements_file_is_read_with_its_checks(tmp_path):
     run, encode, codes = _planted(tmp_path)
-    ids = fj.next_queries(run, 2, encode=encode)
+    ids = from_judgements.next_queries(run, 2, encode=encode)
     todo = fj.pooled_documents(run, ids)
     assert list(todo.columns) == ["query_id", "query", "doc_row", "text", "relevant"]
     assert (todo["relevant"] == "").all()
