@@ -248,6 +248,30 @@ def _chances(means: np.ndarray, points: float) -> tuple[np.ndarray, np.ndarray, 
     return (top / top.sum(axis=1, keepdims=True)).mean(axis=0), within, np.quantile(gaps, 0.95, axis=0)
 
 
+def paired_estimate_columns(
+    names: Sequence[str], per_item: np.ndarray, means: np.ndarray, estimate: np.ndarray, leader: int
+) -> dict[str, Any]:
+    """The columns every figure of an answer from a few labels or judgements reads, all from one paired
+    bootstrap: ``per_item`` (k, M) each model's score on each labelled item (text or judged query),
+    ``means`` (draws, M) its resampled means, ``estimate`` (M,) and the ``leader``'s index. Returns
+    ``model``, ``estimate``, ``ci_low``, ``ci_high`` (95%), ``p_best``, ``p_within`` (a gap of at most
+    :data:`GOOD_ENOUGH_POINTS`), ``gap``, ``gap_high`` (points) and ``diff_sd`` (the spread over the items
+    of the leader's score minus each model's)."""
+    p_best, p_within, gap_high = _chances(means, GOOD_ENOUGH_POINTS)
+    spread = (per_item[:, [leader]] - per_item).std(axis=0, ddof=1) if per_item.shape[0] > 1 else 0.0
+    return {
+        "model": list(names),
+        "estimate": estimate,
+        "ci_low": np.quantile(means, 0.025, axis=0),
+        "ci_high": np.quantile(means, 0.975, axis=0),
+        "p_best": p_best,
+        "p_within": p_within,
+        "gap": 100.0 * (estimate[leader] - estimate),
+        "gap_high": gap_high,
+        "diff_sd": spread,
+    }
+
+
 #: The leave-one-out probes whose per-text margins the product's choice averages.
 PRODUCT_PROBES = ("ridge",)
 #: The ridge probe's penalty on L2-normalised rows.
@@ -363,23 +387,13 @@ def few_label_estimates(
     correct = np.mean([c for c, _ in parts], axis=0)
     margin = np.mean([m for _, m in parts], axis=0)
     means = _bootstrap(correct, seed)
-    p_best, p_within, gap_high = _chances(means, GOOD_ENOUGH_POINTS)
     estimate = np.clip(correct.mean(axis=0), 0.0, 1.0)
     order = np.lexsort((-margin.mean(axis=0), -estimate))
-    leader = int(order[0])
     frame = pd.DataFrame(
         {
-            "model": names,
-            "estimate": estimate,
-            "ci_low": np.quantile(means, 0.025, axis=0),
-            "ci_high": np.quantile(means, 0.975, axis=0),
-            "p_best": p_best,
-            "p_within": p_within,
-            "gap": 100.0 * (estimate[leader] - estimate),
-            "gap_high": gap_high,
+            **paired_estimate_columns(names, correct, means, estimate, int(order[0])),
             "margin": margin.mean(axis=0),
             "past_ceiling": correct.mean(axis=0) > 1.0 + 1e-9,
-            "diff_sd": (correct[:, [leader]] - correct).std(axis=0, ddof=1) if correct.shape[0] > 1 else 0.0,
         }
     )
     frame = frame.iloc[order].reset_index(drop=True)

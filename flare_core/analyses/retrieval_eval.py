@@ -182,7 +182,7 @@ def few_judgement_estimates(
     leader's nDCG@10 minus this model's). ``recall_at_10`` and ``mrr_at_10`` are their means, beside it.
     ``attrs``: ``method``, ``n_labels`` (the queries).
     """
-    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, GOOD_ENOUGH_POINTS, _chances
+    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, paired_estimate_columns
 
     draws = check_int(BOOTSTRAP_DRAWS if draws is None else draws, "draws", min_value=100)
     if len(scores) < 2:
@@ -191,22 +191,11 @@ def few_judgement_estimates(
     ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names], axis=1)  # (Q, M)
     sample = np.random.default_rng(seed).integers(0, len(queries), size=(draws, len(queries)))
     means = ndcg[sample].mean(axis=1)  # (draws, M)
-    p_best, p_within, gap_high = _chances(means, GOOD_ENOUGH_POINTS)
     estimate = ndcg.mean(axis=0)
     order = sorted(range(len(names)), key=lambda i: (-estimate[i], names[i]))
-    leader = order[0]
-    spread = (ndcg[:, [leader]] - ndcg).std(axis=0, ddof=1) if len(queries) > 1 else np.zeros(len(names))
     frame = pd.DataFrame(
         {
-            "model": names,
-            "estimate": estimate,
-            "ci_low": np.quantile(means, 0.025, axis=0),
-            "ci_high": np.quantile(means, 0.975, axis=0),
-            "p_best": p_best,
-            "p_within": p_within,
-            "gap": 100.0 * (estimate[leader] - estimate),
-            "gap_high": gap_high,
-            "diff_sd": spread,
+            **paired_estimate_columns(names, ndcg, means, estimate, order[0]),
             "recall_at_10": [float(tables[m]["recall_at_10"].mean()) for m in names],
             "mrr_at_10": [float(tables[m]["mrr_at_10"].mean()) for m in names],
         }

@@ -123,16 +123,22 @@ def _unsettled_words(
     )
 
 
-def _more_labels(estimates: pd.DataFrame, n_labels: int) -> int:
-    """Labels at which the leader would be within :data:`GOOD_ENOUGH_POINTS` of the runner-up with
-    :data:`SURE` chance: n with z · sd / √n = gap + tolerance, less ``n_labels``."""
+def _more_needed(estimates: pd.DataFrame, n: int, step: int, most: int) -> int:
+    """Labelled items (texts or judged queries) at which the leader would be within
+    :data:`GOOD_ENOUGH_POINTS` of the runner-up with :data:`SURE` chance: n' with z · sd / √n' = gap +
+    tolerance, less the ``n`` given, in steps of ``step``, at most ``most``."""
     if len(estimates) < 2:
-        return LABEL_STEP
+        return step
     gap = max(float(estimates["gap"].iloc[1]), 0.0) / 100.0 + GOOD_ENOUGH_POINTS / 100.0
     spread = max(float(estimates["diff_sd"].iloc[1]), 1e-3)
     needed = (float(stats.norm.ppf(SURE)) * spread / gap) ** 2
-    more = int(np.ceil(max(needed - n_labels, 1) / LABEL_STEP) * LABEL_STEP)
-    return int(min(max(more, LABEL_STEP), MAX_MORE))
+    more = int(np.ceil(max(needed - n, 1) / step) * step)
+    return int(min(max(more, step), most))
+
+
+def _more_labels(estimates: pd.DataFrame, n_labels: int) -> int:
+    """Labels to add (:func:`_more_needed`, in steps of :data:`LABEL_STEP`, at most :data:`MAX_MORE`)."""
+    return _more_needed(estimates, n_labels, LABEL_STEP, MAX_MORE)
 
 
 def _settled_text(best: str, either: list[str], points: str, sure: float, p: float, more_of: str) -> str:
@@ -204,13 +210,6 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
 
 
 def _more_queries(estimates: pd.DataFrame, n_queries: int) -> int:
-    """Judged queries at which the leader would be within :data:`GOOD_ENOUGH_POINTS` of the runner-up with
-    :data:`SURE` chance: n with z · sd / √n = gap + tolerance, less ``n_queries``, in steps of
-    :data:`QUERY_STEP`, at most :data:`MAX_MORE_QUERIES`."""
-    if len(estimates) < 2:
-        return QUERY_STEP
-    gap = max(float(estimates["gap"].iloc[1]), 0.0) / 100.0 + GOOD_ENOUGH_POINTS / 100.0
-    spread = max(float(estimates["diff_sd"].iloc[1]), 1e-3)
-    needed = (float(stats.norm.ppf(SURE)) * spread / gap) ** 2
-    more = int(np.ceil(max(needed - n_queries, 1) / QUERY_STEP) * QUERY_STEP)
-    return int(min(max(more, QUERY_STEP), MAX_MORE_QUERIES))
+    """Judged queries to add (:func:`_more_needed`, in steps of :data:`QUERY_STEP`, at most
+    :data:`MAX_MORE_QUERIES`)."""
+    return _more_needed(estimates, n_queries, QUERY_STEP, MAX_MORE_QUERIES)
