@@ -164,7 +164,8 @@ def run_encoder(run: Run) -> Encode:
                 model_id, device=params.get("device"), corpus_texts=run.corpus_frame()["text"].tolist()
             )
         batch_size = int(params.get("batch_size") or 32)
-        return np.asarray(_ENCODERS[key].encode(list(texts), batch_size=batch_size), dtype=np.float32)
+        embedded = encoders.encode_queries(_ENCODERS[key], list(texts), batch_size=batch_size)
+        return np.asarray(embedded, dtype=np.float32)
 
     return encode
 

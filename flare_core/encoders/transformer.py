@@ -263,6 +263,25 @@ class SentenceTransformerEncoder(TransformerEncoder):
         self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
         """Sentence embeddings from the model's own sentence-transformers pipeline, float32 (N, d)."""
+        return self._st_encode(texts, batch_size, progress, max_length)
+
+    def _encode_queries(
+        self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
+    ) -> np.ndarray:
+        """Query embeddings (N, d): with the model's ``"query"`` prompt when its configuration has one
+        (E5, BGE and others published with prompts), else as documents."""
+        prompts = getattr(self.st_model, "prompts", None) or {}
+        options = {"prompt_name": "query"} if "query" in prompts else {}
+        return self._st_encode(texts, batch_size, progress, max_length, **options)
+
+    def _st_encode(
+        self,
+        texts: list[str],
+        batch_size: int,
+        progress: ProgressFn | None,
+        max_length: int | None,
+        **options: Any,
+    ) -> np.ndarray:
         if not texts:
             return empty_matrix(int(sentence_transformer_dim(self.st_model) or 0))
         before = self.st_model.max_seq_length
@@ -276,6 +295,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
                     batch_size=batch_size,
                     convert_to_numpy=True,
                     show_progress_bar=False,
+                    **options,
                 )
                 chunks.append(np.asarray(emb, dtype=np.float32))
                 if progress is not None:

@@ -128,7 +128,9 @@ def _judged_scores(
     encoder = encoders.load_encoder(
         model_id, device=params.device, corpus_texts=run.corpus_frame()["text"].tolist()
     )
-    query_emb = encoder.encode(queries["query_text"].astype(str).tolist(), batch_size=params.batch_size)
+    query_emb = encoders.encode_queries(
+        encoder, queries["query_text"].astype(str).tolist(), batch_size=params.batch_size
+    )
     number = {str(q): str(i) for i, q in enumerate(queries["query_id"])}  # the scores name queries by number
     judgements: dict[str, dict[int, int]] = {}
     for query, row, grade in judged[["query_id", "doc_row", "relevance"]].itertuples(index=False):
@@ -143,7 +145,8 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _pair_embeddings(run: Run, model_id: str, pairs: pd.DataFrame, params: RunParams):
-    """(emb_a, emb_b) of the pair columns for STS, or None for precomputed models (no encoder to call)."""
+    """(emb_a, emb_b) of the pair columns (an STS pair, or a search query and its document, the query
+    embedded as a query), or None for precomputed models (no encoder to call)."""
     from flare_core import encoders
 
     if model_kind(run, model_id) == "precomputed":
@@ -151,6 +154,11 @@ def _pair_embeddings(run: Run, model_id: str, pairs: pd.DataFrame, params: RunPa
     encoder = encoders.load_encoder(
         model_id, device=params.device, corpus_texts=run.corpus_frame()["text"].tolist()
     )
-    a = encoder.encode(pairs["text_a"].tolist(), batch_size=params.batch_size)
+    retrieval = pairs["score"].isna().all()  # query,document rows: the first text is a search query
+    texts_a = pairs["text_a"].tolist()
+    if retrieval:
+        a = encoders.encode_queries(encoder, texts_a, batch_size=params.batch_size)
+    else:
+        a = encoder.encode(texts_a, batch_size=params.batch_size)
     b = encoder.encode(pairs["text_b"].tolist(), batch_size=params.batch_size)
     return (a, b)

@@ -87,6 +87,24 @@ def test_local_folder_goes_through_sentence_transformers(minilm):
     assert enc.token_states(THREE[:1])[0].shape[1] == 384
 
 
+def test_a_query_prompt_of_the_models_configuration_is_read_for_queries_only():
+    enc = load_encoder(str(minilm_dir()), device="cpu")
+    queries = ["where is my parcel", "how do I reset my password"]
+    assert not any(enc.st_model.prompts.values())  # published without prompts: a query reads as a document
+    np.testing.assert_array_equal(enc.encode_queries(queries), enc.encode(queries))
+    enc.st_model.prompts = {"query": "query: "}  # as E5 and BGE are published
+    asked = enc.encode_queries(queries)
+    np.testing.assert_allclose(asked, enc.encode([f"query: {q}" for q in queries]), atol=1e-5)
+    assert np.abs(asked - enc.encode(queries)).max() > 0.01
+    np.testing.assert_array_equal(enc.encode(queries), minilm_reference(queries))
+
+
+def minilm_reference(texts: list[str]) -> np.ndarray:
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(minilm_dir()), device="cpu", local_files_only=True).encode(texts)
+
+
 def test_layer3_is_truncated(minilm):
     enc = load_encoder("all-MiniLM-L6-v2-layer3", device="cpu")
     assert enc.num_layers == 3 and len(enc.model.encoder.layer) == 3

