@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.fault_support import Reference, Row, cli, finished_unit, flare, kill_group, mtimes, result_files
+from bench.fault_support import Reference, Row, cli, finished_unit, kill_group, mtimes, result_files
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.outcomes import problem_sentences, problems
@@ -24,7 +24,9 @@ from flare_core.store.runs import Run, RunStore, safe_name
 # -- kills --------------------------------------------------------------------------------------------------
 
 
-def kill_trials(ref: Reference, work: Path, n: int, seed: int) -> Row:
+def kill_trials(ref: Reference, work: Path, n: int, seed: int, short: bool = False) -> Row:
+    """``n`` runs whose worker is killed at seeded moments, each then finished by ``flare resume`` (in this
+    process in the short form: the killed worker is a process of its own either way)."""
     row = Row("kill -9 of the worker + flare resume")
     rng = random.Random(seed)
     store = RunStore(work / "kills")
@@ -50,7 +52,7 @@ def kill_trials(ref: Reference, work: Path, n: int, seed: int) -> Row:
         status_after_kill = run.status
         done_stages = set(run.manifest.get("timings", {}))
         before = mtimes(run)
-        proc, seconds = flare("resume", run.id, "--json", runs_dir=store.root)
+        proc, seconds = cli("resume", run.id, "--json", runs_dir=store.root, inprocess=short)
         ok = proc.returncode == 0 and json.loads(proc.stdout or "{}").get("status") == "done"
         differ = ref.same(run) if ok else ["(not finished)"]
         after = mtimes(run)

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.fault_support import MODELS, Reference, Row, flare
+from bench.fault_support import MODELS, Reference, Row, cli, flare
 from flare_core.data.corpus import load_corpus
 from flare_core.run import jobs
 from flare_core.run.create import create_run
@@ -76,7 +76,7 @@ def disk_trials(ref: Reference, work: Path, short: bool) -> Row:
             half = [f.message for f in doctor.check_run(run.path) if f.kind == "damaged"]
             half += [str(p) for p in run.path.rglob(".tmp-*")]
             filler.unlink()
-            proc, seconds = flare("resume", run.id, "--json", runs_dir=store.root)
+            proc, seconds = cli("resume", run.id, "--json", runs_dir=store.root, inprocess=short)
             resumed = proc.returncode == 0 and json.loads(proc.stdout)["status"] == "done"
             differ = ref.same(run) if resumed else ["(not resumed)"]
             row.add(

@@ -84,7 +84,7 @@ def run_faults(
     bbc_news_frame(n_per_topic=n_per_topic, seed=0)[["text", "label"]].to_csv(corpus_path, index=False)
     ref = Reference(work, corpus_path, params_for(short), build=reference)
     trials = {
-        "kill": lambda: kill_trials(ref, work, kills, seed),
+        "kill": lambda: kill_trials(ref, work, kills, seed, short),
         "corrupt": lambda: corruption_trials(ref, work, short),
         "disk": lambda: disk_trials(ref, work, short),
         "queue": lambda: queue_trials(ref, work, short),

@@ -40,6 +40,36 @@ def flare(
     return proc
 
 
+def flare_here(*args: str, runs_dir: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """``flare ARGS`` run in this process by the command's own ``main`` (no new interpreter), with
+    ``FLARE_RUNS_DIR=runs_dir``: for a command whose output a test reads, not its process (the process's
+    exit statuses are ``tests/cli/test_process_exit.py``'s). With ``check`` its exit status must be 0."""
+    import contextlib
+    import io
+
+    from flare_core.cli.parser import main
+    from flare_core.cli.process_exit import exit_status
+
+    out, err = io.StringIO(), io.StringIO()
+    before = os.environ.get("FLARE_RUNS_DIR")
+    os.environ["FLARE_RUNS_DIR"] = str(runs_dir)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = exit_status(main(list(args)))
+            except SystemExit as exc:  # argparse's own refusals
+                code = exit_status(exc.code)
+    finally:
+        if before is None:
+            os.environ.pop("FLARE_RUNS_DIR", None)
+        else:
+            os.environ["FLARE_RUNS_DIR"] = before
+    proc = subprocess.CompletedProcess(["flare", *args], code, out.getvalue(), err.getvalue())
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def write(path: Path, content: str | bytes) -> Path:
     path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
     return path

@@ -13,7 +13,7 @@ from flare_core.answer.shipped import shipped_results
 from flare_core.benchmark import report as benchmark_report
 from flare_core.benchmark import suite as benchmark
 from flare_core.store.runs import RunStore
-from tests.support import flare
+from tests.support import flare_here
 
 MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 
@@ -117,11 +117,11 @@ def test_benchmark_json_round_trips_and_fills_the_readme(result, tmp_path):
 @pytest.mark.slow
 def test_cli_prints_the_stored_table_and_refuses_unknown_corpora(result, tmp_path):
     store, _ = result
-    shown = flare("benchmark", "--table-only", runs_dir=store.root)
+    shown = flare_here("benchmark", "--table-only", runs_dir=store.root)
     assert "| debates-2016 | 150 |" in shown.stdout
-    missing = flare("benchmark", "--table-only", runs_dir=tmp_path / "empty", check=False)
+    missing = flare_here("benchmark", "--table-only", runs_dir=tmp_path / "empty", check=False)
     assert missing.returncode == 2 and "run `flare benchmark` first" in missing.stderr
-    unknown = flare("benchmark", "--corpora", "imdb", runs_dir=tmp_path / "none", check=False)
+    unknown = flare_here("benchmark", "--corpora", "imdb", runs_dir=tmp_path / "none", check=False)
     assert unknown.returncode == 2 and "unknown benchmark corpora ['imdb']" in unknown.stderr
     assert not (tmp_path / "none").exists()
 
@@ -164,7 +164,7 @@ def test_rejudging_reads_the_stored_runs_without_running_them(result, tmp_path):
         assert json.dumps(after[key], sort_keys=True) == json.dumps(before[key], sort_keys=True)
     assert store.get(before["run_id"]).manifest["timings"] == timings  # nothing recomputed
     assert benchmark.load_benchmark(store)["corpora"][0]["table"] == after["table"]
-    missing = flare("benchmark", "--rejudge", runs_dir=tmp_path / "empty", check=False)
+    missing = flare_here("benchmark", "--rejudge", runs_dir=tmp_path / "empty", check=False)
     assert missing.returncode == 2 and "run `flare benchmark` first" in missing.stderr
 
 
@@ -194,7 +194,7 @@ def test_readme_sections_are_named_plainly(tmp_path):
         benchmark_report.readme_markers("x --> <script>")
     readme = tmp_path / "README.md"
     readme.write_text("<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n")
-    refused = flare(
+    refused = flare_here(
         "benchmark", "--table-only", "--readme", str(readme), "--readme-section", "bad name",
         runs_dir=tmp_path / "runs", check=False,
     )  # fmt: skip

@@ -1,4 +1,7 @@
-"""The ``flare`` command end to end, as a user runs it (a real subprocess, real models, real files)."""
+"""The ``flare`` command end to end, as a user runs it (real models, real files): every run that computes
+in a real subprocess; the other commands (``show``, ``runs``, ``models``, ``collapse``, runs refused before
+any work) by the command's own ``main`` in this process (``flare_here``): the process would add only its
+start (its exit statuses are ``tests/cli/test_process_exit.py``'s)."""
 
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ import pandas as pd
 import pytest
 
 from flare_core.store.runs import RunStore, safe_name
-from tests.support import flare
+from tests.support import flare, flare_here
 
 
 def test_models_lists_the_registry(tmp_path):
-    rows = json.loads(flare("models", "--json", runs_dir=tmp_path).stdout)
+    rows = json.loads(flare_here("models", "--json", runs_dir=tmp_path).stdout)
     by_id = {r["id"]: r for r in rows}
     assert by_id["all-MiniLM-L6-v2"]["dim"] == 384 and by_id["all-MiniLM-L6-v2"]["layers"] == 6
     assert by_id["glove-6b-50d"]["dim"] == 50
@@ -23,7 +26,7 @@ def test_models_lists_the_registry(tmp_path):
         and by_id["all-MiniLM-L6-v2-layer3"]["role"] == "partial"
     )
     assert all(by_id[m]["available"] for m in ("all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d"))
-    text = flare("models", runs_dir=tmp_path).stdout
+    text = flare_here("models", runs_dir=tmp_path).stdout
     assert "all-mpnet-base-v2" in text and "available" in text
 
 
@@ -37,7 +40,7 @@ def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
         "--text-col", "text", runs_dir=tmp_path / "runs",
     )  # fmt: skip
     run_id = proc.stdout.strip().splitlines()[-1]
-    shown = json.loads(flare("show", run_id, "--json", runs_dir=tmp_path / "runs").stdout)
+    shown = json.loads(flare_here("show", run_id, "--json", runs_dir=tmp_path / "runs").stdout)
     assert shown["status"] == "done"
     scores = {row["model"]: row for row in shown["sufficiency"]["gmm"]["scores"]}
     assert set(scores) == {"glove-6b-50d", "tokenlearn-static-64d", "noise"}
@@ -57,27 +60,29 @@ def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
         1 <= row["would_rank"] <= 4 and row["of"] == 3 for row in placed.values()
     )
     assert {row["model"] for row in shown["downstream"]} == set(scores) | controls
-    listed = json.loads(flare("runs", "--json", runs_dir=tmp_path / "runs").stdout)
+    listed = json.loads(flare_here("runs", "--json", runs_dir=tmp_path / "runs").stdout)
     assert [r["id"] for r in listed] == [run_id]
-    text = flare("show", run_id, runs_dir=tmp_path / "runs").stdout
+    text = flare_here("show", run_id, runs_dir=tmp_path / "runs").stdout
     assert "ranking by information sufficiency (gmm" in text
 
 
 def test_bad_inputs_give_clear_errors_and_create_nothing(tmp_path):
     runs = tmp_path / "runs"
-    missing = flare("run", str(tmp_path / "nope.csv"), "--models", "glove-6b-50d", runs_dir=runs, check=False)
+    missing = flare_here(
+        "run", str(tmp_path / "nope.csv"), "--models", "glove-6b-50d", runs_dir=runs, check=False
+    )
     assert missing.returncode == 2 and "error:" in missing.stderr
     csv = tmp_path / "c.csv"
     csv.write_text("text\nhello world\nanother text\nthird one\n")
-    wrong_col = flare(
+    wrong_col = flare_here(
         "run", str(csv), "--models", "glove-6b-50d", "--text-col", "body", runs_dir=runs, check=False
     )
     assert wrong_col.returncode == 2 and "body" in wrong_col.stderr
     bad_emb = tmp_path / "bad.npy"
     np.save(bad_emb, np.zeros((2, 4), dtype=np.float32))
-    rows = flare("run", str(csv), "--embeddings", f"x={bad_emb}", runs_dir=runs, check=False)
+    rows = flare_here("run", str(csv), "--embeddings", f"x={bad_emb}", runs_dir=runs, check=False)
     assert rows.returncode == 2 and "rows" in rows.stderr
-    unsafe = flare("show", "../../etc", runs_dir=runs, check=False)
+    unsafe = flare_here("show", "../../etc", runs_dir=runs, check=False)
     assert unsafe.returncode == 2 and "invalid run id" in unsafe.stderr
     assert not runs.exists() or list(runs.iterdir()) == []
 
@@ -87,10 +92,10 @@ def test_collapse_command_recomputes_socm_with_other_texts(tmp_path, labelled_ru
     runs = tmp_path / "runs"
     shutil.copytree(labelled_run.path, runs / labelled_run.id)  # MiniLM, static models and controls
     run_id = labelled_run.id
-    first = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
+    first = json.loads(flare_here("show", run_id, "--json", runs_dir=runs).stdout)
     # 12 texts → 66 pairs, MiniLM only: the random-init control serves the ranking and has no collapse
     assert [(row["model"], row["n_pairs"]) for row in first["collapse"]] == [("all-MiniLM-L6-v2", 66)]
-    out = json.loads(flare("collapse", run_id, "--texts", "8", "--json", runs_dir=runs).stdout)
+    out = json.loads(flare_here("collapse", run_id, "--texts", "8", "--json", runs_dir=runs).stdout)
     (summary,) = out["summary"]
     assert summary["model"] == "all-MiniLM-L6-v2" and summary["n_pairs"] == 28 and summary["n_texts"] == 8
     # the summary is the stored per-pair table, and each pair's SOCM is (1 - d_mu) * d_sigma (paper Eq. 4)
@@ -112,7 +117,7 @@ def test_collapse_command_recomputes_socm_with_other_texts(tmp_path, labelled_ru
     assert [t["socm"] for t in top] == pytest.approx(sorted(pairs["socm"], reverse=True)[:10])
     texts = run.corpus_frame()["text"].tolist()
     assert all(t["text_a"] in texts and t["text_b"] in texts for t in top)
-    refused = flare("collapse", run_id, "--model", "glove-6b-50d", runs_dir=runs, check=False)
+    refused = flare_here("collapse", run_id, "--model", "glove-6b-50d", runs_dir=runs, check=False)
     assert refused.returncode == 2 and "transformer" in refused.stderr
 
 
@@ -163,13 +168,15 @@ def test_a_run_of_uploaded_embeddings_only_ranks_them(tmp_path, small_corpus_pat
         "--json", runs_dir=runs,
     )  # fmt: skip
     run_id = json.loads(proc.stdout)["run_id"]
-    shown = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
+    shown = json.loads(flare_here("show", run_id, "--json", runs_dir=runs).stdout)
     ranked = {row["model"] for row in shown["sufficiency"]["gmm"]["scores"]}
     assert ranked == {"api-a", "api-b", "api-c"}
 
 
 def test_an_unknown_model_is_refused_before_a_run_is_written(tmp_path, small_corpus_path):
     runs = tmp_path / "runs"
-    proc = flare("run", str(small_corpus_path), "--models", "glove-6b-50d,mpnet", runs_dir=runs, check=False)
+    proc = flare_here(
+        "run", str(small_corpus_path), "--models", "glove-6b-50d,mpnet", runs_dir=runs, check=False
+    )
     assert proc.returncode == 2 and "did you mean 'all-mpnet-base-v2'" in proc.stderr
     assert not runs.exists() or list(runs.iterdir()) == []

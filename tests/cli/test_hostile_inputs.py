@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.support import flare, write
+from tests.support import flare_here, write
 
 
 @pytest.mark.parametrize(
@@ -16,7 +16,7 @@ def test_cli_refuses_ids_that_name_paths(tmp_path, args):
     sentinel = tmp_path / "x"
     sentinel.mkdir()
     (sentinel / "manifest.json").write_text('{"id": "x"}')
-    proc = flare(*args, runs_dir=tmp_path / "runs", check=False)
+    proc = flare_here(*args, runs_dir=tmp_path / "runs", check=False)
     assert proc.returncode == 2 and "invalid run id" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert (sentinel / "manifest.json").exists()
@@ -28,7 +28,7 @@ def test_cli_refuses_a_pickled_npy_and_creates_nothing(tmp_path):
     evil = tmp_path / "evil.npy"
     np.save(evil, np.array([{"a": 1}, None, [1, 2]], dtype=object), allow_pickle=True)
     runs = tmp_path / "runs"
-    proc = flare(
+    proc = flare_here(
         "run",
         str(corpus),
         "--models",

@@ -11,9 +11,9 @@ import pytest
 from flare_core.answer.labels import load_labels
 
 try:
-    from tests.support import flare, planted_run
+    from tests.support import flare_here, planted_run
 except ImportError:  # pytest put tests/ itself on sys.path
-    from support import flare, planted_run  # type: ignore[no-redef]
+    from support import flare_here, planted_run  # type: ignore[no-redef]
 
 
 @pytest.mark.slow
@@ -21,7 +21,7 @@ def test_a_spreadsheet_round_trip_settles_the_answer(tmp_path):
     run, truth = planted_run(tmp_path, with_labels=False)
     runs = run.path.parent
     for _ in range(3):
-        flare("label", run.id, "--next", "16", "-o", str(tmp_path / "todo.csv"), runs_dir=runs)
+        flare_here("label", run.id, "--next", "16", "-o", str(tmp_path / "todo.csv"), runs_dir=runs)
         todo = pd.read_csv(tmp_path / "todo.csv")
         assert (
             list(todo.columns) == ["row", "text", "label"] and todo["label"].isna().all() and len(todo) == 16
@@ -29,13 +29,13 @@ def test_a_spreadsheet_round_trip_settles_the_answer(tmp_path):
         todo["label"] = [truth[r] for r in todo["row"]]
         todo.loc[0, "label"] = None  # a blank label is skipped, not an error
         todo.to_csv(tmp_path / "labels.csv", index=False)
-        out = flare("label", run.id, str(tmp_path / "labels.csv"), "--json", runs_dir=runs)
+        out = flare_here("label", run.id, str(tmp_path / "labels.csv"), "--json", runs_dir=runs)
         verdict = json.loads(out.stdout)
         assert "15 labels read" in out.stderr
         if verdict["settled"]:
             break
     assert verdict["basis"] == "few labels" and verdict["recommended"] == "clear"
-    shown = json.loads(flare("show", run.id, "--json", runs_dir=runs).stdout)
+    shown = json.loads(flare_here("show", run.id, "--json", runs_dir=runs).stdout)
     assert shown["verdict"]["recommended"] == "clear"  # the same field as before labels existed
     assert len(shown["labels_given"]["entries"]) == len(load_labels(run).entries)
 
@@ -52,10 +52,10 @@ def test_bad_labels_files_are_refused_and_change_nothing(tmp_path):
     }
     for name, (data, message) in cases.items():
         (tmp_path / name).write_bytes(data)
-        out = flare("label", run.id, str(tmp_path / name), runs_dir=runs, check=False)
+        out = flare_here("label", run.id, str(tmp_path / name), runs_dir=runs, check=False)
         assert out.returncode == 2 and message in out.stderr, (name, out.stderr)
         assert not run.has("labels", "labels.json")
     (tmp_path / "with-labels").mkdir()
     labelled, _ = planted_run(tmp_path / "with-labels", with_labels=True)
-    out = flare("label", labelled.id, "--next", "8", runs_dir=labelled.path.parent, check=False)
+    out = flare_here("label", labelled.id, "--next", "8", runs_dir=labelled.path.parent, check=False)
     assert out.returncode == 2 and "has labels of its own (column 'label')" in out.stderr

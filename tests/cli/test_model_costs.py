@@ -13,11 +13,11 @@ from flare_core.cli.model_commands import budget_models, budget_result
 from flare_core.encoders.cost import PeakMemory, load_measurements, save_measurements, vector_bytes
 from flare_core.encoders.model_costs import budget_reasons
 from flare_core.run.eta import describe_duration, expected_embedding_seconds
-from tests.support import flare
+from tests.support import flare, flare_here
 
 
 def test_models_json_lists_sixteen_candidates_with_their_family_and_costs(tmp_path):
-    rows = json.loads(flare("models", "--json", runs_dir=tmp_path).stdout)
+    rows = json.loads(flare_here("models", "--json", runs_dir=tmp_path).stdout)
     trained = [r for r in rows if r["role"] == "candidate" and r["available"]]
     assert len(trained) >= 16 and len({r["family"] for r in trained}) >= 6
     for row in rows:
@@ -81,7 +81,7 @@ def test_show_names_the_best_model_within_a_budget(labelled_run):
     accuracy.pop("all-MiniLM-L6-v2")
     assert result["best"] == max(accuracy, key=accuracy.get)  # the answer's own grounds: the labels
     assert result["sentence"].startswith(f"Best at most 100 dimensions: {result['best']}")
-    proc = flare("show", labelled_run.id, "--max-width", "100", runs_dir=labelled_run.path.parent)
+    proc = flare_here("show", labelled_run.id, "--max-width", "100", runs_dir=labelled_run.path.parent)
     assert "outside the budget: all-MiniLM-L6-v2 (384 dimensions, more than 100)" in proc.stdout
 
 

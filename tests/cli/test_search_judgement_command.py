@@ -17,7 +17,7 @@ from flare_core.data.demo import bbc_news_frame
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.store.runs import RunStore
-from tests.support import embeddings_params, flare
+from tests.support import embeddings_params, flare_here
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def _judge(todo: pd.DataFrame, topics, typed_topic: str, run) -> pd.DataFrame:
 def test_queries_out_judgements_in_the_answer_printed(tmp_path, search_run):
     run, topics = search_run
     runs = run.path.parent
-    out = flare("label", run.id, "--query", "football match and the league", "--next-queries", "3",
+    out = flare_here("label", run.id, "--query", "football match and the league", "--next-queries", "3",
                 "-o", str(tmp_path / "todo.csv"), runs_dir=runs)  # fmt: skip
     assert "3 queries" in out.stderr and "written to" in out.stderr
     todo = pd.read_csv(tmp_path / "todo.csv", keep_default_na=False)
@@ -55,12 +55,12 @@ def test_queries_out_judgements_in_the_answer_printed(tmp_path, search_run):
     sources = fj.load_search_judgements(run).queries["source"].tolist()
     assert sources == ["typed", "suggested", "suggested"]
     _judge(todo, topics, "sport", run).to_csv(tmp_path / "judged.csv", index=False)
-    out = flare("label", run.id, str(tmp_path / "judged.csv"), "--json", runs_dir=runs)
+    out = flare_here("label", run.id, str(tmp_path / "judged.csv"), "--json", runs_dir=runs)
     verdict = json.loads(out.stdout)
     assert f"{len(todo)} judgements read; 3 queries judged in all" in out.stderr
     assert verdict["basis"] == "few labels" and verdict["few_labels"]["metric"] == "ndcg@10"
     assert verdict["few_labels"]["n_labels"] == 3 and verdict["headline"].endswith("would settle it.")
-    shown = json.loads(flare("show", run.id, "--json", runs_dir=runs).stdout)
+    shown = json.loads(flare_here("show", run.id, "--json", runs_dir=runs).stdout)
     assert shown["labels"]["words"].startswith("3 search queries judged (3 with a relevant document)")
     assert shown["verdict"]["recommended"] == verdict["recommended"]
 

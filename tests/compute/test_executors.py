@@ -513,7 +513,7 @@ def test_process_pool_refuses_tasks_it_cannot_send():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator,config", [("gmm", QUICK_GMM), ("flow", FlowConfig.fast())])
+@pytest.mark.parametrize("estimator,config", [("gmm", QUICK_GMM), ("flow", TINY_FLOW)], ids=["gmm", "flow"])
 def test_process_pool_matrix_equals_serial_matrix(process_pool, tmp_path, estimator, config):
     serial = _serial(estimator, config, seed=3)
     events: list[dict] = []

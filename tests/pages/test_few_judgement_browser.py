@@ -19,7 +19,7 @@ from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.store.runs import RunStore
 from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
-from tests.support import embeddings_params, flare
+from tests.support import embeddings_params, flare_here
 
 SHOTS = ROOT / "test-output" / "screenshots"
 pytestmark = BROWSER_MARKS
@@ -107,9 +107,9 @@ def test_judge_three_queries_restart_and_carry_them_in_a_bundle(tmp_path):
             stop_app(proc)
 
             bundle = tmp_path / "bundle.zip"
-            flare("export", run.id, "-o", str(bundle), runs_dir=runs_dir)
+            flare_here("export", run.id, "-o", str(bundle), runs_dir=runs_dir)
             elsewhere = tmp_path / "elsewhere"
-            flare("import", str(bundle), runs_dir=elsewhere)
+            flare_here("import", str(bundle), runs_dir=elsewhere)
             proc, url = start_app(elsewhere)
             _open(page, url, run.id)
             assert after["headline"] in _answer(page)

@@ -1,6 +1,6 @@
 """The whole few-labels task in a real headless Chromium against ``flare app``: on a run without labels,
-name two categories, label 16 texts in the page's table, see the answer and the chances change; kill the
-server, start it again and find the 16 labels and the same answer; export the run from the Runs page,
+name two categories, label 8 of the 16 texts the page's table shows, see the answer and the chances change;
+kill the server, start it again and find the 8 labels and the same answer; export the run from the Runs page,
 import the bundle elsewhere and find the labels there too.
 
 The run holds planted embeddings (``tests.support.planted``): ``clear`` separates the classes, ``noise``
@@ -19,10 +19,11 @@ from flare_core.answer.from_labels import next_texts
 from flare_core.answer.labels import load_labels
 from flare_core.answer.stored import VERDICT_FILE, load_verdict
 from tests.pages.app_process import BROWSER_MARKS, ROOT, headless_chromium, start_app, stop_app
-from tests.support import flare, planted_run
+from tests.support import flare_here, planted_run
 
 SHOTS = ROOT / "test-output" / "screenshots"
 pytestmark = BROWSER_MARKS
+SHOWN, LABELLED = 16, 8  # the texts the page's table shows, and how many of them are labelled
 
 
 def _open_labels(page, url: str, run_id: str) -> None:
@@ -36,7 +37,7 @@ def _shown_answer(page) -> str:
     return box.inner_text()
 
 
-def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
+def test_label_eight_texts_restart_and_carry_them_in_a_bundle(tmp_path):
     run, truth = planted_run(tmp_path, with_labels=False)
     runs_dir = run.path.parent
     before = load_verdict(run)
@@ -53,12 +54,13 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             page.get_by_role("button", name="Save the categories").click()
             page.get_by_text("0 texts labelled so far").wait_for(timeout=60_000)
             assert load_labels(run).categories == ["sport", "politics"]
-            # the table shows the texts the product chose: label each by its true class, cell by cell
-            rows = next_texts(run, load_labels(run), 16)["row"].tolist()
+            # the table shows the 16 texts the product chose: label the first 8 by their true class, cell by
+            # cell (8 labels already move the answer to the class-separating model)
+            rows = next_texts(run, load_labels(run), SHOWN)["row"].tolist()[:LABELLED]
             grid = page.locator('[data-testid="stDataFrameResizable"]').first
             grid.wait_for(timeout=60_000)
             box = grid.bounding_box()
-            row_height = (box["height"] - 40) / 16
+            row_height = (box["height"] - 40) / SHOWN
             for i, row in enumerate(rows):
                 # each edit is kept once the page counts it on its save button; a cell edit that a busy
                 # machine missed is made again
@@ -73,8 +75,8 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
                     with contextlib.suppress(PlaywrightTimeout):
                         counted.wait_for(timeout=15_000)
                         break
-            page.get_by_role("button", name="Save 16 label(s)").click()
-            page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
+            page.get_by_role("button", name=f"Save {LABELLED} label(s)").click()
+            page.get_by_text(f"{LABELLED} texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
             saved = load_labels(run)
             assert saved.latest() == {r: category[truth[r]] for r in rows}  # what was picked in the table
             answer = _shown_answer(page)
@@ -82,12 +84,12 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             assert after["basis"] == "few labels" and after["headline"] in answer
             assert after["headline"] != before["headline"] and "clear" in after["headline"]
             assert "chance" in answer  # the chance that the leader is the best, in words
-            page.screenshot(path=str(SHOTS / "labels-after-16.png"), full_page=True)
+            page.screenshot(path=str(SHOTS / "labels-after-8.png"), full_page=True)
 
             stop_app(proc, signal.SIGKILL)  # the server dies; the labels were saved with the run
             proc, url = start_app(runs_dir)
             _open_labels(page, url, run.id)
-            page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
+            page.get_by_text(f"{LABELLED} texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
             assert after["headline"] in _shown_answer(page)
             assert json.loads(run.artefact(VERDICT_FILE).read_text()) == after
 
@@ -100,12 +102,12 @@ def test_label_sixteen_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             stop_app(proc)
 
             elsewhere = tmp_path / "elsewhere"  # another machine's store: the bundle imported there
-            flare("import", str(bundle), runs_dir=elsewhere)
+            flare_here("import", str(bundle), runs_dir=elsewhere)
             proc, url = start_app(elsewhere)
             _open_labels(page, url, run.id)
-            page.get_by_text("16 texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
+            page.get_by_text(f"{LABELLED} texts labelled so far in 1 batch(es)").wait_for(timeout=90_000)
             assert after["headline"] in _shown_answer(page)
     finally:
         stop_app(proc)
-    imported = json.loads(flare("show", run.id, "--json", runs_dir=elsewhere).stdout)
+    imported = json.loads(flare_here("show", run.id, "--json", runs_dir=elsewhere).stdout)
     assert imported["labels_given"]["entries"] == saved.entries

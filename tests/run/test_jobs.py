@@ -22,7 +22,7 @@ from flare_core.run.params import RunParams
 from flare_core.store import atomic, locks
 from flare_core.store.runs import Run, RunStore
 from flare_core.view.results import run_results
-from tests.support import STATIC, check_run_files, fast_params, flare
+from tests.support import STATIC, check_run_files, fast_params, flare, flare_here
 
 
 @pytest.mark.slow
@@ -204,7 +204,7 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
     beating = threading.Thread(target=beat, daemon=True)
     beating.start()
     for _ in range(4):  # without the labels: the stages that judge the models on them are not the queue's
-        proc = flare(
+        proc = flare_here(  # the command in this process: it only submits, each run's worker is a process
             "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm",
             "--flow-preset", "fast", "--controls", "none", "--no-collapse", "--no-labels", "--background",
             "--json",

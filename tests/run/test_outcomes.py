@@ -17,7 +17,7 @@ from flare_core.store.runs import RunStore
 from flare_core.view.results import run_results, runs_table
 
 try:
-    from tests.support import flare
+    from tests.support import flare, flare_here
 except ImportError:  # pytest put tests/ itself on sys.path
     from support import flare  # type: ignore[no-redef]
 
@@ -71,10 +71,10 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
     assert row["status"] == "done, with problems"
     assert "Drawing a map of each embedding space failed: the map could not be drawn" in row["problems"]
     assert f"flare resume {run.id}" in row["problems"]
-    shown = flare("show", run.id, runs_dir=store.root).stdout
+    shown = flare_here("show", run.id, runs_dir=store.root).stdout
     assert "done, with problems" in shown and "problem: drawing a map of each embedding space failed" in shown
     assert (
-        json.loads(flare("show", run.id, "--json", runs_dir=store.root).stdout)["problems"][0]["stage"]
+        json.loads(flare_here("show", run.id, "--json", runs_dir=store.root).stdout)["problems"][0]["stage"]
         == "maps"
     )
 

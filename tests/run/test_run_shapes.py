@@ -234,8 +234,9 @@ def test_every_run_shape_ends_done_or_is_refused_before_work(shape, tiny_bert_fo
 
 @pytest.mark.slow
 def test_one_model_run_from_the_command_line_ends_done_with_its_collapse_and_layers(tmp_path):
-    """The regression of the issue: ``flare run corpus.csv --models all-MiniLM-L6-v2`` (default controls)."""
-    from tests.support import flare
+    """The regression of the issue: ``flare run corpus.csv --models all-MiniLM-L6-v2`` (default controls), run
+    as a process; what reads the run (``show``, ``collapse``) runs in this process."""
+    from tests.support import flare, flare_here
 
     frame = bbc_news_frame(n_per_topic=4, seed=0)[["text", "label"]]
     frame["text"] = frame["text"].str[:SHORT]
@@ -244,7 +245,7 @@ def test_one_model_run_from_the_command_line_ends_done_with_its_collapse_and_lay
     args = ("--collapse-texts", "6", "--flow-preset", "fast")
     done = flare("run", str(tmp_path / "corpus.csv"), "--models", "all-MiniLM-L6-v2", *args, runs_dir=runs)
     run_id = done.stdout.strip().splitlines()[-1]
-    shown = json.loads(flare("show", run_id, "--json", runs_dir=runs).stdout)
+    shown = json.loads(flare_here("show", run_id, "--json", runs_dir=runs).stdout)
     assert shown["status_words"] == "done" and shown["problems"] == []
     verdict = shown["verdict"]
     assert verdict["recommended"] is None and verdict["ranking"] == []
@@ -253,7 +254,7 @@ def test_one_model_run_from_the_command_line_ends_done_with_its_collapse_and_lay
     assert [row["model"] for row in shown["collapse"]] == ["all-MiniLM-L6-v2"]
     assert {row["model"] for row in shown["concentration"]} == {"all-MiniLM-L6-v2"}
     collapse = json.loads(
-        flare("collapse", run_id, "--model", "all-MiniLM-L6-v2", "--json", runs_dir=runs).stdout
+        flare_here("collapse", run_id, "--model", "all-MiniLM-L6-v2", "--json", runs_dir=runs).stdout
     )
     assert 0 < collapse["summary"][0]["socm_mean"] < 1
     assert len(collapse["layers"]) == 6  # one row per layer of MiniLM
@@ -264,6 +265,6 @@ def test_one_model_run_from_the_command_line_ends_done_with_its_collapse_and_lay
         costs["bytes_per_vector_float32"].iloc[0] == 384 * 4 and costs["bytes_per_vector_int8"].iloc[0] == 384
     )
     assert verdict.get("cost") is None  # no cheaper model to name
-    budget = flare("show", run_id, "--max-width", "100", runs_dir=runs).stdout
+    budget = flare_here("show", run_id, "--max-width", "100", runs_dir=runs).stdout
     assert "No model of this run fits the budget" in budget
     assert "outside the budget: all-MiniLM-L6-v2 (384 dimensions, more than 100)" in budget

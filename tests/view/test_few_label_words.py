@@ -28,7 +28,7 @@ from flare_core.view.verdict import (
     next_step_words,
     without_asking,
 )
-from tests.support import flare, planted_run
+from tests.support import flare_here, planted_run
 
 RAW = re.compile(r"\bNone\b|\bnan\b|\bNaN\b|\bnull\b|NULL|\{\"|\[\{|\{'")
 ADVICE = (
@@ -168,7 +168,7 @@ def test_the_report_and_flare_show_count_the_labels(few_labelled_planted):
         shown = rf"{row['model']} [\d.]+% [\d.]+% and [\d.]+% {row['p_best']:.0%} {row['p_within']:.0%}"
         assert re.search(shown, text), row
     assert not RAW.search(text), RAW.search(text)
-    shown = flare("show", run.id, runs_dir=run.path.parent).stdout
+    shown = flare_here("show", run.id, runs_dir=run.path.parent).stdout
     assert "labels: 32 given, in 2 batches" in shown
-    data = json.loads(flare("show", run.id, "--json", runs_dir=run.path.parent).stdout)
+    data = json.loads(flare_here("show", run.id, "--json", runs_dir=run.path.parent).stdout)
     assert data["labels"]["given"] == 32 and data["labels"]["batches"] == 2
