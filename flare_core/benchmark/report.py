@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from flare_core.analyses.validity import regret_points
 from flare_core.answer.label_free import USE_WORDS
 from flare_core.benchmark.pools import pool_size_lines
 from flare_core.benchmark.suite import TABLE_SCORES, agreement_row, finite_mean, score_summary, spearman_of
@@ -65,8 +66,8 @@ def _with_interval(row: dict[str, Any] | None) -> str:
 
 def markdown_table(result: dict[str, Any]) -> str:
     """The benchmark as Markdown: one row per corpus (the label-free choice judged leave one corpus out, the
-    label-free ranking's leader, each ρ with its bootstrap interval), the means, the kNN and pool-size
-    tables, every score and variant averaged over the corpora (:func:`score_summary`), then the answer's
+    label-free ranking's leader, each ρ with its bootstrap interval), the means, the kNN, V-measure and
+    pool-size tables, every score and variant averaged over the corpora (:func:`score_summary`), then the answer's
     tables (:func:`answer_lines`)."""
     head = (
         "| corpus | texts | best model (oracle) | without labels: pick (rule) | points lost | ranking's leader | "
@@ -91,7 +92,7 @@ def markdown_table(result: dict[str, Any]) -> str:
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
-    lines += retrieval_lines(result) + _knn_lines(result) + pool_size_lines(result)
+    lines += retrieval_lines(result) + _knn_lines(result) + vmeasure_lines(result) + pool_size_lines(result)
     scores = score_summary(result["corpora"])
     if not scores.empty:
         lines += [
@@ -187,6 +188,62 @@ def _knn_lines(result: dict[str, Any]) -> list[str]:
         + " | ".join(_fmt(means.get(s)) for s in TABLE_SCORES)
         + " |"
     )
+    return lines
+
+
+#: The FLARE paper's Spearman correlation of its information-sufficiency score with clustering performance.
+PAPER_CLUSTERING_RHO = 0.83
+
+
+def vmeasure_lines(result: dict[str, Any]) -> list[str]:
+    """The corpora with classes judged by how well k-means groups each candidate's embeddings (V-measure
+    against the classes, ``oracle_vmeasure`` of the records' tables): per corpus, the best candidate by
+    V-measure, the V-measure points (× 100) lost by the ranking's leader and each label-free score's
+    Spearman ρ with V-measure over the trained candidates; their means; FLARE's published ρ for
+    clustering beside them. Empty without such a corpus."""
+    from flare_core.analyses.correlate import correlation_table
+
+    judged = []
+    for r in result["corpora"]:
+        table = pd.DataFrame(r["table"]).set_index("model")
+        if "oracle_vmeasure" not in table or table.loc[r["candidates"], "oracle_vmeasure"].isna().all():
+            continue
+        oracle = table["oracle_vmeasure"].astype(float)
+        candidates = list(r["candidates"])
+        scores = [s for s in TABLE_SCORES if s in table]
+        agree = correlation_table(
+            table.loc[candidates, scores].astype(float), oracle.loc[candidates].to_frame("oracle"), n_boot=0
+        ).set_index("label_free")["spearman_rho"]
+        judged.append(
+            {
+                "corpus": r["corpus"],
+                "best": str(oracle.loc[candidates].idxmax()),
+                "lost": regret_points(oracle, r["verdict"]["leading"], candidates),
+                "rho": {s: float(agree[s]) if s in agree.index else None for s in TABLE_SCORES},
+            }
+        )
+    if not judged:
+        return []
+    lines = [
+        "",
+        "| corpus (V-measure oracle) | best model (V-measure) | points lost | "
+        + " | ".join(f"ρ {s}" for s in TABLE_SCORES)
+        + " |",
+        "|" + "---|" * (3 + len(TABLE_SCORES)),
+    ]
+    for row in judged:
+        lines.append(
+            f"| {row['corpus']} | {row['best']} | {_fmt(row['lost'], '{:.1f}')} | "
+            + " | ".join(_fmt(row["rho"][s]) for s in TABLE_SCORES)
+            + " |"
+        )
+    lines.append(
+        f"| **mean** | | {_fmt(finite_mean([row['lost'] for row in judged]), '{:.1f}')} | "
+        + " | ".join(_fmt(finite_mean([row["rho"][s] for row in judged])) for s in TABLE_SCORES)
+        + " |"
+    )
+    paper = [f"{PAPER_CLUSTERING_RHO:.2f} (its IS score)"] + [""] * (len(TABLE_SCORES) - 1)
+    lines.append("| FLARE paper (clustering) | | | " + " | ".join(paper) + " |")
     return lines
 
 
