@@ -111,7 +111,8 @@ def query_embeddings(
             encoder = encoders.load_encoder(
                 model, device=params.get("device"), corpus_texts=run.corpus_frame()["text"].tolist()
             )
-            np.save(path, np.asarray(encoder.encode(texts, batch_size=int(params.get("batch_size") or 32))))
+            batch_size = int(params.get("batch_size") or 32)
+            np.save(path, np.asarray(encoders.encode_queries(encoder, texts, batch_size=batch_size)))
         out[model] = np.load(path)
     return out
 
