@@ -132,7 +132,7 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
     for query, row in zip(drafted["query"], drafted["known_item_row"], strict=True):
         assert query == f"text number {row} about topic {codes[row]}."
     chances = []
-    for step in range(4):
+    for step in range(7):  # settled from 20 judged queries
         ids = from_judgements.next_queries(run, 3, encode=encode)
         assert len(ids) == 3 and not set(ids) & set(fj.load_search_judgements(run).judged)
         _judge_all(run, ids, codes)
@@ -140,7 +140,7 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
         chances.append({r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]})
         assert verdict["few_labels"]["n_labels"] == 3 * (step + 1)
     assert verdict["recommended"] == "clear" and verdict["basis"] == "few labels" and verdict["settled"]
-    assert verdict["headline"].startswith("Use clear: after 12 judged queries it is within 1 nDCG@10 point")
+    assert verdict["headline"].startswith("Use clear: after 21 judged queries it is within 1 nDCG@10 point")
     assert len({tuple(sorted(c.items())) for c in chances}) > 1  # the chances changed as queries were judged
     rows = {r["model"]: r for r in verdict["few_labels"]["estimates"]}
     assert rows["clear"]["estimate"] > rows["noise"]["estimate"]
@@ -157,7 +157,7 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
     assert write_verdict(again)["few_labels"]["estimates"] == verdict["few_labels"]["estimates"]
     # the report counts them; a bundle carries them; a bundle without texts drops the queries' texts
     report = build_report(run)
-    assert "Search judgements given to this run: 12 search queries judged" in report
+    assert "Search judgements given to this run: 21 search queries judged" in report
     bundle = export_run(run, tmp_path / "b.zip")
     imported = import_run(RunStore(tmp_path / "other"), bundle)
     assert fj.load_search_judgements(imported).latest() == fj.load_search_judgements(run).latest()
