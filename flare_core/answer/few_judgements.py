@@ -52,8 +52,6 @@ POOL_DEPTH = K
 MAX_QUERY_CHARS = 1000
 #: The words of a document's first sentence a drafted (known-item) query keeps, at most; and at least.
 KNOWN_ITEM_WORDS, MIN_KNOWN_ITEM_WORDS = 12, 3
-#: Documents looked at when drafting queries.
-DRAFT_SAMPLE = 400
 #: The metric of the answer, as the comparison names it.
 METRIC = "ndcg@10"
 
