@@ -105,6 +105,19 @@ def empty_matrix(dim: int) -> np.ndarray:
     return np.zeros((0, dim), dtype=np.float32)
 
 
+def _checked(
+    texts: Sequence[str], batch_size: int, progress: ProgressFn | None, max_length: int | None
+) -> dict:
+    """The arguments of :meth:`EncoderBase.encode` and :meth:`EncoderBase.encode_queries`, validated, as
+    the keyword arguments of their hooks."""
+    return {
+        "texts": check_texts(texts),
+        "batch_size": check_batch_size(batch_size),
+        "progress": progress,
+        "max_length": check_max_length(max_length),
+    }
+
+
 class EncoderBase:
     """The front the built-in encoders share: :meth:`encode` validates its arguments, then the subclass's
     :meth:`_encode` computes the vectors."""
@@ -124,12 +137,7 @@ class EncoderBase:
         ``batch_size``: texts per step; ``progress(done, total)`` is called after each step when given;
         ``max_length``: the tokens (or words) read per text, the model's own limit when None.
         """
-        return self._encode(
-            check_texts(texts),
-            batch_size=check_batch_size(batch_size),
-            progress=progress,
-            max_length=check_max_length(max_length),
-        )
+        return self._encode(**_checked(texts, batch_size, progress, max_length))
 
     def encode_queries(
         self,
@@ -145,12 +153,7 @@ class EncoderBase:
         The same as :meth:`encode` except for a model trained to read a query differently from a
         document (E5's ``"query: "`` prefix, a sentence-transformers model's ``"query"`` prompt).
         """
-        return self._encode_queries(
-            check_texts(texts),
-            batch_size=check_batch_size(batch_size),
-            progress=progress,
-            max_length=check_max_length(max_length),
-        )
+        return self._encode_queries(**_checked(texts, batch_size, progress, max_length))
 
     def _encode(
         self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
