@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,17 @@ def _isolated_cache(tmp_path_factory) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     os.environ["FLARE_CACHE_DIR"] = str(cache)
     return cache
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """Streamlit's script runner (``AppTest`` included) installs the page script as ``sys.modules["__main__"]``
+    and leaves it there; a process started later with ``spawn`` would run that page again and die. Each test
+    starts with the main module it found."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
 
 
 @pytest.fixture(scope="session")

@@ -644,9 +644,10 @@ def test_cancel_lets_a_busy_task_remove_its_temporary_files(tmp_path):
     with LocalExecutor(workers=2) as ex:
         ex.submit("slow", _write_slowly, (str(tmp_path / "out.npy"),))
         deadline = time.monotonic() + 120
-        while not list(tmp_path.glob(".tmp-*")) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert list(tmp_path.glob(".tmp-*")), "the worker never started writing"
+        while not list(tmp_path.glob(".tmp-*")):
+            outcome = ex.wait(timeout=0.2)  # a worker that died before writing is reported, not waited for
+            assert outcome is None, f"the task ended before it wrote: {outcome.error!r}"
+            assert time.monotonic() < deadline, "the worker never started writing"
         ex.cancel()
     assert not list(tmp_path.iterdir())  # the writer's cleanup ran: no temporary file, no output
 
