@@ -295,7 +295,9 @@ def search_answer_step() -> None:
     past = search_history(run.id, len(judged.entries))
     if past["n_labels"].nunique() > 1:
         st.plotly_chart(
-            answer_figures.chance_history(past, "Chance of being the best, judged query by judged query"),
+            answer_figures.chance_history(
+                past, "Chance of being the best, judged query by judged query", counted="judged queries"
+            ),
             key="chances",
         )
 

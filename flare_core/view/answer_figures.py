@@ -13,10 +13,11 @@ from flare_core.view.figures import HIGHLIGHT, PALETTE, apply_layout, category_s
 
 
 def chance_history(
-    history: pd.DataFrame, title: str = "Chance of being the best, label by label"
+    history: pd.DataFrame, title: str = "Chance of being the best, label by label", counted: str = "labels"
 ) -> go.Figure:
     """One line per model: its chance of being the best (``p_best``) after each batch of labels
-    (``n_labels``); ``history`` has the columns ``n_labels``, ``model``, ``p_best``."""
+    (``n_labels``); ``history`` has the columns ``n_labels``, ``model``, ``p_best``. ``counted`` names what
+    ``n_labels`` counts on the axis and in the hover text ("labels", "judged queries")."""
     fig = go.Figure()
     for index, (model, group) in enumerate(history.groupby("model", sort=False)):
         colour, symbol = category_style(index)
@@ -25,11 +26,11 @@ def chance_history(
             go.Scatter(
                 x=group["n_labels"], y=group["p_best"], mode="lines+markers", name=html.escape(str(model)),
                 line={"color": colour}, marker={"symbol": symbol, "color": colour},
-                hovertemplate="%{y:.0%} after %{x} labels<extra>" + html.escape(str(model)) + "</extra>",
+                hovertemplate="%{y:.0%} after %{x} " + counted + "<extra>" + html.escape(str(model)) + "</extra>",
             )
         )  # fmt: skip
     fig.update_yaxes(title="chance of being the best", range=[0, 1], tickformat=".0%")
-    fig.update_xaxes(title="labels so far", **whole_ticks(history["n_labels"]))
+    fig.update_xaxes(title=f"{counted} so far", **whole_ticks(history["n_labels"]))
     return apply_layout(fig, title, height=360)
 
 

@@ -138,7 +138,10 @@ def test_axes_have_room_for_their_titles_and_count_in_whole_numbers():
     )
     chart = answer_figures.chance_history(history)
     assert chart.layout.xaxis.tickvals == (16, 32, 48) and chart.layout.xaxis.automargin is True
-    assert chart.layout.yaxis.automargin is True
+    assert chart.layout.yaxis.automargin is True and chart.layout.xaxis.title.text == "labels so far"
+    searched = answer_figures.chance_history(history, "t", counted="judged queries")
+    assert searched.layout.xaxis.title.text == "judged queries so far"
+    assert "after %{x} judged queries" in searched.data[0].hovertemplate
     pool = pd.DataFrame({"pool_size": [3, 3, 4, 4, 5], "rank_agreement": [0.5, 0.6, 0.7, 0.8, 0.9]})
     curve = figures.study_curve(pool, "pool_size", "rank_agreement", "Pool size", "models in the pool", "r")
     assert curve.layout.xaxis.tickvals == (3, 4, 5)
