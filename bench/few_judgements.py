@@ -166,6 +166,33 @@ def suggested_queries(order: Sequence[int], relevant_to: dict[int, list[str]], n
     return out[:n]
 
 
+def _largest_difference_to_stored(run: Run, queries, docs, qrels, stored: pd.DataFrame) -> float:
+    """The cached query embeddings must give the run's own per-query nDCG@10 with every judgement: the
+    largest difference (a missing query counts as infinite); stops the study above 1e-6."""
+    rows_of = {q: int(q) for q in qrels}
+    check = 0.0
+    for model, emb in queries.items():
+        full = per_query_scores(emb, docs[model], qrels, rows_of).set_index("query")["ndcg_at_10"]
+        mine = stored[stored["model"] == model].set_index("query")["ndcg_at_10"].reindex(full.index)
+        check = max(check, float((full - mine).abs().fillna(np.inf).max()))
+    if check > 1e-6:
+        raise SystemExit(
+            f"{run.id}: the query embeddings give other nDCG@10 than the run stored ({check:.3g})"
+        )
+    return check
+
+
+def _pooled_judgements(queries, docs, qrels) -> dict[str, dict[int, int]]:
+    """Each query's pool (the union of every candidate's top ``POOL_DEPTH``) with its perfect judgements,
+    the corpus's own restricted to the pool; only the queries with a relevant document in their pool."""
+    tops = [top_k_rows(queries[m], docs[m], POOL_DEPTH) for m in queries]
+    pooled = {}
+    for q in qrels:
+        pool = set(int(r) for t in tops for r in t[int(q)])
+        pooled[q] = {r: qrels[q].get(r, 0) for r in sorted(pool)}
+    return {q: j for q, j in pooled.items() if any(g > 0 for g in j.values())}
+
+
 def corpus_draws(run: Run, cache_dir: Path, draws: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Every draw of one corpus's run: one row per (way, draw, k) with the pick, its loss and the advice
     at each floor; and the checks made on the way."""
@@ -179,23 +206,8 @@ def corpus_draws(run: Run, cache_dir: Path, draws: int) -> tuple[pd.DataFrame, d
     docs = {m: np.asarray(run.load_embeddings(m), dtype=np.float64) for m in models}
     queries = query_embeddings(run, texts, models, cache_dir)
     rows_of = {q: int(q) for q in qrels}
-    # the cached query embeddings must give the run's own per-query scores with every judgement
-    check = 0.0
-    for model in models:
-        full = per_query_scores(queries[model], docs[model], qrels, rows_of).set_index("query")["ndcg_at_10"]
-        mine = stored[stored["model"] == model].set_index("query")["ndcg_at_10"].reindex(full.index)
-        check = max(check, float((full - mine).abs().fillna(np.inf).max()))  # a missing query fails
-    if check > 1e-6:
-        raise SystemExit(
-            f"{run.id}: the query embeddings give other nDCG@10 than the run stored ({check:.3g})"
-        )
-    # each query's pool and its perfect judgements: the corpus's judgements restricted to the pool
-    tops = [top_k_rows(queries[m], docs[m], POOL_DEPTH) for m in models]
-    pooled: dict[str, dict[int, int]] = {}
-    for q in qrels:
-        pool = set(int(r) for t in tops for r in t[int(q)])
-        pooled[q] = {r: qrels[q].get(r, 0) for r in sorted(pool)}
-    counted = {q: j for q, j in pooled.items() if any(g > 0 for g in j.values())}
+    check = _largest_difference_to_stored(run, queries, docs, qrels, stored)
+    counted = _pooled_judgements(queries, docs, qrels)
     tables = {m: per_query_scores(queries[m], docs[m], counted, rows_of).set_index("query") for m in models}
     # the disagreement-first drafting order
     corpus_texts = run.corpus_frame()["text"].astype(str).tolist()
@@ -209,6 +221,7 @@ def corpus_draws(run: Run, cache_dir: Path, draws: int) -> tuple[pd.DataFrame, d
     ids = list(qrels)
     rows = []
     short = 0
+    shipped_floor = stopping.MIN_SETTLED_QUERIES
     for draw in range(draws):
         orders = {
             "random": [ids[i] for i in np.random.default_rng([0, draw]).permutation(len(ids))[: max(KS)]],
@@ -233,7 +246,7 @@ def corpus_draws(run: Run, cache_dir: Path, draws: int) -> tuple[pd.DataFrame, d
                 else:  # nothing to compare on: the product asks for a relevant document first
                     row.update(pick=None, lost=np.nan, **{f"settled_{f}": False for f in FLOORS})
                 rows.append(row)
-    stopping.MIN_SETTLED_QUERIES = 10
+    stopping.MIN_SETTLED_QUERIES = shipped_floor
     frame = pd.DataFrame(rows)
     frame["within"] = frame["lost"] <= WITHIN_POINTS
     info = {
