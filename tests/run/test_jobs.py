@@ -181,7 +181,7 @@ def test_two_resumes_of_one_run_one_wins_the_other_is_told(tmp_path, small_corpu
         assert f"run {run.id} is busy: process {os.getpid()}" in proc.stderr
         assert "flare cancel" in proc.stderr and proc.stdout == ""
         assert run.status == "queued" and not run.has("embeddings")  # the loser touched nothing
-    proc = flare("resume", run.id, "--json", runs_dir=store.root)
+    proc = flare_here("resume", run.id, "--json", runs_dir=store.root)  # the winner: no process of its own
     assert json.loads(proc.stdout)["status"] == "done"
     check_run_files(run.path)
 
