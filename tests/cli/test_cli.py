@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from flare_core.store.runs import RunStore, safe_name
-from tests.support import flare, flare_here
+from tests.support import flare_here
 
 
 def test_models_lists_the_registry(tmp_path):
@@ -34,7 +34,7 @@ def test_models_lists_the_registry(tmp_path):
 def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
     extra = np.random.default_rng(0).normal(size=(50, 8)).astype(np.float32)
     np.save(tmp_path / "extra.npy", extra)
-    proc = flare(
+    proc = flare_here(  # in this process: `flare run` as a process is tests/run/test_run_shapes.py's
         "run", str(small_corpus_path), "--models", "glove-6b-50d,tokenlearn-static-64d",
         "--embeddings", f"noise={tmp_path / 'extra.npy'}", "--estimator", "gmm", "--label-col", "label",
         "--text-col", "text", runs_dir=tmp_path / "runs",
@@ -163,7 +163,7 @@ def test_a_run_of_uploaded_embeddings_only_ranks_them(tmp_path, small_corpus_pat
         x = np.hstack([shared * (1.0 - 0.3 * k), rng.normal(size=(n, 4))]).astype(np.float32)
         np.save(tmp_path / f"{name}.npy", x)
         args += ["--embeddings", f"{name}={tmp_path / f'{name}.npy'}"]
-    proc = flare(
+    proc = flare_here(
         "run", str(small_corpus_path), *args, "--controls", "none", "--estimator", "gmm", "--no-collapse",
         "--json", runs_dir=runs,
     )  # fmt: skip

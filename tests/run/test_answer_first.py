@@ -21,7 +21,7 @@ from flare_core.data.corpus import load_corpus
 from flare_core.run import embedding_stage, jobs, stages
 from flare_core.run.create import create_run
 from flare_core.store.runs import RunStore
-from tests.support import STATIC, fast_params, flare, page_texts
+from tests.support import STATIC, fast_params, flare_here, page_texts
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 #: A small transformer (ONNX): slower to embed with than the static models.
@@ -62,8 +62,8 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
         events.append(("map", None))
         seen["verdict"] = load_verdict(run)
         seen["usable"] = answer_usable(run.path, run.manifest)  # the benchmark's reading of the moment
-        seen["next"] = flare("label", run.id, "--next", "16", runs_dir=runs_dir)
-        seen["show"] = flare("show", run.id, runs_dir=runs_dir)
+        seen["next"] = flare_here("label", run.id, "--next", "16", runs_dir=runs_dir)
+        seen["show"] = flare_here("show", run.id, runs_dir=runs_dir)
         monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
         at = AppTest.from_file(APP, default_timeout=120)
         at.query_params["run"] = run.id

@@ -57,8 +57,10 @@ def _reference(store, corpus_path, params):
 def test_every_injected_fault_is_survived_with_nothing_lost(fault, tmp_path):
     if fault == "disk" and os.geteuid() != 0:
         pytest.skip("a full disk is a real tmpfs here, which needs root")
+    # one kill, aimed at the embeddings; a kill in the middle of the information-sufficiency units, then
+    # resumed to the same numbers with those units reused, is tests/run/test_faults.py's killed worker
     rows, ref = run_faults(
-        tmp_path / "faults", short=True, kills=2, seed=0, only=(fault,), reference=_reference
+        tmp_path / "faults", short=True, kills=1, seed=0, only=(fault,), reference=_reference
     )
     assert [r.fault for r in rows] == [ROWS[fault]]
     (row,) = rows

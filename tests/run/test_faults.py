@@ -20,7 +20,7 @@ from flare_core.run.create import create_run
 from flare_core.store import atomic
 from flare_core.store.runs import RunStore
 from flare_core.view.results import run_results
-from tests.support import STATIC, check_run_files, fast_params, flare
+from tests.support import STATIC, check_run_files, fast_params, flare_here
 
 
 def _pair_files(run) -> dict[str, int]:
@@ -59,7 +59,7 @@ def test_killed_worker_reads_failed_keeps_its_pairs_and_resumes_to_the_uninterru
     assert jobs.effective_status(run) == "failed"
     assert check_run_files(run.path, killed=True) > 0
 
-    proc = flare("resume", run.id, "--json", "--runs-dir", str(store.root), runs_dir=store.root, timeout=400)
+    proc = flare_here("resume", run.id, "--json", "--runs-dir", str(store.root), runs_dir=store.root)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "done"
     assert run.status == "done"

@@ -181,7 +181,7 @@ def test_two_resumes_of_one_run_one_wins_the_other_is_told(tmp_path, small_corpu
         assert f"run {run.id} is busy: process {os.getpid()}" in proc.stderr
         assert "flare cancel" in proc.stderr and proc.stdout == ""
         assert run.status == "queued" and not run.has("embeddings")  # the loser touched nothing
-    proc = flare("resume", run.id, "--json", runs_dir=store.root)
+    proc = flare_here("resume", run.id, "--json", runs_dir=store.root)  # the winner: no process of its own
     assert json.loads(proc.stdout)["status"] == "done"
     check_run_files(run.path)
 
@@ -192,6 +192,7 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
 ):
     monkeypatch.setenv("FLARE_MAX_JOBS", "2")
     store = RunStore(tmp_path / "runs")
+    corpus = load_corpus(small_corpus_path, text_column="text", label_column=None)
     started, paused = [], []
     held = threading.Event()
 
@@ -203,18 +204,26 @@ def test_four_runs_with_two_slots_all_finish_with_the_numbers_of_a_run_alone(
 
     beating = threading.Thread(target=beat, daemon=True)
     beating.start()
-    for _ in range(4):  # without the labels: the stages that judge the models on them are not the queue's
+    for _ in range(4):  # the embeddings and the information sufficiency only: the stages the queue runs
+        run = create_run(store, corpus, fast_params(STATIC))
         proc = flare_here(  # the command in this process: it only submits, each run's worker is a process
-            "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm",
-            "--flow-preset", "fast", "--controls", "none", "--no-collapse", "--no-labels", "--background",
-            "--json",
-            runs_dir=store.root,
-        )  # fmt: skip
+            "resume", run.id, "--background", "--json", runs_dir=store.root
+        )
         started.append(json.loads(proc.stdout))
         pid = store.get(started[-1]["run_id"]).manifest.get("pid")
         if pid:  # a worker started: held until every run is submitted, so none can finish before
             os.killpg(pid, signal.SIGSTOP)
             paused.append(pid)
+    # a new run submitted by `flare run --background` waits behind them (it is then taken out of the queue)
+    proc = flare_here(
+        "run", str(small_corpus_path), "--models", ",".join(STATIC), "--estimator", "gmm", "--controls",
+        "none", "--no-collapse", "--no-labels", "--background", "--json", runs_dir=store.root,
+    )  # fmt: skip
+    fifth = json.loads(proc.stdout)
+    assert (fifth["status"], fifth["queue_position"]) == ("queued", 3)
+    assert store.get(fifth["run_id"]).manifest.get("pid") is None
+    jobs.cancel(store, fifth["run_id"])
+    assert store.get(fifth["run_id"]).status == "cancelled"
     held.set()
     beating.join()
     for pid in paused:

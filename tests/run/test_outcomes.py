@@ -17,9 +17,9 @@ from flare_core.store.runs import RunStore
 from flare_core.view.results import run_results, runs_table
 
 try:
-    from tests.support import flare, flare_here
+    from tests.support import flare_here
 except ImportError:  # pytest put tests/ itself on sys.path
-    from support import flare  # type: ignore[no-redef]
+    from support import flare_here  # type: ignore[no-redef]
 
 STATIC = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 
@@ -87,7 +87,7 @@ def test_a_failing_stage_leaves_the_others_complete_and_resume_repairs_only_it(
     stamps = {
         p: run.artefact(*p).stat().st_mtime_ns for p in [("geometry.parquet",), ("downstream.parquet",)]
     }
-    resumed = flare("resume", run.id, runs_dir=store.root)
+    resumed = flare_here("resume", run.id, runs_dir=store.root)
     assert "done, with a problem" not in resumed.stderr
     manifest = run.manifest
     assert manifest["outcomes"]["maps"]["status"] == "done" and problems(manifest) == []
