@@ -125,17 +125,17 @@ def test_a_figures_only_link_receives_no_corpus_text(store, labelled_run):
     assert len(snippets) >= 40
     with_texts, _ = shares.create_link(store, labelled_run.id, texts=True)
     figures_only, _ = shares.create_link(store, labelled_run.id, texts=False)
+    owner = _app({"run": labelled_run.id})
     for page in PAGES:  # the owner first: the shared caches then hold the texts
-        at = _app({"run": labelled_run.id})
-        at.switch_page(page).run()
+        owner.switch_page(page).run()
     seen = {}
     for name, params in (("owner", {"run": labelled_run.id}), ("texts", {"share": with_texts}),
                          ("figures", {"share": figures_only, "run": labelled_run.id})):  # fmt: skip
-        blob = b""
+        blob, at = b"", _app(params)  # one session goes through every page, as its person would
         for page in PAGES:
-            at = _app(params)
             at.switch_page(page).run()
             assert not at.exception, [e.value for e in at.exception]
+            assert [t.value for t in at.title] != ["FLARE Studio"], (name, page)  # the page itself opened
             blob += _received(at)
         seen[name] = sum(1 for s in snippets if s in blob)
     assert seen["figures"] == 0

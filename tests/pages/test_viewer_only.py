@@ -47,10 +47,9 @@ def _open(page: str, params: dict[str, str]) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in params.items():
         at.query_params[key] = value
-    at.run()
-    if page != "dashboard/overview.py":
+    if page != "dashboard/overview.py":  # opened at its own address, as a link to it would open it
         at.switch_page(page)
-        at.run()
+    at.run()
     assert not at.exception, (page, params, [e.value for e in at.exception])
     return at
 
@@ -75,7 +74,7 @@ def test_no_page_parameter_or_widget_of_a_share_link_changes_anything(tmp_path, 
                "page": "new_run", "resume": running.id, "run": running.id}  # fmt: skip
     try:
         for token in links.values():
-            built = False
+            built, titles = False, set()
             for page in PAGES:
                 for params in (
                     {"share": token},
@@ -86,6 +85,7 @@ def test_no_page_parameter_or_widget_of_a_share_link_changes_anything(tmp_path, 
                     assert [t.value for t in at.title] == [at.title[0].value] and at.title[
                         0
                     ].value != "FLARE Studio"
+                    titles.add(at.title[0].value)
                     assert at.session_state["run_id"] == labelled_run.id  # the link's run, whatever was asked
                     keys = [w.key or "" for w in [*at.button, *at.selectbox, *at.checkbox, *at.text_input]]
                     assert not [k for k in keys if k.startswith(MUTATING_KEYS)], (page, keys)
@@ -101,6 +101,7 @@ def test_no_page_parameter_or_widget_of_a_share_link_changes_anything(tmp_path, 
                         with pytest.raises(ValueError, match="Could not find a navigation page"):
                             at.switch_page(page_off_limits)
             assert built, "a link's session offers its run's report"
+            assert len(titles) == len(PAGES), titles  # each page opened itself, not the Overview in its place
         for params in ({}, {"run": labelled_run.id}, {"owner": OWNER_TOKEN}):  # no link: nothing opens
             at = _open("dashboard/overview.py", params)
             assert [t.value for t in at.title] == ["FLARE Studio"]
