@@ -43,19 +43,25 @@ def _answer(page) -> str:
 
 def _tick(page, query: str, rows: list[int]) -> None:
     """Tick the relevant box of the pooled list's rows ``rows`` (positions), each until the save button
-    counts it (a click that a busy machine missed is made again)."""
+    counts it. A toggle is not idempotent, so a tick is made again only while the page still counts one
+    fewer once it has settled (a busy machine missed the keys), after Escape has closed any cell overlay (a
+    click on a cell already selected opens one, which then takes the keys)."""
     grid = page.locator('[data-testid="stDataFrameResizable"]').first
     grid.wait_for(timeout=60_000)
     box = grid.bounding_box()
     for count, position in enumerate(rows, start=1):
         counted = page.get_by_role("button", name=f"Save the judgements of {query} ({count} relevant)")
+        fewer = page.get_by_role("button", name=f"Save the judgements of {query} ({count - 1} relevant)")
         for _attempt in range(3):
+            page.keyboard.press("Escape")
             # select the row's document cell, move to its relevant box and toggle it with the space bar
             page.mouse.click(box["x"] + 200, box["y"] + 35 + 35 * position + 17)
             page.keyboard.press("ArrowRight")
             page.keyboard.press(" ")
             with contextlib.suppress(PlaywrightTimeout):
-                counted.wait_for(timeout=15_000)
+                counted.wait_for(timeout=45_000)
+                break
+            if not fewer.is_visible():
                 break
         if not counted.is_visible():
             page.screenshot(path=str(SHOTS / "judgements-tick-missed.png"), full_page=True)
