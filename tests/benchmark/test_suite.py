@@ -13,19 +13,14 @@ from flare_core.answer.shipped import shipped_results
 from flare_core.benchmark import report as benchmark_report
 from flare_core.benchmark import suite as benchmark
 from flare_core.store.runs import RunStore
+from tests.benchmark.stored_benchmark import MODELS, stored_benchmark
 from tests.support import flare_here
-
-MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    store = RunStore(tmp_path_factory.mktemp("bench-runs"))
-    out = benchmark.run_benchmark(
-        store, ["debates-2016"], models=MODELS, controls=["shuffled-glove-6b-50d"], max_texts=150,
-        flow_preset="fast", validation=[], label_draws=2,
-    )  # fmt: skip
-    return store, out
+    """A copy of the benchmark of debates-2016 (run once per session with test_retrieval_judgement.py)."""
+    return stored_benchmark(tmp_path_factory.mktemp("bench-runs"), "debates-2016")
 
 
 @pytest.mark.slow

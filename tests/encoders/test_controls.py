@@ -41,6 +41,7 @@ def test_tfidf_fits_on_first_encode_and_revision_names_the_fit():
 
 
 def test_doc2vec_trains_on_the_corpus_and_is_reproducible_across_processes():
+    import os
     import subprocess
     import sys
 
@@ -63,15 +64,16 @@ def test_doc2vec_trains_on_the_corpus_and_is_reproducible_across_processes():
         f"corpus = {CORPUS!r}\nnew = {new!r}\n"
         "enc = load_encoder('doc2vec-corpus-100', corpus_texts=corpus)\n"
         "np.save(sys.argv[1], np.vstack([enc.encode(corpus), enc.encode(new)]))\n"
+        "print(hash('salted'))\n"
     )
-    outputs = []
-    for salt in ("1", "2"):
-        path = f"{pytest.importorskip('tempfile').mkdtemp()}/d2v.npy"
-        env = {**__import__("os").environ, "PYTHONHASHSEED": salt}
-        subprocess.run([sys.executable, "-c", script, path], check=True, env=env, timeout=300)
-        outputs.append(np.load(path))
-    np.testing.assert_array_equal(outputs[0], outputs[1])
-    np.testing.assert_allclose(outputs[0][: len(CORPUS)], emb, atol=1e-6)
+    path = f"{pytest.importorskip('tempfile').mkdtemp()}/d2v.npy"
+    salt = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+    env = {**os.environ, "PYTHONHASHSEED": salt}
+    done = subprocess.run(
+        [sys.executable, "-c", script, path], check=True, env=env, timeout=300, capture_output=True, text=True
+    )
+    assert int(done.stdout.split()[-1]) != hash("salted")  # the other process hashed strings differently
+    np.testing.assert_array_equal(np.load(path), np.vstack([emb, enc.encode(new)]))
     with pytest.raises(ValueError, match="at least 2 texts"):
         load_encoder("doc2vec-corpus-100", corpus_texts=["one text"])
 
