@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -44,6 +45,25 @@ def run_key(corpus_path: Path, params, *, run_id: str, name: str, label_column: 
     return digest.hexdigest()[:20]
 
 
+def built_once(name: str, key: str, build: Callable[[Path], str]) -> Path:
+    """The folder ``CACHE/<name>-<key>``, made the first time by ``build(staging)`` (which creates the folder
+    ``staging`` and returns the status kept in its completion marker) and kept for every later caller. A
+    file lock makes the pytest-xdist workers share one build; the folders of other keys (older code) are
+    removed when a new one is built."""
+    built = CACHE / f"{name}-{key}"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(CACHE / f"{name}.lock"), timeout=1800):
+        if not (built / _COMPLETE).is_file():
+            for stale in CACHE.glob(f"{name}-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            staging = CACHE / f".staging-{name}-{key}"
+            shutil.rmtree(staging, ignore_errors=True)
+            status = build(staging)
+            (staging / _COMPLETE).write_text(status + "\n")
+            os.replace(staging, built)
+    return built
+
+
 def stored_run(store, corpus_path: Path, params, *, run_id: str, name: str, label_column: str | None):
     """The finished run ``run_id`` in ``store``: copied from the cache, built there first if needed."""
     from flare_core.data.corpus import load_corpus
@@ -51,21 +71,18 @@ def stored_run(store, corpus_path: Path, params, *, run_id: str, name: str, labe
     from flare_core.run.create import create_run
     from flare_core.store.runs import RunStore
 
+    def build(staging: Path) -> str:
+        home = staging.with_name(staging.name + "-store")  # the run is made in a store, then moved out
+        shutil.rmtree(home, ignore_errors=True)
+        corpus = load_corpus(corpus_path, text_column="text", label_column=label_column)
+        run = create_run(RunStore(home), corpus, params, name=name, run_id=run_id)
+        status = jobs.run_in_process(run)
+        os.replace(home / run_id, staging)
+        shutil.rmtree(home, ignore_errors=True)
+        return status
+
     key = run_key(corpus_path, params, run_id=run_id, name=name, label_column=label_column)
-    built = CACHE / f"{run_id}-{key}"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(CACHE / f"{run_id}.lock"), timeout=1800):
-        if not (built / _COMPLETE).is_file():
-            for stale in CACHE.glob(f"{run_id}-*"):  # runs of older code
-                shutil.rmtree(stale, ignore_errors=True)
-            staging = CACHE / f".staging-{run_id}-{key}"
-            shutil.rmtree(staging, ignore_errors=True)
-            corpus = load_corpus(corpus_path, text_column="text", label_column=label_column)
-            run = create_run(RunStore(staging), corpus, params, name=name, run_id=run_id)
-            jobs.run_in_process(run)
-            (staging / run_id / _COMPLETE).write_text(run.status + "\n")
-            os.replace(staging / run_id, built)
-            shutil.rmtree(staging, ignore_errors=True)
+    built = built_once(run_id, key, build)
     shutil.copytree(built, store.root / run_id, ignore=shutil.ignore_patterns(_COMPLETE, "*.lock"))
     return store.get(run_id)
 

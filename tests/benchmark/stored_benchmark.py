@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import shutil
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from flare_core.benchmark import suite as benchmark
 from flare_core.store.runs import RunStore
-from tests.stored_runs import CACHE, code_hash
+from tests.stored_runs import built_once, code_hash
 
 #: Three fast static candidates.
 MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
@@ -28,7 +25,6 @@ MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 SETTINGS: dict[str, Any] = dict(
     controls=["shuffled-glove-6b-50d"], max_texts=150, flow_preset="fast", validation=[], label_draws=2
 )
-_COMPLETE = ".complete"
 _RETURNED = "returned.pickle"
 
 
@@ -37,20 +33,12 @@ def stored_benchmark(root: Path, corpus: str) -> tuple[RunStore, dict[str, Any]]
     the result ``run_benchmark`` returned when it ran: run into the cache the first time, then copied."""
     digest = hashlib.sha256(code_hash().encode())
     digest.update(json.dumps({"corpus": corpus, "models": MODELS, **SETTINGS}, sort_keys=True).encode())
-    name = f"benchmark-{corpus}"
-    built = CACHE / f"{name}-{digest.hexdigest()[:20]}"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(CACHE / f"{name}.lock"), timeout=1800):
-        if not (built / _COMPLETE).is_file():
-            for stale in CACHE.glob(f"{name}-*"):  # benchmarks of older code
-                shutil.rmtree(stale, ignore_errors=True)
-            staging = CACHE / f".staging-{name}"
-            shutil.rmtree(staging, ignore_errors=True)
-            returned = benchmark.run_benchmark(
-                RunStore(staging / "runs"), [corpus], models=MODELS, **SETTINGS
-            )
-            (staging / _RETURNED).write_bytes(pickle.dumps(returned))
-            (staging / _COMPLETE).write_text("done\n")
-            os.replace(staging, built)
+
+    def build(staging: Path) -> str:
+        returned = benchmark.run_benchmark(RunStore(staging / "runs"), [corpus], models=MODELS, **SETTINGS)
+        (staging / _RETURNED).write_bytes(pickle.dumps(returned))
+        return "done"
+
+    built = built_once(f"benchmark-{corpus}", digest.hexdigest()[:20], build)
     shutil.copytree(built / "runs", root, dirs_exist_ok=True)
     return RunStore(root), pickle.loads((built / _RETURNED).read_bytes())
