@@ -31,8 +31,8 @@ that was in fact left, between 20% and 90% of the wall time), and two moments of
 - **every candidate embedded** (``all_candidates_s``): the first reading at which every candidate of the
   manifest is stored or failed (the verdict is then written without pending candidates);
 - **done** (``wall_s``): the run has finished every stage; with ``--stop-after answer`` (or
-  ``candidates``) the run is cancelled once ``flare label --next`` has returned (or every candidate is
-  embedded), and ``wall_s`` is the time to that stop (status ``cancelled``).
+  ``candidates``) the run is cancelled once ``flare label --next`` has returned (and, with ``candidates``,
+  every candidate is embedded), and ``wall_s`` is the time to that stop (status ``cancelled``).
 
 ``--cold`` points ``FLARE_CACHE_DIR`` at an empty folder: no embedding is cached, the all-mpnet-base-v2
 parts are unpacked again and the distilled static models (m2v-*) are built again on first use. The
@@ -101,6 +101,7 @@ class EtaSampler:
         self.try_labelling, self.stop_after = try_labelling, stop_after
         self.answer_at: float | None = None
         self.all_candidates_at: float | None = None
+        self.answer: dict = {}  # the model the first usable answer named, and how many were pending
         self.stopped = False
         self.label_next_at: float | None = None
         self.label_next_error = ""
@@ -142,11 +143,17 @@ class EtaSampler:
             print(f"every candidate embedded after {now - self.start:.1f} s", flush=True)
         if self.answer_at is None and answer_usable(run_path, manifest):
             self.answer_at = now
-            print(f"answer usable after {now - self.start:.1f} s", flush=True)
+            verdict = json.loads((run_path / "verdict.json").read_text())
+            self.answer = {"model": verdict.get("recommended"), "pending": len(verdict.get("pending") or [])}
+            print(
+                f"answer usable after {now - self.start:.1f} s: {self.answer['model']}, "
+                f"{self.answer['pending']} candidates still pending",
+                flush=True,
+            )
             if self.try_labelling:
                 self._label_next(run_path)
-        stop = {"answer": self.answer_at, "candidates": self.all_candidates_at}.get(self.stop_after or "")
-        if stop is not None and not self.stopped:
+        reached = {"answer": [self.answer_at], "candidates": [self.answer_at, self.all_candidates_at]}
+        if self.stop_after and None not in reached[self.stop_after] and not self.stopped:
             from flare_core.store.runs import RunStore
 
             self.stopped = True
@@ -176,6 +183,8 @@ class EtaSampler:
         figures = {
             "answer_s": since(self.answer_at),
             "all_candidates_s": since(self.all_candidates_at),
+            "answer_model": self.answer.get("model"),
+            "answer_pending": self.answer.get("pending"),
             "eta_samples": len(errors),
             "eta_within_30pct": round(within / len(errors), 3) if errors else None,
             "eta_worst_error": round(max(errors), 3) if errors else None,
@@ -292,6 +301,7 @@ def _print(case: str, figures: dict, reference: dict | None) -> None:
         print(
             f"  answer usable after {figures['answer_s']:.0f} s"
             + (f" (reference {ref:.0f} s)" if ref else "")
+            + f": {figures.get('answer_model')}, {figures.get('answer_pending') or 0} candidates still pending"
             + f"; {figures['status']} after {figures['wall_s']:.0f} s"
         )
     if figures.get("all_candidates_s") is not None:
@@ -348,7 +358,7 @@ def main() -> None:
         choices=["answer", "candidates"],
         default=None,
         help="cancel the standard or pool run once its answer is usable (and flare label --next has "
-        "returned), or once every candidate is embedded",
+        "returned), or once it is and every candidate is embedded",
     )
     args = parser.parse_args()
     if args.save and args.stop_after:
