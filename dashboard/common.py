@@ -19,6 +19,7 @@ from flare_core.view.verdict import (
     CHANCE_COLUMNS,
     chance_percents,
     next_step_words,
+    still_embedding_words,
     trust_sentence,
     verdict_view,
     without_asking,
@@ -203,9 +204,10 @@ def status_banner(run: Run) -> str:
             "Results computed before the failure are shown; `flare resume` finishes it."
         )
     elif status in ("queued", "running"):
+        pending = still_embedding_words(manifest, status)
         st.info(
             f"This run is {status}: {escape(progress_sentence(manifest))}. Each page fills in as its stage "
-            "finishes; the verdict first.",
+            "finishes; the verdict first." + (f" {escape(pending)}" if pending else ""),
             icon=":material/hourglass_top:",
         )
     elif status == "cancelled":

@@ -34,7 +34,7 @@ if corpus.get("has_labels"):
 if not any(m.get("status") == "done" and m.get("role") == "candidate" for m in run.manifest["models"]):
     st.info("Labelling starts once the models have read your texts.")
     st.stop()
-drawing = map_drawing_words(run.manifest, effective_status(run))
+drawing = map_drawing_words(run.manifest, effective_status(run), answered=load_verdict(run) is not None)
 if drawing:
     st.caption(escape(drawing))
 labels = label_store.load_labels(run)
@@ -95,7 +95,12 @@ def batch_step() -> None:
         st.info("Name at least two categories to start labelling.")
         return
     size = st.select_slider("Texts in this batch", options=[8, 12, 16], value=BATCH_SIZE, key="batch-size")
-    batch = next_texts(run, labels, size)
+    key = f"batch-{run.id}-{len(labels.entries)}-{len(labels.skipped)}-{size}"
+    # the batch is chosen once: a candidate embedded meanwhile (the choice reads the embedded ones) does not
+    # change the texts under a person's labels
+    if f"{key}-texts" not in st.session_state:
+        st.session_state[f"{key}-texts"] = next_texts(run, labels, size)
+    batch = st.session_state[f"{key}-texts"]
     if batch.empty:
         if len(labels.rows) + len(labels.skipped_rows) >= int(run.manifest["corpus"]["n_texts"]):
             st.success("Every text of this run is labelled or skipped.")
@@ -120,7 +125,7 @@ def batch_step() -> None:
             "text": st.column_config.TextColumn("text", width="large"),
             "label": st.column_config.SelectboxColumn("label", options=[*labels.categories, SKIP], width=170),
         },
-        key=f"batch-{run.id}-{len(labels.entries)}-{len(labels.skipped)}-{size}",
+        key=key,
     )
     chosen = edited[edited["label"].notna()]
     if st.button(f"Save {len(chosen)} label(s)", type="primary", disabled=chosen.empty, key="save-batch"):

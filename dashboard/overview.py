@@ -18,7 +18,7 @@ from dashboard.common import (
 from dashboard.session import access_fragment
 from dashboard.tradeoff import show_quality_cost
 from flare_core.answer.labels import load_labels
-from flare_core.answer.stored import has_grounds, load_verdict
+from flare_core.answer.stored import VERDICT_FILE, has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
@@ -42,7 +42,7 @@ def answer() -> None:
         st.rerun()  # the run has ended: draw the whole page with its final results
     status_banner(run)
     show_verdict(run)
-    drawing = map_drawing_words(run.manifest, now)
+    drawing = map_drawing_words(run.manifest, now, answered=run.has(VERDICT_FILE))
     if drawing:
         st.caption(escape(drawing))
 

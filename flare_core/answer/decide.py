@@ -20,6 +20,8 @@ Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored
     next_step      one sentence: what the person can do to get (or firm up) the answer
     labels, few_labels, label_free    the blocks behind each ground (None when absent)
     agreement      Spearman of the label-free ranking with the labels, over the candidates (with labels)
+    pending        candidates not embedded yet (still being embedded while the run works): the answer
+                   compares the others, is provisional and unsettled until they are in
 """
 
 from __future__ import annotations
@@ -225,6 +227,36 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
             "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
 
 
+def pending_words(pending: list[str], *, running: bool) -> str:
+    """Which candidates the answer does not compare yet, in words: while the run works, that they are
+    still being embedded and the answer will be checked again when they are; else that the run stopped
+    before them."""
+    n = len(pending)
+    names = _join(pending)
+    if running:
+        return (
+            f"{n} {'model is' if n == 1 else 'models are'} still being embedded: {names}; the answer will be "
+            f"checked again when {'it is' if n == 1 else 'they are'}."
+        )
+    return (
+        f"{n} {'candidate was' if n == 1 else 'candidates were'} not embedded: {names}; the run stopped before "
+        f"{'it' if n == 1 else 'them'}, and resuming it compares {'it' if n == 1 else 'them'} too."
+    )
+
+
+def _wait_for(decided: Decision, pending: list[str], *, running: bool) -> None:
+    """``decided`` while ``pending`` candidates are not embedded: it says so, and is not settled."""
+    decided["summary"] = f"{decided['summary']} {pending_words(pending, running=running)}".strip()
+    if decided["settled"]:
+        decided["settled"] = False
+        decided["next_step"] = (
+            "Nothing more is needed from you for now: the answer is checked again when the models still "
+            "being embedded are in."
+            if running
+            else "Resume the run to compare the candidates it did not embed."
+        )
+
+
 def map_note(decided: Decision, leading: str | None) -> str | None:
     """Why the label-free ranking's leader is not the answer, in words (None when it is, or there is none)."""
     best = decided.get("recommended")
@@ -246,9 +278,12 @@ def compose(
     choice: LabelFreeGround | None = None,
     agreement: float | None = None,
     provisional: bool = False,
+    pending: list[str] | None = None,
 ) -> Verdict:
     """The version-3 verdict: ``ranking`` is the version-2 verdict of the label-free ranking (the map,
-    :func:`~flare_core.answer.verdict.verdict` or ``unranked_verdict``); the grounds in order of strength."""
+    :func:`~flare_core.answer.verdict.verdict` or ``unranked_verdict``); the grounds in order of strength.
+    ``pending``: the candidates not embedded yet (still being embedded while ``provisional``)."""
+    pending = list(pending or [])
     decided = None
     if full is not None:
         decided = from_full_labels(full, agreement, ranking.get("leading"))
@@ -265,6 +300,8 @@ def compose(
         decided = {"basis": "unranked", "recommended": None, "settled": False, "headline": ranking["headline"],
                    "summary": ranking["summary"], "tied_with": [], "short_list": [],
                    "next_step": "Add a second candidate to compare them."}  # fmt: skip
+    if pending and decided["basis"] != "unranked":
+        _wait_for(decided, pending, running=provisional)
     if provisional:
         decided["headline"] = (
             "While the run finishes: " + decided["headline"][0].lower() + decided["headline"][1:]
@@ -280,9 +317,12 @@ def compose(
         **ranking,
         **decided,
         "version": VERDICT_VERSION,
-        # the answer may still change: the run is not finished, or its ground has not settled the choice
+        # the answer may still change: the run is not finished, candidates are not embedded yet, or its
+        # ground has not settled the choice
         "provisional": bool(provisional)
+        or bool(pending)
         or (decided["basis"] in ("few labels", "label-free") and not decided["settled"]),
+        "pending": pending,
         "run_finished": not provisional,
         "map_note": note,
         "text": text,

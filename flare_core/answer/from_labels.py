@@ -93,7 +93,9 @@ def few_label_block(run: Run, labels: LabelSet) -> FewLabelsGround | None:
 
 def next_texts(run: Run, labels: LabelSet, n: int = BATCH_SIZE) -> pd.DataFrame:
     """The texts to ask about next (columns ``row``, ``text``), chosen among those not labelled or skipped;
-    the same rows for the same labels (seeded by the run's seed and the labels so far)."""
+    the same rows for the same labels and embedded candidates (seeded by the run's seed and the labels so
+    far). While slower candidates are still being embedded the choice reads those embedded so far; the
+    later ones are judged on the same labels when they arrive."""
     from flare_core.analyses.label_choice import next_rows
 
     embeddings = candidate_embeddings(run)

@@ -153,8 +153,10 @@ class Verdict(MapVerdict, _Cost):
     """Schema 3: the map's keys (``headline`` … ``recommended`` now those of the deciding ground), the
     :class:`Decision`'s, the blocks behind each ground (None when absent), the ``agreement`` (Spearman of
     the label-free ranking with the labels), the map's own ``map_headline`` and ``map_summary``, ``map_note``
-    (why the map's leader is not the answer, when it is not) and ``run_finished``. ``provisional`` is true
-    while the answer may still change: the run is not finished, or its ground has not settled the choice."""
+    (why the map's leader is not the answer, when it is not), ``run_finished`` and ``pending`` (the
+    candidates not embedded yet: the answer compares the others). ``provisional`` is true while the answer
+    may still change: the run is not finished, candidates are pending, or its ground has not settled the
+    choice."""
 
     basis: str
     settled: bool
@@ -168,6 +170,7 @@ class Verdict(MapVerdict, _Cost):
     map_summary: str
     map_note: str | None
     run_finished: bool
+    pending: list[str]
 
 
 def schema_version(verdict: Mapping[str, Any]) -> int:

@@ -2,8 +2,8 @@
 run's own labels, a person's few labels and the provisional label-free choice
 (:func:`~flare_core.answer.decide.compose` says which ground decides).
 
-:func:`write_verdict` is called by the pipeline (a provisional answer as soon as the candidates are
-embedded, again after the labels and after each estimator, and the final one at the end of the run), and
+:func:`write_verdict` is called by the pipeline (a provisional answer as soon as the quick candidates are
+embedded, naming those still pending, then as each slower one joins; again after the labels and after each estimator, and the final one at the end of the run), and
 by the dashboard and ``flare label`` after each batch of labels. It holds the run's labels lock, so that
 an answer never misses a batch saved meanwhile.
 """
@@ -54,6 +54,15 @@ def label_free_scores(run: Run) -> pd.DataFrame:
     return table
 
 
+def pending_candidates(run: Run) -> list[str]:
+    """The candidates of ``run`` not embedded yet (neither stored nor failed), in the run's order."""
+    return [
+        m["id"]
+        for m in run.manifest["models"]
+        if m.get("role", "candidate") == "candidate" and m.get("status") not in ("done", "failed")
+    ]
+
+
 def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
     """Spearman of the label-free ranking's scores with the labels' accuracies, over the candidates."""
     if not full or not ranking.get("ranking"):
@@ -98,6 +107,7 @@ def build_verdict(run: Run, *, provisional: bool) -> Verdict:
         choice=choice,
         agreement=_agreement(ranking, full),
         provisional=provisional,
+        pending=pending_candidates(run),
     )
     cost = cheapest_good_enough(run, verdict)
     if cost is not None and verdict["recommended"]:

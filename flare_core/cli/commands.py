@@ -327,7 +327,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if results.get("verdict"):
         print()
         print(results["verdict"]["text"])
-    drawing = map_drawing_words(manifest, results["status"])
+    drawing = map_drawing_words(manifest, results["status"], answered=bool(results.get("verdict")))
     if drawing:
         print(drawing.replace("Check with a few labels", f"`flare label {run.id} --next 16`"))
     for estimator, block in results.get("sufficiency", {}).items():

@@ -2,14 +2,16 @@
 
 The candidates go first, the quickest first (by the plan's cost of each model: a static model before a
 small transformer before a large one), then the other models (partial models, controls, references),
-also quickest first. The answer needs the candidates alone: ``on_candidates`` is called once every
-candidate is stored (or has failed), while the others are still to come."""
+also quickest first. The answer needs the candidates alone, and a first answer needs only the quick ones:
+``on_some_candidates`` is called as soon as the quick group is stored (:func:`quick_group_done`) and again
+after each slower candidate, and ``on_candidates`` once every candidate is stored (or has failed), while
+the other models are still to come."""
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,9 @@ from flare_core.run.params import RunParams
 from flare_core.store.cache import cache_root
 from flare_core.store.manifest import record_worker, roles, set_model
 from flare_core.store.runs import Run
+
+#: A first answer compares candidates: it waits for at least this many embedded ones.
+MIN_ANSWERED = 2
 
 
 @dataclass(frozen=True)
@@ -37,9 +42,12 @@ def embedding_stage(
     report: Callable[..., None],
     executor: Executor | None = None,
     on_candidates: Callable[[], None] | None = None,
+    on_some_candidates: Callable[[bool], None] | None = None,
 ) -> None:
     """Embed the corpus with every model not stored yet, one :class:`EmbedUnit` per model on ``executor``,
-    in :func:`embedding_order`; ``on_candidates()`` runs as soon as every candidate is stored or failed.
+    in :func:`embedding_order`; ``on_candidates()`` runs as soon as every candidate is stored or failed,
+    ``on_some_candidates(first)`` before that, while candidates are still to embed: once the quick group is
+    stored (``first`` true) and then after each candidate that joins it (see :func:`quick_group_done`).
 
     Each unit streams its embeddings into the shared embedding cache and returns the file; the run
     store then copies it. With no executor (or a serial local one) the units run here, in order, with
@@ -56,13 +64,15 @@ def embedding_stage(
     report("embeddings", len(models) - len(todo), len(models), f"embedding with {len(todo)} models")
     ex = executor or LocalExecutor()
     handler = _EmbeddingHandler(
-        run, params, texts, report, ex, done=len(models) - len(todo), on_candidates=on_candidates
-    )
+        run, params, texts, report, ex, done=len(models) - len(todo), on_candidates=on_candidates,
+        on_some_candidates=on_some_candidates,
+    )  # fmt: skip
     role_of = roles(run)
     todo = embedding_order(todo, role_of, handler.units)
     handler.candidates_left = {m for m in todo if role_of[m] == "candidate"}
+    handler.candidates_done = [m for m in role_of if role_of[m] == "candidate" and m not in todo]
     try:
-        handler.answer_when_ready()  # every candidate stored by an earlier attempt
+        handler.answer_when_ready()  # candidates stored by an earlier attempt: an answer now
         run_units(ex, [EmbedUnit(m) for m in todo], handler, poll=0.5 if ex.remote else None)
     finally:
         if executor is None:
@@ -80,6 +90,15 @@ def embedding_order(models: list[str], role_of: dict[str, str], cost: Callable[[
     return sorted(models, key=lambda m: (role_of[m] != "candidate", cost(m)))
 
 
+def quick_group_done(done: Sequence[float], left: Sequence[float], *, embedded: int) -> bool:
+    """Whether the candidates finished so far are the quick group, the one the first answer is given from:
+    at least :data:`MIN_ANSWERED` of them are embedded (``embedded``), some are still to come, and the
+    cheapest one left costs more than all those finished together (``done`` and ``left``: the plan's units of each,
+    loading and reading). Waiting for the next one would then at least double the time to the answer;
+    each candidate after it joins the answer as it comes."""
+    return embedded >= MIN_ANSWERED and bool(left) and min(left) > sum(done)
+
+
 class _EmbeddingHandler:
     """Runs :class:`EmbedUnit` tasks and stores each model's embeddings (or its error) in the run."""
 
@@ -93,10 +112,13 @@ class _EmbeddingHandler:
         *,
         done: int,
         on_candidates: Callable[[], None] | None = None,
+        on_some_candidates: Callable[[bool], None] | None = None,
     ) -> None:
         self.run, self.params, self.report = run, params, report
-        self.on_candidates = on_candidates
+        self.on_candidates, self.on_some_candidates = on_candidates, on_some_candidates
         self.candidates_left: set[str] = set()
+        self.candidates_done: list[str] = []  # stored or failed
+        self.answered = False  # a first answer was given from the quick group
         self.total, self.done = len(run.manifest["models"]), done
         # progress in units of the time plan (``run.eta``): loading a model, then 100 characters read, each
         # weighted by the model's cost (all-mpnet-base-v2 reads a text in ~7 times all-MiniLM-L6-v2's time)
@@ -122,10 +144,26 @@ class _EmbeddingHandler:
         return self.load_units[model_id] + self.read_units[model_id]
 
     def answer_when_ready(self) -> None:
-        """Call ``on_candidates`` (once) when no candidate is left to embed."""
-        if self.on_candidates is not None and not self.candidates_left:
-            on_candidates, self.on_candidates = self.on_candidates, None
-            on_candidates()
+        """Call ``on_candidates`` (once) when no candidate is left to embed; before that, call
+        ``on_some_candidates`` once the quick group is in (:func:`quick_group_done`) and after each candidate
+        that joins it."""
+        if not self.candidates_left:
+            if self.on_candidates is not None:
+                on_candidates, self.on_candidates = self.on_candidates, None
+                on_candidates()
+            return
+        if self.on_some_candidates is None:
+            return
+        first = not self.answered
+        if first:
+            status = {m["id"]: m.get("status") for m in self.run.manifest["models"]}
+            embedded = sum(status.get(m) == "done" for m in self.candidates_done)
+            done = [self.units(m) for m in self.candidates_done]
+            left = [self.units(m) for m in self.candidates_left]
+            if not quick_group_done(done, left, embedded=embedded):
+                return
+            self.answered = True
+        self.on_some_candidates(first)
 
     def pending(self, unit: EmbedUnit) -> EmbedUnit:
         return unit
@@ -178,8 +216,10 @@ class _EmbeddingHandler:
             "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}",
             work_done=round(self.work_finished), work_total=self.work_total,
         )  # fmt: skip
-        self.candidates_left.discard(model_id)
-        self.answer_when_ready()
+        if model_id in self.candidates_left:
+            self.candidates_left.discard(model_id)
+            self.candidates_done.append(model_id)
+            self.answer_when_ready()
 
     def check_stop(self) -> None:
         if self.run.cancel_requested():

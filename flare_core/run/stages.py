@@ -1,8 +1,9 @@
 """One run from a corpus to stored artefacts: the code path shared by the CLI, the dashboard and notebooks.
 
-    corpus → embeddings of the candidates (cached; the quickest first) → the answer: a provisional
-           verdict, from the labels when the run has a label column, else from the label-free rule (the
-           few-label page and ``flare label`` work from here on)
+    corpus → embeddings of the candidates (cached; the quickest first) → the answer, as soon as the quick
+           candidates are embedded: a provisional verdict, from the labels when the run has a label column,
+           else from the label-free rule (the few-label page and ``flare label`` work from here on), which
+           names the candidates still being embedded and is written again as each of them joins
            → embeddings of the other models → downstream and labels (labels of any kind: the verdict again)
            → the map: information sufficiency (a verdict after each estimator) → geometry → validation
            studies → maps → collapse (SOCM) → layer-wise concentration → summary → final verdict
@@ -63,8 +64,8 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     """Compute every stage of ``run`` that is not stored yet.
 
     The embeddings come first and every other stage needs them: a run where no model could be embedded
-    fails. What a person can act on comes next: the answer is written as soon as the candidates are
-    embedded, before the map (the estimators, the pictures, the collapse). Each stage runs on its own
+    fails. What a person can act on comes next: the answer is written as soon as the quick candidates are
+    embedded (again as each slower one joins, and once all are in), before the map (the estimators, the pictures, the collapse). Each stage runs on its own
     (:class:`~flare_core.run.outcomes.StageRunner`): one that fails is recorded with its reason, and the
     stages that do not need it still run.
     """
@@ -88,6 +89,7 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
             embedding_stage(
                 run, params, texts, report, executor,
                 on_candidates=lambda: _answer_first(run, stages, labels),
+                on_some_candidates=lambda first: _answer_early(run, stages, labels, first),
             )  # fmt: skip
         ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
         if not ok:
@@ -115,10 +117,23 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
 
 
 def _answer_first(run: Run, stages: StageRunner, labels) -> None:
-    """The answer as soon as every candidate is embedded (the other models may still be embedding): the
+    """The answer once every candidate is embedded (the other models may still be embedding): the
     candidates compared on the run's label column when it has one, then the provisional verdict."""
     if labels is not None:
         stages.run("labels", lambda: comparison_stage(run, labels), models=candidate_ids(run))
+    stages.run("verdict", lambda: write_verdict(run, provisional=True))
+
+
+def _answer_early(run: Run, stages: StageRunner, labels, first: bool) -> None:
+    """The answer while slower candidates are still being embedded (the verdict lists them as pending):
+    from the quick group (``first``), then again after each candidate that joins it. A run with a label
+    column compares the candidates on it once, from the quick group; all of them are compared when every
+    candidate is in (:func:`_answer_first`)."""
+    if labels is not None:
+        if first:
+            stages.run("labels", lambda: comparison_stage(run, labels), models=candidate_ids(run))
+            stages.run("verdict", lambda: write_verdict(run, provisional=True))
+        return
     stages.run("verdict", lambda: write_verdict(run, provisional=True))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from flare_core.answer.decide import chance_words
+from flare_core.answer.decide import chance_words, pending_words
 from flare_core.answer.stored import has_grounds, has_trust
 from flare_core.view.results import labels_words
 
@@ -249,16 +249,44 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
     return "A few labels would settle it; the run's owner can add them."
 
 
-def map_drawing_words(manifest: Mapping[str, Any], status: str) -> str | None:
-    """While a run works after its answer (every candidate embedded), that the answer and the few-label
-    check can be used now and that the map is still being drawn, in words; None otherwise."""
-    if status not in ("queued", "running"):
+def pending_candidates(manifest: Mapping[str, Any]) -> list[str]:
+    """The candidates of a run's ``manifest`` not embedded yet (neither stored nor failed)."""
+    return [
+        m["id"]
+        for m in manifest.get("models", [])
+        if m.get("role", "candidate") == "candidate" and m.get("status") not in ("done", "failed")
+    ]
+
+
+def still_embedding_words(manifest: Mapping[str, Any], status: str) -> str | None:
+    """While a run works with some candidates embedded and others not yet: which are still being embedded,
+    in a few words for the status line of every page; None otherwise."""
+    pending = pending_candidates(manifest)
+    candidates = [m for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
+    if status not in ("queued", "running") or not pending or len(pending) == len(candidates):
+        return None
+    return f"Still being embedded: {', '.join(pending)}."
+
+
+def map_drawing_words(manifest: Mapping[str, Any], status: str, *, answered: bool) -> str | None:
+    """While a run works after its answer (``answered``: a verdict is stored), that the answer and the
+    few-label check can be used now, which candidates are still being embedded, and that the map is still
+    being drawn, in words; None otherwise (before the answer, or once the run has ended)."""
+    if status not in ("queued", "running") or not answered:
         return None
     candidates = [m for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
-    if not candidates or any(m.get("status") not in ("done", "failed") for m in candidates):
+    pending = pending_candidates(manifest)
+    if not candidates or len(pending) == len(candidates):
         return None
-    return (
-        "The models have read your texts: the answer and Check with a few labels can be used now. "
+    the_map = (
         "The map (how much each model tells about the others, the pictures of each embedding space, what "
         "mean pooling hides) is still being drawn; its pages fill in as each part finishes."
+    )
+    if pending:
+        return (
+            "The quicker models have read your texts: the answer and Check with a few labels can be used now. "
+            f"{pending_words(pending, running=True)} {the_map}"
+        )
+    return (
+        f"The models have read your texts: the answer and Check with a few labels can be used now. {the_map}"
     )

@@ -136,6 +136,30 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
     assert out["next_step"] and out["headline"] != out["summary"]
 
 
+@pytest.mark.parametrize("running", [True, False])
+def test_an_answer_with_candidates_not_embedded_yet_names_them_and_is_not_settled(running):
+    ranking = {"headline": "map", "summary": "m", "leading": "a", "ranking": [], "failed": []}
+    few_block = {
+        "n_labels": 64,
+        "estimates": [{"model": "a", "estimate": 0.9, "ci_low": 0.85, "ci_high": 0.95, "p_best": 0.99, "p_within": 0.99},
+                      {"model": "b", "estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6, "p_best": 0.01, "p_within": 0.01}],
+        "advice": {"settled": True, "best": "a", "either": ["a"], "more_labels": None, "reason": "sure",
+                   "text": "a is within 1 point of the best with 99% probability."},
+    }  # fmt: skip
+    out = compose(ranking, few=few_block, provisional=running, pending=["c", "d"])
+    assert out["recommended"] == "a" and out["pending"] == ["c", "d"]
+    assert out["provisional"] and not out["settled"], "never final while candidates are pending"
+    if running:
+        assert (
+            "2 models are still being embedded: c and d; the answer will be checked again" in out["summary"]
+        )
+        assert out["headline"].startswith("While the run finishes")
+    else:
+        assert "2 candidates were not embedded: c and d" in out["summary"]
+    assert "Nothing more is needed:" not in out["text"]
+    assert compose(ranking, few=few_block)["settled"], "with every candidate in, the same labels settle it"
+
+
 def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
     from flare_core.analyses.tradeoff import cheapest_within
     from flare_core.answer.costs import answer_quality

@@ -95,3 +95,76 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     final = load_verdict(run)
     assert final["run_finished"] and DRAWING not in final["map_headline"]
     assert final["ranking"], "the map's ranking joins the final answer"
+
+
+TINY_BERT = {
+    "model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "intermediate_size": 64, "vocab_size": 30522, "max_position_embeddings": 128,
+}  # fmt: skip
+PENDING = "still being embedded"
+
+
+@pytest.fixture
+def two_group_run(tmp_path, articles):
+    """Texts only; the two static candidates, then a random-init BERT saved as a local folder (priced as a
+    transformer: more than both static models together), so that it is embedded after the answer."""
+    from flare_core.encoders import random_init_transformer
+
+    folder = tmp_path / "tiny-bert"
+    encoder = random_init_transformer(dict(TINY_BERT), seed=0, device="cpu")
+    encoder.model.save_pretrained(folder)
+    encoder.tokenizer.save_pretrained(folder)
+    path = tmp_path / "texts.csv"
+    articles[["text"]].to_csv(path, index=False)
+    corpus = load_corpus(path, text_column="text", label_column=None)
+    run = create_run(RunStore(tmp_path / "runs"), corpus, fast_params([*STATIC, str(folder)]))
+    return run, str(folder)
+
+
+def test_the_answer_comes_from_the_quick_candidates_and_names_those_still_being_embedded(
+    two_group_run, monkeypatch, tmp_path
+):
+    (run, slow), runs_dir = two_group_run, tmp_path / "runs"
+    events: list[tuple[str, str | None]] = []
+    seen: dict = {}
+    monkeypatch.setattr(embedding_stage, "_embed_task", _noting(events, "embed", embedding_stage._embed_task))
+    write = stages.write_verdict
+
+    def noted_verdict(*args, **kwargs):
+        verdict = write(*args, **kwargs)
+        events.append(("verdict", None))
+        if verdict.get("pending") and "next" not in seen:  # the answer while the slow one embeds
+            seen["verdict"], seen["usable"] = verdict, answer_usable(run.path, run.manifest)
+            seen["next"] = flare_here("label", run.id, "--next", "16", runs_dir=runs_dir)
+            seen["show"] = flare_here("show", run.id, runs_dir=runs_dir)
+            monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
+            at = AppTest.from_file(APP, default_timeout=120)
+            at.query_params["run"] = run.id
+            at.run()
+            seen["overview"] = page_texts(at)
+            at.switch_page("dashboard/labels.py").run()
+            seen["page"], seen["page_errors"] = page_texts(at), [e.value for e in at.exception]
+        return verdict
+
+    monkeypatch.setattr(stages, "write_verdict", noted_verdict)
+    assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
+
+    assert [model for name, model in events if name == "embed"] == [*STATIC, slow]
+    names = [name for name, _ in events]
+    assert names.index("verdict") == 2  # after the two static models, before the slow one
+    verdict = seen["verdict"]
+    assert verdict["pending"] == [slow] and verdict["recommended"] in STATIC
+    assert verdict["provisional"] and not verdict["settled"] and not verdict["run_finished"]
+    assert f"1 model is {PENDING}: {slow}" in verdict["text"] and "checked again" in verdict["text"]
+    assert seen["usable"]  # the benchmark's reading: the answer names a model, the slow one pending
+    batch = pd.read_csv(io.StringIO(seen["next"].stdout))
+    assert list(batch.columns) == ["row", "text", "label"] and len(batch) == 16
+    assert batch["row"].is_unique
+    assert PENDING in seen["show"].stdout and slow in seen["show"].stdout
+    assert seen["page_errors"] == []
+    assert PENDING in seen["page"] and "Name at least two categories" in seen["page"]
+    assert f"Still being embedded: {slow}" in seen["overview"]
+
+    final = load_verdict(run)
+    assert final["pending"] == [] and final["run_finished"] and PENDING not in final["text"]
+    assert slow in [row["model"] for row in final["ranking"]], "the slow candidate joins the final answer"

@@ -176,8 +176,11 @@ def test_the_standard_bench_judges_estimates_against_the_time_that_was_left(tmp_
     sampler.samples = [(10.0, 90.0), (20.0, 80.0), (30.0, None), (50.0, 70.0), (80.0, 20.0), (95.0, 1.0)]
     # between 20% and 90% of the run: t=20 exact, t=50 off by 20/50 = 40%, t=80 exact
     sampler.answer_at = 12.5  # the first reading at which the answer was usable
+    sampler.all_candidates_at = 60.0  # ... and the one at which every candidate was embedded
+    sampler.answer = {"model": "a", "pending": 2}
     assert sampler.figures() == {
-        "answer_s": 12.5, "eta_samples": 3, "eta_within_30pct": 0.667, "eta_worst_error": 0.4,
+        "answer_s": 12.5, "all_candidates_s": 60.0, "answer_model": "a", "answer_pending": 2,
+        "eta_samples": 3, "eta_within_30pct": 0.667, "eta_worst_error": 0.4,
     }  # fmt: skip
 
 
