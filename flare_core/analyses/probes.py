@@ -40,11 +40,13 @@ BOOTSTRAP_DRAWS = 2000
 #: benchmark (``bench/few_label_answer.py``; with the prior and the carry-forward error below, the stated
 #: chance of being within a point of the best is off by 0.075 on average at 2 and by 0.124 at 1).
 SPREAD_INFLATION = 2.0
-#: Nor does it see that a probe on k labels, carried forward, misjudges each model by an error of its own
-#: that more labels of the same kind do not shrink: each draw moves each model by a normal error of this
-#: spread, in accuracy points, apart from the others. Chosen on the benchmark (``bench/few_label_answer.py``)
-#: leave one corpus out among 0, 2 and 4.
+#: Nor does it see that a probe on k labels, carried forward, misjudges each model by an error of its own:
+#: each draw moves each model by a normal error of this spread, in accuracy points, apart from the others,
+#: at :data:`CARRY_REFERENCE_LABELS` labels, shrinking as 1/√k with more (the learning curve is carried
+#: less far), so that enough labels always settle the choice. Chosen on the benchmark
+#: (``bench/few_label_answer.py``) leave one corpus out among 0, 2 and 4.
 CARRY_ERROR_POINTS = 4.0
+CARRY_REFERENCE_LABELS = 16
 #: The prior of the few-label estimate, in texts: a Dirichlet of this total weight spread evenly over every
 #: pattern of right and wrong across the models, so that the paired table of every two models (texts both
 #: get right, only the one, only the other, neither) has Jeffreys' prior, half a text in each of its 4
@@ -251,7 +253,7 @@ def _posterior(values: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS) -> t
     The mean is that of the texts clipped to [0, 1] (an accuracy; a mean carried past 100% counts as
     100%) with the prior's texts, half of them right; the draws are centred on it, their spread widened
     by :data:`SPREAD_INFLATION`, each clipped to [0, 1], then each model moved by its own error of
-    :data:`CARRY_ERROR_POINTS` and clipped again."""
+    :data:`CARRY_ERROR_POINTS` (at :data:`CARRY_REFERENCE_LABELS` texts, as 1/√k) and clipped again."""
     rng = np.random.default_rng(seed)
     k, m = values.shape
     weights = rng.dirichlet(np.r_[np.ones(k), PRIOR_TEXTS], size=draws)  # (draws, k + 1)
@@ -265,8 +267,21 @@ def _posterior(values: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS) -> t
     centre = (k * np.clip(values.mean(axis=0), 0.0, 1.0) + 0.5 * PRIOR_TEXTS) / (k + PRIOR_TEXTS)
     sampled = np.clip(centre + SPREAD_INFLATION * (raw - expected), 0.0, 1.0)
     # the carry-forward error after the clip: two models at 100% on the labels are not thereby equal
-    carried = rng.normal(0.0, CARRY_ERROR_POINTS / 100.0, size=(draws, m))
+    carried = rng.normal(0.0, _carry_error(k), size=(draws, m))
     return np.clip(sampled + carried, 0.0, 1.0), centre
+
+
+def _carry_error(k: int) -> float:
+    """The carry-forward error of :func:`_posterior` after ``k`` labelled texts, as a share (not points)."""
+    return CARRY_ERROR_POINTS / 100.0 * float(np.sqrt(CARRY_REFERENCE_LABELS / max(k, 1)))
+
+
+def _estimate_spread(per_text_sd: np.ndarray) -> np.ndarray:
+    """The per-text spread of two models' difference as :func:`_posterior` draws it (the resampling widened
+    by :data:`SPREAD_INFLATION`, the carry-forward error of both models), so that the gap's spread after k
+    texts is this over √k: the stopping advice's "more labels" read the same estimate as its chances."""
+    carry = 2.0 * CARRY_REFERENCE_LABELS * (CARRY_ERROR_POINTS / 100.0) ** 2
+    return np.sqrt((SPREAD_INFLATION * np.asarray(per_text_sd, dtype=np.float64)) ** 2 + carry)
 
 
 def _chances(means: np.ndarray, points: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -408,8 +423,8 @@ def few_label_estimates(
 
     ``past_ceiling``: the carried-forward mean went past 100% (clipped there: the labels cannot tell how
     close to perfect the model is). ``margin`` (the mean leave-one-out margin, the true class's score minus
-    the best other's, on [-1, 1]) breaks exact ties of ``estimate`` only; ``diff_sd`` is the standard deviation over the
-    texts of the leader's correctness minus this model's. ``attrs``: ``method``, ``n_labels``,
+    the best other's, on [-1, 1]) breaks exact ties of ``estimate`` only; ``diff_sd`` is the spread per text of the
+    leader's correctness minus this model's as the draws spread it (:func:`_estimate_spread`). ``attrs``: ``method``, ``n_labels``,
     ``n_texts``, ``n_classes``, ``n_classes_repeated``. Works with a single label in a class and with
     many classes of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count
     that does not match, or fewer than two classes.
@@ -429,6 +444,7 @@ def few_label_estimates(
             "past_ceiling": correct.mean(axis=0) > 1.0 + 1e-9,
         }
     )
+    frame["diff_sd"] = _estimate_spread(frame["diff_sd"].to_numpy())
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs.update(
         method="leave-one-out "

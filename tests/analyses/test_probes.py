@@ -217,6 +217,21 @@ def test_sixteen_texts_that_every_model_gets_right_leave_the_gap_unsure(monkeypa
     assert stopping_advice(frame.assign(past_ceiling=False), 16)["either"] == [frame["model"].iloc[0]]
 
 
+@pytest.mark.parametrize("k", [16, 64, 400])
+def test_the_advices_spread_is_the_spread_of_the_draws_and_shrinks_with_more_labels(k):
+    # two models right on 80% and 70% of k texts, neither near a bound: the gap's spread over the draws
+    # behind every chance must be the per-text spread the stopping advice reads, over the square root of k
+    # (so "label n more" names the labels at which the same estimate would settle)
+    rng = np.random.default_rng(k)
+    values = np.c_[rng.random(k) < 0.8, rng.random(k) < 0.7].astype(np.float64)
+    draws, _ = probes._posterior(values, seed=0, draws=20_000)
+    per_text_sd = (values[:, 0] - values[:, 1]).std(ddof=1)
+    stated = float(probes._estimate_spread(np.array([per_text_sd]))[0]) / np.sqrt(k + probes.PRIOR_TEXTS)
+    assert (draws[:, 0] - draws[:, 1]).std() == pytest.approx(stated, rel=0.1)
+    # the carry-forward error shrinks as 1 / sqrt(k): enough labels separate two models a few points apart
+    assert probes._carry_error(4 * k) == pytest.approx(probes._carry_error(k) / 2)
+
+
 def test_few_labels_work_with_one_label_in_a_class_and_many_classes_at_three_each():
     pool, labels = _pool(n=400, k=8)
     rows = np.arange(12)  # classes a..d twice, e..h once
