@@ -202,8 +202,9 @@ def _add_compute_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch-conditionals",
         type=int,
-        default=1,
-        help="flows: train up to this many conditionals of one target together as one batched model",
+        default=None,
+        help="flows: train up to this many conditionals of one target together as one batched model "
+        "(1: one at a time); default: all of them",
     )
     p.add_argument(
         "--autocast",

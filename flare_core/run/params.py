@@ -49,7 +49,9 @@ class RunParams:
     ray_address: str | None = None
     workers: int | None = None
     autocast: bool = False
-    batch_conditionals: int = 1
+    #: Flows: how many conditionals of one target train together as one batched model; None (automatic):
+    #: all of them (:func:`~flare_core.run.sufficiency_stage.conditionals_per_model`).
+    batch_conditionals: int | None = None
     seed: int = 0
     device: str | None = None
     batch_size: int = 32
@@ -69,8 +71,9 @@ class RunParams:
             raise ValueError("controls must be a list of distinct model ids")
         check_int(self.max_dims, "max_dims", min_value=2, allow_none=True)
         check_int(self.workers, "workers", min_value=1, allow_none=True)
-        for name in ("concentration_texts", "batch_size", "batch_conditionals"):
+        for name in ("concentration_texts", "batch_size"):
             check_int(getattr(self, name), name, min_value=1)
+        check_int(self.batch_conditionals, "batch_conditionals", min_value=1, allow_none=True)
         check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
         from flare_core.compute import EXECUTORS
 

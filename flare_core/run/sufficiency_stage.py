@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,12 +32,32 @@ def densities_on_cuda(params: RunParams) -> bool:
     return pick_device(params.device).type == "cuda"
 
 
-def conditionals_per_model(params: RunParams, n_sources: int) -> int:
-    """How many conditional flows of one target train together as one batched model: every one of them
-    on CUDA when the run leaves it to the product (``batch_conditionals`` 1), else as asked."""
-    if params.batch_conditionals == 1 and densities_on_cuda(params):
-        return max(1, n_sources)
-    return params.batch_conditionals
+def conditionals_per_model(params: RunParams, n_sources: int, stored: int | None = None) -> int:
+    """How many conditional flows of one target train together as one batched model.
+
+    As the run asks (``batch_conditionals``; 1: one at a time), else every one of them, on a CPU as on
+    CUDA: one vmapped model of a target's conditionals takes fewer and larger kernels than its flows one
+    by one (``bench/flows_stage.py``). A run resumed over stored units keeps the grouping they were
+    trained with (``stored``, from the unit store), so they stay those of one configuration.
+    """
+    if stored is not None:
+        return stored
+    if params.batch_conditionals is not None:
+        return params.batch_conditionals
+    return max(1, n_sources)
+
+
+def stored_options(store_dir: Path) -> dict[str, Any]:
+    """The run options (``RUN_OPTIONS``: ``batch_conditionals``, ``even_batches``…) the flow units stored
+    under ``store_dir`` were trained with; empty when none are stored. A store written before an option
+    existed was trained with that option's earlier behaviour."""
+    from flare_core.analyses.sufficiency.flows import RUN_OPTIONS
+    from flare_core.analyses.sufficiency.unit_store import stored_config
+
+    config = stored_config(store_dir)
+    if config is None or config.get("estimator") != "flow":
+        return {}
+    return {name: config[name] for name in RUN_OPTIONS if name in config and name != "autocast"}
 
 
 def sufficiency_stage(
@@ -68,10 +90,11 @@ def sufficiency_stage(
         embeddings = {m: run.load_embeddings(m, mmap=True) for m in ok}
     else:
         embeddings = {m: np.asarray(run.load_embeddings(m, mmap=True)[rows]) for m in ok}
+    store_dir = run.artefact("sufficiency", estimator, "pairs")
+    stored = stored_options(store_dir)  # a resumed run trains its other units as its stored ones were
+    grouping = conditionals_per_model(params, len(sources) - 1, stored.get("batch_conditionals"))
     config = sufficiency.get_estimator(estimator).run_config(
-        params.flow_preset,
-        autocast=params.autocast,
-        batch_conditionals=conditionals_per_model(params, len(sources) - 1),
+        params.flow_preset, **{**stored, "autocast": params.autocast, "batch_conditionals": grouping}
     )
     # in this process, one torch thread: a 32-d flow is too small to share between threads, and on a busy
     # CPU they wait on each other (8 models × 250 texts, flows, 2 cores at load 5: 20–27 s with one
@@ -85,7 +108,7 @@ def sufficiency_stage(
             targets=targets,
             seed=params.seed,
             device=params.device,
-            store_dir=run.artefact("sufficiency", estimator, "pairs"),
+            store_dir=store_dir,
             progress=_UnitProgress(run, f"sufficiency_{estimator}", report),
             should_stop=run.cancel_requested,
             executor=executor,

@@ -35,7 +35,7 @@ from flare_core.analyses.sufficiency._rows import (
     n_rows,
     row_slice,
 )
-from flare_core.analyses.sufficiency._training import FitOutcome, _autocast, trained_best
+from flare_core.analyses.sufficiency._training import FitOutcome, _autocast, adam, n_batches, trained_best
 from flare_core.analyses.sufficiency.flow_model import (
     FlowConfig,
     _keep_transforms_in_float32,
@@ -159,7 +159,8 @@ class _StackedFlows:
         self.anchors = {n: self.params[n].detach().clone() for n in self.anchored}
         for name, p in self.params.items():
             p.requires_grad_(name in self.trainable)
-        self.optimizer = torch.optim.Adam([self.params[n] for n in self.trainable], lr=config.lr)
+        trainable = [self.params[n] for n in self.trainable]
+        self.optimizer = adam(trainable, config.lr, self.device, config.fused_adam, foreach=None)
         self.batched_log_prob = vmap(self._log_prob)
 
     def _log_prob(self, p: dict, b: dict, v: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -190,8 +191,11 @@ class _StackedFlows:
         config, device = self.config, self.device
         n = n_rows(v_tr)
         perms = [torch.randperm(n, generator=g).to(device) for g in self.generators]
-        for start in range(0, n, config.batch_size):
-            idx = [perm[start : start + config.batch_size] for perm in perms]
+        if config.even_batches:
+            splits = [perm.tensor_split(n_batches(n, config.batch_size)) for perm in perms]
+        else:
+            splits = [perm.split(config.batch_size) for perm in perms]
+        for idx in zip(*splits, strict=True):
             v = torch.stack([gather(v_tr, i, device) for i in idx])
             u = torch.stack(
                 [_padded(gather(x, i, device), self.width) for x, i in zip(u_tr, idx, strict=True)]

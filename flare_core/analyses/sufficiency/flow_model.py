@@ -60,6 +60,12 @@ class FlowConfig(DictConfig):
     ``batch_conditionals`` > 1 trains up to that many conditionals of one target together, stacked into
     one vmapped model in one task (:mod:`flare_core.analyses.sufficiency._batched`): the same numbers up to the
     rounding of batched matrix products, in fewer and larger kernels.
+
+    ``even_batches`` splits each epoch into mini-batches of nearly ``batch_size`` rows (1,800 training
+    rows: 7 of 257 rather than 7 of 256 and a last one of 8, a noisy step that costs as much as a full
+    one); ``fused_adam`` takes Adam's fused update on CPU and CUDA (the same update up to rounding, in one kernel).
+    Together they make a conditional's epoch about a fifth cheaper (``bench/flows_stage.py``). Stores
+    written before these fields existed were trained without them (and resume so).
     """
 
     flow: str = "maf"
@@ -80,6 +86,8 @@ class FlowConfig(DictConfig):
     eval_batch_size: int = 2048
     autocast: bool = False
     batch_conditionals: int = 1
+    even_batches: bool = True
+    fused_adam: bool = True
 
     def __post_init__(self) -> None:
         check_choice(self.flow, "flow", _FLOWS)
@@ -103,7 +111,8 @@ class FlowConfig(DictConfig):
             raise ValueError(
                 "batch_conditionals > 1 needs flow='maf' (vmap cannot batch the spline's tail masks)"
             )
-        check_bool(self.autocast, "autocast")
+        for name in ("autocast", "even_batches", "fused_adam"):
+            check_bool(getattr(self, name), name)
 
     @classmethod
     def fast(cls) -> FlowConfig:

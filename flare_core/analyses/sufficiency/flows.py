@@ -36,6 +36,9 @@ from flare_core.device import seed_everything
 
 __all__ = ["FlowConfig", "FlowEstimator"]
 
+#: The configuration fields a run sets besides the preset (a resumed run: as its stored units were trained).
+RUN_OPTIONS = ("autocast", "batch_conditionals", "even_batches", "fused_adam")
+
 
 def _fit_marginal(
     v_train: np.ndarray | StandardizedRows,
@@ -63,6 +66,8 @@ def _fit_marginal(
         grad_clip=config.grad_clip,
         eval_batch_size=config.eval_batch_size,
         autocast=config.autocast,
+        even_batches=config.even_batches,
+        fused=config.fused_adam,
     )
 
 
@@ -131,6 +136,8 @@ def _fit_conditional(
         grad_clip=config.grad_clip,
         eval_batch_size=config.eval_batch_size,
         autocast=config.autocast,
+        even_batches=config.even_batches,
+        fused=config.fused_adam,
     )
 
 
@@ -150,7 +157,7 @@ class FlowEstimator(Estimator):
         """``fast``: :meth:`FlowConfig.fast`; ``default`` and ``paper`` (which differ in the whitened width
         a run fits in, not in the flow): FLARE's flow, :class:`FlowConfig`."""
         config = FlowConfig.fast() if preset == "fast" else FlowConfig()
-        known = {name: options[name] for name in ("autocast", "batch_conditionals") if name in options}
+        known = {name: options[name] for name in RUN_OPTIONS if name in options}
         return dataclasses.replace(config, **known)
 
     def marginal_weights(self, model: nn.Module) -> dict[str, torch.Tensor]:

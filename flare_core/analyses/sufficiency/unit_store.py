@@ -22,7 +22,7 @@ from flare_core.store import atomic
 
 # configuration fields added after stores were first written, with the value those stores were trained with
 _ADDED_DEFAULTS = {
-    "flow": {"autocast": False, "batch_conditionals": 1},
+    "flow": {"autocast": False, "batch_conditionals": 1, "even_batches": False, "fused_adam": False},
     "gmm": {"covariance": "diagonal", "input_norm": True, "warm_start": False, "skip": False, "init": "rows"},
 }
 _CHUNK_ROWS = 8192
@@ -40,6 +40,18 @@ def fingerprint(arr: np.ndarray) -> str:
     for block in row_chunks(arr):
         h.update(np.ascontiguousarray(block, dtype=np.float64).tobytes())
     return h.hexdigest()
+
+
+def stored_config(root: Path) -> dict[str, Any] | None:
+    """The estimator configuration of the units stored under ``root`` (``estimator`` included), with the
+    values of fields added since it was written; None when nothing is stored there."""
+    path = root / "manifest.json"
+    if not path.is_file():
+        return None
+    config = json.loads(path.read_text(encoding="utf-8")).get("config")
+    if not isinstance(config, dict):
+        return None
+    return {**_ADDED_DEFAULTS.get(config.get("estimator"), {}), **config}
 
 
 class UnitStore:
