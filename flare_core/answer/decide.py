@@ -26,6 +26,7 @@ Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flare_core.answer.label_free import odds_sentence
@@ -225,6 +226,15 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
     next_step = need or "Check with a few labels: 16 to 64 labelled texts usually settle which model is best."
     return {"basis": "label-free", "recommended": best, "settled": False, "headline": headline,
             "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
+
+
+def pending_candidates(manifest: Mapping[str, Any]) -> list[str]:
+    """The candidates of a run's ``manifest`` not embedded yet (neither stored nor failed), in its order."""
+    return [
+        m["id"]
+        for m in manifest.get("models", [])
+        if m.get("role", "candidate") == "candidate" and m.get("status") not in ("done", "failed")
+    ]
 
 
 def pending_words(pending: list[str], *, running: bool) -> str:

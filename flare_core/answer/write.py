@@ -3,9 +3,9 @@ run's own labels, a person's few labels and the provisional label-free choice
 (:func:`~flare_core.answer.decide.compose` says which ground decides).
 
 :func:`write_verdict` is called by the pipeline (a provisional answer as soon as the quick candidates are
-embedded, naming those still pending, then as each slower one joins; again after the labels and after each estimator, and the final one at the end of the run), and
-by the dashboard and ``flare label`` after each batch of labels. It holds the run's labels lock, so that
-an answer never misses a batch saved meanwhile.
+embedded, naming those still pending, then as each slower one joins; again after the labels and after each
+estimator, and the final one at the end of the run), and by the dashboard and ``flare label`` after each
+batch of labels. It holds the run's labels lock, so that an answer never misses a batch saved meanwhile.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.costs import cheapest_good_enough
-from flare_core.answer.decide import compose
+from flare_core.answer.decide import compose, pending_candidates
 from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
 from flare_core.answer.label_free import provisional_choice
@@ -52,15 +52,6 @@ def label_free_scores(run: Run) -> pd.DataFrame:
             if column in geometry:
                 table[column] = sign * geometry[column].reindex(table.index).astype(float)
     return table
-
-
-def pending_candidates(run: Run) -> list[str]:
-    """The candidates of ``run`` not embedded yet (neither stored nor failed), in the run's order."""
-    return [
-        m["id"]
-        for m in run.manifest["models"]
-        if m.get("role", "candidate") == "candidate" and m.get("status") not in ("done", "failed")
-    ]
 
 
 def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
@@ -107,7 +98,7 @@ def build_verdict(run: Run, *, provisional: bool) -> Verdict:
         choice=choice,
         agreement=_agreement(ranking, full),
         provisional=provisional,
-        pending=pending_candidates(run),
+        pending=pending_candidates(run.manifest),
     )
     cost = cheapest_good_enough(run, verdict)
     if cost is not None and verdict["recommended"]:

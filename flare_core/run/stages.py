@@ -65,9 +65,9 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
 
     The embeddings come first and every other stage needs them: a run where no model could be embedded
     fails. What a person can act on comes next: the answer is written as soon as the quick candidates are
-    embedded (again as each slower one joins, and once all are in), before the map (the estimators, the pictures, the collapse). Each stage runs on its own
-    (:class:`~flare_core.run.outcomes.StageRunner`): one that fails is recorded with its reason, and the
-    stages that do not need it still run.
+    embedded (again as each slower one joins, and once all are in), before the map (the estimators, the
+    pictures, the collapse). Each stage runs on its own (:class:`~flare_core.run.outcomes.StageRunner`):
+    one that fails is recorded with its reason, and the stages that do not need it still run.
     """
     params = RunParams.from_dict(run.manifest["params"])
     sweep_stale_scratch()

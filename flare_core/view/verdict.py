@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from flare_core.answer.decide import chance_words, pending_words
+from flare_core.answer.decide import chance_words, pending_candidates, pending_words
 from flare_core.answer.stored import has_grounds, has_trust
 from flare_core.view.results import labels_words
 
@@ -247,15 +247,6 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
         what = "judged queries" if (verdict.get("few_labels") or {}).get("metric") == "ndcg@10" else "labels"
         return f"{int(more)} more {what} would settle it; the run's owner can add them."
     return "A few labels would settle it; the run's owner can add them."
-
-
-def pending_candidates(manifest: Mapping[str, Any]) -> list[str]:
-    """The candidates of a run's ``manifest`` not embedded yet (neither stored nor failed)."""
-    return [
-        m["id"]
-        for m in manifest.get("models", [])
-        if m.get("role", "candidate") == "candidate" and m.get("status") not in ("done", "failed")
-    ]
 
 
 def still_embedding_words(manifest: Mapping[str, Any], status: str) -> str | None:

@@ -48,6 +48,23 @@ def _noting(events: list, name: str, function):
     return noted
 
 
+def _looked_at_from_outside(run, runs_dir: Path, monkeypatch) -> dict:
+    """The run as a person sees it while it works: whether the benchmark reads the answer as usable,
+    ``flare label --next 16``, ``flare show``, the Overview's texts and *Check with a few labels*' texts and
+    errors."""
+    seen = {"usable": answer_usable(run.path, run.manifest)}  # the benchmark's reading of the moment
+    seen["next"] = flare_here("label", run.id, "--next", "16", runs_dir=runs_dir)
+    seen["show"] = flare_here("show", run.id, runs_dir=runs_dir)
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = run.id
+    at.run()
+    seen["overview"] = page_texts(at)
+    at.switch_page("dashboard/labels.py").run()
+    seen["page"], seen["page_errors"] = page_texts(at), [e.value for e in at.exception]
+    return seen
+
+
 def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     texts_only_run, monkeypatch, tmp_path
 ):
@@ -61,15 +78,7 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     def map_starts(*args, **kwargs):
         events.append(("map", None))
         seen["verdict"] = load_verdict(run)
-        seen["usable"] = answer_usable(run.path, run.manifest)  # the benchmark's reading of the moment
-        seen["next"] = flare_here("label", run.id, "--next", "16", runs_dir=runs_dir)
-        seen["show"] = flare_here("show", run.id, runs_dir=runs_dir)
-        monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.query_params["run"] = run.id
-        at.run()
-        at.switch_page("dashboard/labels.py").run()
-        seen["page"], seen["page_errors"] = page_texts(at), [e.value for e in at.exception]
+        seen.update(_looked_at_from_outside(run, runs_dir, monkeypatch))
         return sufficiency(*args, **kwargs)
 
     monkeypatch.setattr(stages, "sufficiency_stage", map_starts)
@@ -134,16 +143,8 @@ def test_the_answer_comes_from_the_quick_candidates_and_names_those_still_being_
         verdict = write(*args, **kwargs)
         events.append(("verdict", None))
         if verdict.get("pending") and "next" not in seen:  # the answer while the slow one embeds
-            seen["verdict"], seen["usable"] = verdict, answer_usable(run.path, run.manifest)
-            seen["next"] = flare_here("label", run.id, "--next", "16", runs_dir=runs_dir)
-            seen["show"] = flare_here("show", run.id, runs_dir=runs_dir)
-            monkeypatch.setenv("FLARE_RUNS_DIR", str(runs_dir))
-            at = AppTest.from_file(APP, default_timeout=120)
-            at.query_params["run"] = run.id
-            at.run()
-            seen["overview"] = page_texts(at)
-            at.switch_page("dashboard/labels.py").run()
-            seen["page"], seen["page_errors"] = page_texts(at), [e.value for e in at.exception]
+            seen["verdict"] = verdict
+            seen.update(_looked_at_from_outside(run, runs_dir, monkeypatch))
         return verdict
 
     monkeypatch.setattr(stages, "write_verdict", noted_verdict)

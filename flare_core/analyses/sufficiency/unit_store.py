@@ -42,6 +42,12 @@ def fingerprint(arr: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def _completed(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored estimator configuration with the values of the fields added since it was written (a store
+    written before a config field existed holds that field's earlier behaviour)."""
+    return {**_ADDED_DEFAULTS.get(config.get("estimator"), {}), **config}
+
+
 def stored_config(root: Path) -> dict[str, Any] | None:
     """The estimator configuration of the units stored under ``root`` (``estimator`` included), with the
     values of fields added since it was written; None when nothing is stored there."""
@@ -49,9 +55,7 @@ def stored_config(root: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     config = json.loads(path.read_text(encoding="utf-8")).get("config")
-    if not isinstance(config, dict):
-        return None
-    return {**_ADDED_DEFAULTS.get(config.get("estimator"), {}), **config}
+    return _completed(config) if isinstance(config, dict) else None
 
 
 class UnitStore:
@@ -68,11 +72,8 @@ class UnitStore:
         expected = json.loads(atomic.to_json(manifest))
         if path.is_file():
             found = json.loads(path.read_text(encoding="utf-8"))
-            # a store written before a config field existed holds that field's default value
-            config = found.get("config")
-            if isinstance(config, dict):
-                for key, value in _ADDED_DEFAULTS.get(config.get("estimator"), {}).items():
-                    config.setdefault(key, value)
+            if isinstance(found.get("config"), dict):
+                found["config"] = _completed(found["config"])
             if found != expected:
                 differing = sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k))
                 raise ValueError(
