@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from flare_core.analyses.retrieval_eval import METRICS, per_query_scores
 from flare_core.answer.search_labels import QUERY_SCORES
+from flare_core.compute import Executor, LocalExecutor, Outcome
+from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.data.judgements import JUDGEMENTS
+from flare_core.errors import Cancelled
 from flare_core.run.params import RunParams
-from flare_core.store.manifest import model_kind
+from flare_core.store.manifest import model_kind, record_worker
 from flare_core.store.runs import Run, safe_name
 
 
@@ -25,18 +31,60 @@ def geometry_stage(run: Run, ok: list[str], labels, params: RunParams, report) -
     report("geometry", len(ok), len(ok), "geometry done")
 
 
-def maps_stage(run: Run, ok: list[str], params: RunParams, report) -> None:
-    from flare_core.analyses.maps import embedding_map
+@dataclass(frozen=True)
+class MapUnit(Unit):
+    """Draw one model's 2-D map."""
 
-    for index, model_id in enumerate(ok):
-        report("maps", index, len(ok), f"UMAP of {model_id}")
-        parts = ("maps", f"{safe_name(model_id)}.parquet")
-        if not run.has(*parts):
-            run.save_frame(
-                embedding_map(run.load_embeddings(model_id), max_points=params.map_points, seed=params.seed),
-                *parts,
-            )
+    model: str
+
+
+def maps_stage(run: Run, ok: list[str], params: RunParams, report, executor: Executor | None = None) -> None:
+    """One :class:`MapUnit` per model whose map is not stored yet, on ``executor`` (the run's pool of worker
+    processes when it has one: the maps side by side, one per core; else here, one after another)."""
+    todo = [m for m in ok if not run.has(*_map_parts(m))]
+    handler = _MapHandler(run, params, report, total=len(ok), done=len(ok) - len(todo))
+    ex = executor or LocalExecutor()
+    try:
+        run_units(ex, [MapUnit(m) for m in todo], handler)
+    finally:
+        if executor is None:
+            ex.close()
     report("maps", len(ok), len(ok), "maps done")
+
+
+def _map_parts(model_id: str) -> tuple[str, str]:
+    return ("maps", f"{safe_name(model_id)}.parquet")
+
+
+class _MapHandler:
+    """Runs :class:`MapUnit` tasks and stores each map in the run; a map that fails fails the stage."""
+
+    def __init__(self, run: Run, params: RunParams, report, *, total: int, done: int) -> None:
+        self.run, self.params, self.report = run, params, report
+        self.total, self.done = total, done
+
+    def pending(self, unit: MapUnit) -> MapUnit:
+        return unit
+
+    def task(self, unit: MapUnit) -> Task:
+        from flare_core.analyses.maps import embedding_map
+
+        self.report("maps", self.done, self.total, f"UMAP of {unit.model}")
+        x = self.run.load_embeddings(unit.model)
+        return Task(
+            functools.partial(embedding_map, max_points=self.params.map_points, seed=self.params.seed), (x,)
+        )
+
+    def finish(self, unit: MapUnit, outcome: Outcome) -> None:
+        record_worker(self.run, "maps", unit.model, outcome.worker, outcome.seconds, outcome.ok)
+        if not outcome.ok:
+            raise outcome.error
+        self.run.save_frame(outcome.value, *_map_parts(unit.model))
+        self.done += 1
+
+    def check_stop(self) -> None:
+        if self.run.cancel_requested():
+            raise Cancelled(f"run {self.run.id} was cancelled")
 
 
 def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report) -> None:

@@ -23,6 +23,7 @@ import time
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.from_labels import candidate_ids
 from flare_core.answer.write import write_verdict
+from flare_core.compute import Executor
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
@@ -108,10 +109,10 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
                 models=ok,
             )
             stages.run("verdict", lambda: write_verdict(run, provisional=True))
+        _later_stages(run, stages, params, ok, texts, labels, report, executor)
     finally:
         if executor is not None:
             executor.close()
-    _later_stages(run, stages, params, ok, texts, labels, report)
     stages.run("summary", lambda: summary_table(run))
     stages.run("verdict", lambda: write_verdict(run, provisional=False))
 
@@ -149,8 +150,11 @@ def _labels_stages(run: Run, stages: StageRunner, params: RunParams, ok, labels,
         stages.run("verdict", lambda: write_verdict(run, provisional=True))
 
 
-def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, labels, report) -> None:
-    """The stages after information sufficiency, each on its own (see :func:`compute_stages`)."""
+def _later_stages(
+    run: Run, stages: StageRunner, params: RunParams, ok, texts, labels, report, executor: Executor | None
+) -> None:
+    """The stages after information sufficiency, each on its own (see :func:`compute_stages`); the maps
+    run on the estimators' ``executor`` when they had one (a pool of worker processes)."""
     estimated = [f"sufficiency_{e}" for e in params.estimators]
     if params.geometry:
         stages.run("geometry", lambda: geometry_stage(run, ok, labels, params, report), models=ok)
@@ -163,7 +167,7 @@ def _later_stages(run: Run, stages: StageRunner, params: RunParams, ok, texts, l
         if stages.run("validation", studies, needs=estimated if none_left else (), models=ok):
             stages.run("verdict", lambda: write_verdict(run, provisional=True))
     if params.maps:
-        stages.run("maps", lambda: maps_stage(run, ok, params, report), models=ok)
+        stages.run("maps", lambda: maps_stage(run, ok, params, report, executor), models=ok)
     transformers_ok = transformer_models(run)
     if params.collapse and transformers_ok:
         stages.run(

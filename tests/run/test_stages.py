@@ -12,7 +12,7 @@ from flare_core.data.corpus import load_corpus
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
-from flare_core.store.runs import RunStore
+from flare_core.store.runs import RunStore, safe_name
 from tests.support import STATIC, embeddings_params
 
 
@@ -83,7 +83,6 @@ def test_worker_pool_run_equals_serial_run(tmp_path, articles, monkeypatch, one_
             estimators=["gmm"],
             collapse=False,
             concentration=False,
-            maps=False,
             validation=[],
             downstream=False,
             workers=workers,
@@ -100,11 +99,18 @@ def test_worker_pool_run_equals_serial_run(tmp_path, articles, monkeypatch, one_
         pool.load_frame("sufficiency", "gmm", "scores.parquet"),
         check_exact=True,
     )
-    # every unit is counted against the worker process that ran it: 3 embeddings, 3 marginals, 6 pairs
+    for model in [*STATIC, "tfidf-svd-256"]:  # the maps drawn side by side on the pool are the same maps
+        pd.testing.assert_frame_equal(
+            serial.load_frame("maps", f"{safe_name(model)}.parquet"),
+            pool.load_frame("maps", f"{safe_name(model)}.parquet"),
+            check_exact=True,
+        )  # fmt: skip
+    # every unit is counted against the worker process that ran it: 3 embeddings, 3 marginals, 6 pairs,
+    # 3 maps
     workers = pool.manifest["workers"]
-    assert sum(w["units"] for w in workers.values()) == 12 and 1 <= len(workers) <= 2
+    assert sum(w["units"] for w in workers.values()) == 15 and 1 <= len(workers) <= 2
     assert all(not name.endswith(f":{os.getpid()}") for name in workers)
-    assert {w["stage"] for w in workers.values()} <= {"embeddings", "sufficiency_gmm"}
+    assert {w["stage"] for w in workers.values()} <= {"embeddings", "sufficiency_gmm", "maps"}
     serial_workers = serial.manifest["workers"]  # the serial executor runs everything in this process
     assert list(serial_workers) and all(name.endswith(f":{os.getpid()}") for name in serial_workers)
 
