@@ -8,8 +8,11 @@ Each argument is a ``benchmark.json`` of ``flare benchmark`` (for example the si
 the three search corpora's, run into two stores). Their corpus records are joined in the order given,
 a corpus named twice is refused, and the summary (every score's ρ, the label-free rule of each use
 chosen leave one corpus out, what each ground of the answer lost) is computed again from the joined
-records by :func:`flare_core.benchmark.suite.summarise`. Benchmarks of other models or parameters are
-refused: their figures would not describe one product. ``--out`` (default: the shipped
+records by :func:`flare_core.benchmark.suite.summarise`. Benchmarks of other parameters are refused: their
+figures would not describe one product. A later benchmark may judge fewer models than the first (the
+search corpora were run on the first nine candidates of the sixteen): each corpus record names the
+candidates it was judged on, and each corpus's figures are of those; one with a model the first lacks
+is refused. ``--out`` (default: the shipped
 ``flare_core/benchmark/benchmark_results.json``) is written; ``--compare`` prints, per use, the rule
 and the points lost before (the first file's own summary) and after.
 """
@@ -39,8 +42,13 @@ def joined(results: list[dict[str, Any]]) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     for result in results:
         other = {k: v for k, v in result["params"].items() if k not in _BOOKKEEPING}
-        if result["models"] != first["models"] or other != params:
-            raise SystemExit("the benchmarks were made with other models or parameters: not joined")
+        if other != params:
+            raise SystemExit("the benchmarks were made with other parameters: not joined")
+        if not set(result["models"]) <= set(first["models"]):
+            raise SystemExit(
+                "a benchmark judged models the first one did not "
+                f"({sorted(set(result['models']) - set(first['models']))}): not joined"
+            )
         for record in result["corpora"]:
             if any(r["corpus"] == record["corpus"] for r in records):
                 raise SystemExit(f"{record['corpus']} is in two of the benchmarks")
