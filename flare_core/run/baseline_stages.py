@@ -13,7 +13,6 @@ from flare_core.answer.search_labels import QUERY_SCORES
 from flare_core.compute import Executor, LocalExecutor, Outcome
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.data.judgements import JUDGEMENTS
-from flare_core.errors import Cancelled
 from flare_core.run.params import RunParams
 from flare_core.store.manifest import model_kind, record_worker
 from flare_core.store.runs import Run, safe_name
@@ -45,7 +44,7 @@ def maps_stage(run: Run, ok: list[str], params: RunParams, report, executor: Exe
     handler = _MapHandler(run, params, report, total=len(ok), done=len(ok) - len(todo))
     ex = executor or LocalExecutor()
     try:
-        run_units(ex, [MapUnit(m) for m in todo], handler)
+        run_units(ex, [MapUnit(m) for m in todo], handler, poll=0.5 if ex.remote else None)
     finally:
         if executor is None:
             ex.close()
@@ -83,8 +82,7 @@ class _MapHandler:
         self.done += 1
 
     def check_stop(self) -> None:
-        if self.run.cancel_requested():
-            raise Cancelled(f"run {self.run.id} was cancelled")
+        self.run.check_cancelled()
 
 
 def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report) -> None:

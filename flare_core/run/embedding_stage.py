@@ -222,8 +222,7 @@ class _EmbeddingHandler:
             self.answer_when_ready()
 
     def check_stop(self) -> None:
-        if self.run.cancel_requested():
-            raise Cancelled(f"run {self.run.id} was cancelled")
+        self.run.check_cancelled()
 
 
 def _embed_task(

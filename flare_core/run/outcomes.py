@@ -103,8 +103,7 @@ class StageRunner:
         needs: Sequence[str] = (),
         models: Sequence[str] | None = None,
     ) -> bool:
-        if self._run.cancel_requested():
-            raise Cancelled(f"run {self._run.id} was cancelled")
+        self._run.check_cancelled()
         missing = [n for n in needs if n in self.failed]
         if missing:
             self._record(name, status="skipped", why=f"it needs {stage_words(missing[0])}, which failed")

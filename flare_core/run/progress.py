@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flare_core.errors import Cancelled
 from flare_core.run.eta import describe_remaining, manifest_remaining_seconds, timestamp_seconds
 from flare_core.store.runs import Run
 
@@ -67,8 +66,7 @@ class ProgressReporter:
         self.bars: dict[str, Any] = {}
 
     def __call__(self, stage: str, done: int, total: int, message: str = "", **extra: Any) -> None:
-        if self.run.cancel_requested():
-            raise Cancelled(f"run {self.run.id} was cancelled")
+        self.run.check_cancelled()
         self.run.set_progress(stage, done, total, message, **extra)
         if self.progress_bar:
             self._draw(stage, done, total, message)

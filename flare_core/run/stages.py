@@ -25,7 +25,6 @@ from flare_core.answer.from_labels import candidate_ids
 from flare_core.answer.write import write_verdict
 from flare_core.compute import Executor
 from flare_core.data.judgements import JUDGEMENTS
-from flare_core.errors import Cancelled
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
 from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
 from flare_core.run.eta import StagePlan, run_plan, text_units
@@ -49,8 +48,7 @@ class StageTimer:
         self.run, self.name = run, name
 
     def __enter__(self) -> StageTimer:
-        if self.run.cancel_requested():
-            raise Cancelled(f"run {self.run.id} was cancelled")
+        self.run.check_cancelled()
         self.started = time.perf_counter()
         return self
 

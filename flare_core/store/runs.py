@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from flare_core.errors import DamagedFile, RunNotFound, SymlinkRefused
+from flare_core.errors import Cancelled, DamagedFile, RunNotFound, SymlinkRefused
 from flare_core.store import atomic, locks
 from flare_core.store.damage import MANIFEST, damaged_message, read_manifest
 from flare_core.store.damage import STATUSES as _STATUSES
@@ -157,6 +157,11 @@ class Run:
 
     def cancel_requested(self) -> bool:
         return (self.path / CANCEL_FLAG).exists()
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`~flare_core.errors.Cancelled` when this run's cancellation was requested."""
+        if self.cancel_requested():
+            raise Cancelled(f"run {self.id} was cancelled")
 
     # -- artefacts ------------------------------------------------------------------------------------
     def artefact(self, *parts: str) -> Path:
