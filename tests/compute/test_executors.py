@@ -661,3 +661,13 @@ def test_torch_threads_sets_the_count_inside_the_block_and_restores_it_after_an_
         assert torch.get_num_threads() == wanted
         raise RuntimeError("inside")
     assert torch.get_num_threads() == before
+
+
+def test_a_thread_left_without_gradients_still_trains_each_unit():
+    """A worker thread whose earlier task was stopped inside ``torch.no_grad`` keeps gradients off; the
+    units it runs next must train all the same, to the numbers of a thread with gradients on."""
+    before = sufficiency_matrix(_pool(), estimator="gmm", config=QUICK_GMM, device="cpu")
+    with torch.no_grad():
+        after = sufficiency_matrix(_pool(), estimator="gmm", config=QUICK_GMM, device="cpu")
+    assert after.failed.empty
+    _assert_same_numbers(before, after)

@@ -86,6 +86,9 @@ def _state_copy(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+# Gradients on whatever mode the calling thread was left in: a Ray worker thread whose earlier task was
+# cancelled inside ``torch.no_grad`` can keep gradients off, and its next unit then failed to train.
+@torch.enable_grad()
 def _train(
     model: nn.Module,
     log_prob: LogProbFn,
