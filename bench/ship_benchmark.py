@@ -10,7 +10,7 @@ a corpus named twice is refused, and the summary (every score's ρ, the label-fr
 chosen leave one corpus out, what each ground of the answer lost) is computed again from the joined
 records by :func:`flare_core.benchmark.suite.summarise`. Benchmarks of other parameters are refused: their
 figures would not describe one product. A later benchmark may judge fewer models than the first (the
-search corpora were run on the first nine candidates of the sixteen): each corpus record names the
+search corpora were run on the first eight candidates of the sixteen): each corpus record names the
 candidates it was judged on, and each corpus's figures are of those; one with a model the first lacks
 is refused. ``--out`` (default: the shipped
 ``flare_core/benchmark/benchmark_results.json``) is written; ``--compare`` prints, per use, the rule
