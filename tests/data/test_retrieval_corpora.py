@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from flare_core.benchmark.suite import corpus_sample
-from flare_core.data import benchmark_corpora
+from flare_core.data import benchmark_corpora, corpus_sources
 from flare_core.data.benchmark_corpora import (
     BENCHMARK_CORPORA,
     JUDGEMENT_COLUMNS,
@@ -70,8 +70,8 @@ def test_a_known_item_query_is_a_title_and_its_document_the_body_without_it(name
 
 
 def test_retrieval_sample_keeps_every_relevant_document_then_fills_with_a_seeded_sample(monkeypatch):
-    monkeypatch.setattr(benchmark_corpora, "MAX_TEXTS", 6)
-    monkeypatch.setattr(benchmark_corpora, "MAX_QUERIES", 2)
+    monkeypatch.setattr(corpus_sources, "MAX_TEXTS", 6)
+    monkeypatch.setattr(corpus_sources, "MAX_QUERIES", 2)
     documents = [f"document {i}" for i in range(10)]
     relevant = [("first", 9), ("first", 2), ("second", 7), ("third", 0), ("third", 0)]
     frame, judged = retrieval_sample(documents, relevant, seed=3)
