@@ -1,0 +1,266 @@
+"""One posterior over each candidate's accuracy once labels are plenty: what the product knew before the
+first label (the prior), updated by every labelled text.
+
+The quantity is ``a`` (M,): each candidate's accuracy with plenty of labels (the benchmark's oracle:
+5-fold logistic regression on all texts). Everything is Gaussian, so the update is exact and cheap:
+
+- **Prior.** ``a = level · 1 + δ``. The level (how hard the corpus is) is unknown:
+  ``level ~ N(level_mean, level_sd²)``. Each candidate's standing above the candidates' mean is
+  ``δ_m ~ N(mean_m, sd_m²)``, independently. :func:`prior_by_rank` learns ``mean`` and ``sd`` from the
+  benchmark: the candidate ranked r-th by the label-free rule of the user's use stood, on the benchmark's
+  corpora, ``mean`` points above the candidates' mean with a spread ``sd`` over the corpora. So with no
+  label the posterior's pick is the label-free rule's pick, and its chances are that rule's record.
+- **Labels.** ``k`` labelled texts give each candidate a per-text score (the leave-one-out probe,
+  carried along the learning curve to plenty of labels: ``probes.curve_scores``), ``C`` (k, M). Their
+  mean ``ȳ`` (M,) measures ``a`` with error ``N(0, R)``, ``R = f² S / k + c_k² I``: ``S`` the per-text
+  covariance of the candidates' scores (paired: texts every model gets right say nothing of their gaps),
+  shrunk towards Jeffreys' half a text right and wrong; ``f`` the widening for carrying a probe on k
+  labels to plenty; ``c_k`` each candidate's own carry-forward error, shrinking as 1/√k.
+- **Posterior.** ``N(μ, Q)`` with ``Q = P − P (P + R)⁻¹ P`` and ``μ = m₀ + P (P + R)⁻¹ (ȳ − m₀)``,
+  ``P`` and ``m₀`` the prior's covariance and mean. Every figure (estimate, interval, chance of being
+  best, chance of being within the tolerance, the number of labels that would settle it) is read from
+  draws of this one distribution.
+
+Shapes: M candidates, k labelled texts, D draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.label_free_rules import rule_scores
+
+#: Draws of the posterior behind every chance.
+DRAWS = 4000
+#: The widening of the labels' sampling error for carrying a probe on k labels to plenty, and each
+#: candidate's own carry-forward error (points at :data:`CARRY_REFERENCE_LABELS` labels, as 1/√k): the
+#: values the few-label estimate has used since they were chosen on the benchmark.
+SPREAD_INFLATION = 2.0
+CARRY_ERROR_POINTS = 4.0
+CARRY_REFERENCE_LABELS = 16
+#: Jeffreys' prior in texts: the per-text covariance is shrunk towards that of this many texts, half of
+#: them right, independent across models.
+PRIOR_TEXTS = 2.0
+#: Without a benchmark record for the use: a candidate's standing is unknown within this spread (points).
+FLAT_SD_POINTS = 10.0
+#: The level of accuracy before any label: unknown within this spread (points), around the benchmark's.
+LEVEL_SD_POINTS = 20.0
+#: The smallest spread a rank's record is given (points): six corpora cannot show a rule is never wrong.
+MIN_SD_POINTS = 1.5
+
+
+@dataclass(frozen=True)
+class AccuracyPrior:
+    """What is known of M candidates before labels: ``mean`` (M,) and ``sd`` (M,) of each one's standing
+    above the candidates' mean, and the corpus's level (``level_mean``, ``level_sd``), all as shares
+    (0.01 = one point). ``source`` says where it comes from, in words."""
+
+    models: tuple[str, ...]
+    mean: np.ndarray
+    sd: np.ndarray
+    level_mean: float
+    level_sd: float
+    source: str
+
+    def __post_init__(self) -> None:
+        m = len(self.models)
+        if m == 0 or len(set(self.models)) != m:
+            raise ValueError("a prior needs at least one model, each named once")
+        for name in ("mean", "sd"):
+            value = np.asarray(getattr(self, name), dtype=np.float64)
+            if value.shape != (m,) or not np.all(np.isfinite(value)):
+                raise ValueError(f"prior {name} must be {m} finite numbers, one per model")
+            object.__setattr__(self, name, value)
+        if np.any(self.sd <= 0) or not self.level_sd > 0:
+            raise ValueError("prior spreads must be positive")
+
+    @classmethod
+    def flat(cls, models: Sequence[str], level_mean: float = 0.7) -> AccuracyPrior:
+        """No record: every candidate alike within :data:`FLAT_SD_POINTS` points."""
+        m = len(models)
+        return cls(
+            tuple(models), np.zeros(m), np.full(m, FLAT_SD_POINTS / 100.0), level_mean,
+            LEVEL_SD_POINTS / 100.0, "no benchmark record: every model alike before labels",
+        )  # fmt: skip
+
+    def covariance(self) -> np.ndarray:
+        """The prior covariance of the accuracies (M, M): ``diag(sd²) + level_sd² 11ᵀ``."""
+        return np.diag(self.sd**2) + self.level_sd**2
+
+    def reordered(self, models: Sequence[str]) -> AccuracyPrior:
+        """The same prior for ``models`` (a reordering of its own)."""
+        if sorted(models) != sorted(self.models):
+            raise ValueError(f"the prior is of {sorted(self.models)}, not of {sorted(models)}")
+        at = [self.models.index(m) for m in models]
+        return AccuracyPrior(
+            tuple(models), self.mean[at], self.sd[at], self.level_mean, self.level_sd, self.source
+        )
+
+
+def rank_record(cases: Sequence[Mapping[str, Any]], rule: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """The benchmark's record of ``rule`` by rank: on each case (a corpus judged for one use: ``table`` of
+    label-free scores, ``oracle`` Series, ``models``), the candidates ranked by the rule, and each one's
+    oracle minus the candidates' mean. Ranks are read as places on [0, 1] (0: the rule's top), so pools of
+    other sizes share one record. Returns the places (G,) of a grid, the mean standing (G,) and its spread
+    over the cases (G,) at each place, and the mean oracle over cases and candidates."""
+    grid = np.linspace(0.0, 1.0, 11)
+    rows, levels = [], []
+    for case in cases:
+        models = list(case["models"])
+        scores = rule_scores(case["table"].loc[models], rule)
+        oracle = case["oracle"].loc[models].astype(float)
+        keep = scores.notna() & oracle.notna()
+        if keep.sum() < 2:
+            continue
+        ordered = scores[keep].sort_values(ascending=False, kind="mergesort").index
+        standing = (oracle[ordered] - oracle[keep].mean()).to_numpy()
+        places = np.linspace(0.0, 1.0, len(ordered))
+        rows.append(np.interp(grid, places, standing))
+        levels.append(float(oracle[keep].mean()))
+    if not rows:
+        raise ValueError(f"no benchmark case scores the rule {rule!r}: no record to learn a prior from")
+    table = np.vstack(rows)
+    spread = table.std(axis=0, ddof=1) if len(rows) > 1 else np.full(grid.shape, FLAT_SD_POINTS / 100.0)
+    return grid, table.mean(axis=0), spread, float(np.mean(levels))
+
+
+def prior_by_rank(
+    cases: Sequence[Mapping[str, Any]], rule: str, ranked: Sequence[str], *, words: str = ""
+) -> AccuracyPrior:
+    """The prior of the candidates ``ranked`` (best first by ``rule`` on the user's corpus) from the
+    benchmark ``cases`` (:func:`rank_record`): the candidate at place q stands the record's mean at q
+    above the mean, with the record's spread there (at least :data:`MIN_SD_POINTS`; each spread averaged
+    half and half with the mean spread, as a handful of corpora measure one place's spread poorly)."""
+    ranked = list(ranked)
+    if not ranked:
+        raise ValueError("ranked must name at least one candidate")
+    grid, mean, spread, level = rank_record(cases, rule)
+    places = np.linspace(0.0, 1.0, len(ranked)) if len(ranked) > 1 else np.zeros(1)
+    at_mean = np.interp(places, grid, mean)
+    at_spread = np.interp(places, grid, 0.5 * spread + 0.5 * spread.mean())
+    sd = np.maximum(at_spread, MIN_SD_POINTS / 100.0)
+    source = words or f"the benchmark's record of the rule {rule!r} on {len(cases)} corpora"
+    return AccuracyPrior(tuple(ranked), at_mean - at_mean.mean(), sd, level, LEVEL_SD_POINTS / 100.0, source)
+
+
+def carry_error(k: int) -> float:
+    """Each candidate's carry-forward error after ``k`` labels, as a share."""
+    return CARRY_ERROR_POINTS / 100.0 * float(np.sqrt(CARRY_REFERENCE_LABELS / max(k, 1)))
+
+
+def label_error(correct: np.ndarray, n: int | None = None) -> np.ndarray:
+    """``R`` (M, M): the error of the mean of the per-text scores ``correct`` (k, M) as a measure of the
+    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of :func:`forecast`
+    uses more)."""
+    k, m = correct.shape
+    n = k if n is None else n
+    jeffreys = 0.25 * np.eye(m)
+    if k > 1:
+        sample = np.cov(correct, rowvar=False, ddof=1).reshape(m, m)
+        per_text = (k * sample + PRIOR_TEXTS * jeffreys) / (k + PRIOR_TEXTS)
+    else:
+        per_text = jeffreys
+    return SPREAD_INFLATION**2 * per_text / max(n, 1) + carry_error(n) ** 2 * np.eye(m)
+
+
+def posterior(prior: AccuracyPrior, correct: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior mean (M,) and covariance (M, M) of the accuracies, from ``prior`` and the per-text
+    scores ``correct`` (k, M) of the labelled texts (None or k = 0: the prior itself)."""
+    m0 = prior.level_mean + prior.mean
+    p = prior.covariance()
+    if correct is None or correct.shape[0] == 0:
+        return m0, p
+    return _update(m0, p, np.clip(correct.mean(axis=0), 0.0, 1.0), label_error(correct))
+
+
+def _update(m0: np.ndarray, p: np.ndarray, y: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    gain = np.linalg.solve(p + r, p).T  # P (P + R)⁻¹, both symmetric
+    return m0 + gain @ (y - m0), p - gain @ p
+
+
+def draws_of(mean: np.ndarray, cov: np.ndarray, seed: int, draws: int = DRAWS) -> np.ndarray:
+    """Seeded draws (D, M) of ``N(mean, cov)``."""
+    rng = np.random.default_rng(seed)
+    jitter = 1e-12 * np.eye(mean.shape[0])
+    return rng.multivariate_normal(mean, cov + jitter, size=draws, method="cholesky")
+
+
+def chances(samples: np.ndarray, tolerance_points: float) -> tuple[np.ndarray, np.ndarray]:
+    """From draws (D, M): each candidate's chance of being the best (M,; ties shared) and of being within
+    ``tolerance_points`` of the best (M,)."""
+    highest = samples.max(axis=1, keepdims=True)
+    top = samples >= highest - 1e-12
+    within = (100.0 * (highest - samples) <= tolerance_points + 1e-9).mean(axis=0)
+    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0), within
+
+
+def forecast(
+    prior: AccuracyPrior,
+    correct: np.ndarray | None,
+    *,
+    tolerance_points: float,
+    sure: float,
+    step: int,
+    most: int,
+    seed: int = 0,
+) -> int | None:
+    """The fewest more labels (a multiple of ``step``, at most ``most``) after which the present leader
+    would be within ``tolerance_points`` of the best with chance ``sure``, if the labels to come agree
+    with the estimate (the posterior mean stays; the error shrinks as the labels grow). None when even
+    ``most`` more would not settle it. Without labels, the per-text spread is Jeffreys'."""
+    k = 0 if correct is None else correct.shape[0]
+    scores = correct if k else np.full((1, len(prior.models)), 0.5)
+    mean, _ = posterior(prior, correct)
+    leader = int(np.argmax(mean))
+    m0, p = prior.level_mean + prior.mean, prior.covariance()
+    for more in range(step, most + step, step):
+        r = label_error(scores, k + more) if k > 1 else _jeffreys_error(len(prior.models), k + more)
+        _, cov = _update(m0, p, mean, r)
+        _, within = chances(draws_of(mean, cov, seed, draws=1000), tolerance_points)
+        if within[leader] >= sure:
+            return more
+    return None
+
+
+def _jeffreys_error(m: int, n: int) -> np.ndarray:
+    return SPREAD_INFLATION**2 * 0.25 * np.eye(m) / max(n, 1) + carry_error(n) ** 2 * np.eye(m)
+
+
+def estimate_frame(
+    prior: AccuracyPrior,
+    correct: np.ndarray | None,
+    *,
+    tolerance_points: float,
+    chance_level: float,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every figure of the answer from one posterior: one row per candidate, best first, with
+    ``estimate`` (posterior mean, kept within [``chance_level``, 1]), ``ci_low``/``ci_high`` (95%),
+    ``p_best``, ``p_within`` (within ``tolerance_points`` of the best), ``gap`` (points behind the
+    leader's estimate), ``gap_high`` (upper end of the 95% interval of its gap to the best, points) and
+    ``prior_mean`` (its estimate before any label)."""
+    mean, cov = posterior(prior, correct)
+    samples = np.clip(draws_of(mean, cov, seed), chance_level, 1.0)
+    p_best, p_within = chances(samples, tolerance_points)
+    estimate = np.clip(mean, chance_level, 1.0)
+    gaps = 100.0 * (samples.max(axis=1, keepdims=True) - samples)
+    frame = pd.DataFrame(
+        {
+            "model": list(prior.models),
+            "estimate": estimate,
+            "ci_low": np.quantile(samples, 0.025, axis=0),
+            "ci_high": np.quantile(samples, 0.975, axis=0),
+            "p_best": p_best,
+            "p_within": p_within,
+            "gap_high": np.quantile(gaps, 0.95, axis=0),
+            "prior_mean": np.clip(prior.level_mean + prior.mean, chance_level, 1.0),
+        }
+    )
+    frame = frame.iloc[np.lexsort((-frame["p_best"].to_numpy(), -mean))].reset_index(drop=True)
+    frame["gap"] = 100.0 * (frame["estimate"].iloc[0] - frame["estimate"])
+    return frame

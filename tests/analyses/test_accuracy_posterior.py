@@ -1,0 +1,137 @@
+"""The accuracy posterior: its update against the textbook Gaussian formulas, its prior's record read by
+hand, and the behaviour the product promises (no label: the label-free pick; noisy labels do not
+overturn a prior that is right; plenty of labels do overturn one that is wrong)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flare_core.analyses import accuracy_posterior as ap
+
+
+def _prior(mean_points, sd_points, level=0.7):
+    names = [f"m{i}" for i in range(len(mean_points))]
+    return ap.AccuracyPrior(
+        tuple(names), np.asarray(mean_points) / 100.0, np.asarray(sd_points) / 100.0, level, 0.2, "test"
+    )
+
+
+def test_update_equals_the_precision_form_of_the_gaussian_posterior():
+    rng = np.random.default_rng(0)
+    prior = _prior([3.0, 0.0, -3.0], [2.0, 4.0, 6.0])
+    correct = (rng.random((40, 3)) < [0.6, 0.75, 0.7]).astype(float)
+    mean, cov = ap.posterior(prior, correct)
+    # independent reference: Σ = (P⁻¹ + R⁻¹)⁻¹, μ = Σ (P⁻¹ m₀ + R⁻¹ ȳ), R built by hand
+    p = np.diag(prior.sd**2) + 0.2**2 * np.ones((3, 3))
+    k = correct.shape[0]
+    per_text = (k * np.cov(correct, rowvar=False) + 2.0 * 0.25 * np.eye(3)) / (k + 2.0)
+    r = 4.0 * per_text / k + (0.04 * np.sqrt(16 / k)) ** 2 * np.eye(3)
+    sigma = np.linalg.inv(np.linalg.inv(p) + np.linalg.inv(r))
+    mu = sigma @ (np.linalg.inv(p) @ (0.7 + prior.mean) + np.linalg.inv(r) @ correct.mean(axis=0))
+    np.testing.assert_allclose(mean, mu, atol=1e-10)
+    np.testing.assert_allclose(cov, sigma, atol=1e-10)
+
+
+def test_without_labels_the_posterior_is_the_prior_and_names_its_top():
+    prior = _prior([1.0, 4.0, -5.0], [3.0, 3.0, 3.0])
+    mean, cov = ap.posterior(prior, None)
+    np.testing.assert_allclose(mean, 0.7 + prior.mean)
+    np.testing.assert_allclose(cov, np.diag(prior.sd**2) + 0.04)
+    frame = ap.estimate_frame(prior, None, tolerance_points=2.0, chance_level=0.5, seed=0)
+    assert frame["model"].iloc[0] == "m1"
+    # the chance of being best of two equal-spread models 3 points apart, sd 3 each: Φ(3 / √18) = 0.76
+    two = _prior([3.0, 0.0], [3.0, 3.0])
+    p_best = ap.estimate_frame(two, None, tolerance_points=2.0, chance_level=0.0, seed=1).set_index("model")
+    assert p_best.loc["m0", "p_best"] == pytest.approx(0.760, abs=0.02)
+
+
+def test_figures_of_one_frame_agree_with_each_other():
+    rng = np.random.default_rng(3)
+    prior = _prior([2.0, 0.0, -1.0, -4.0], [3.0, 3.0, 3.0, 3.0])
+    correct = (rng.random((32, 4)) < 0.7).astype(float)
+    frame = ap.estimate_frame(prior, correct, tolerance_points=2.0, chance_level=1 / 3, seed=0)
+    assert frame["p_best"].sum() == pytest.approx(1.0)
+    assert (frame["p_within"] >= frame["p_best"] - 1e-12).all()
+    assert (frame["ci_low"] <= frame["estimate"] + 1e-12).all() and (
+        frame["estimate"] <= frame["ci_high"] + 1e-12
+    ).all()
+    assert (frame[["estimate", "ci_low", "ci_high"]] >= 1 / 3 - 1e-12).all().all()
+    assert frame["gap"].iloc[0] == 0.0 and (frame["gap"] >= 0).all()
+    wider = ap.estimate_frame(prior, correct, tolerance_points=5.0, chance_level=1 / 3, seed=0)
+    assert (wider.set_index("model")["p_within"] >= frame.set_index("model")["p_within"] - 1e-12).all()
+
+
+def _synthetic(true_acc, n_texts, rng):
+    """Per-text right/wrong of models sharing the hard texts: (n, M)."""
+    hard = rng.random(n_texts)
+    return (hard[:, None] < np.asarray(true_acc)[None, :]).astype(float)
+
+
+def test_a_right_prior_is_kept_against_sixteen_noisy_labels():
+    true_acc = [0.80, 0.77, 0.74, 0.70]
+    prior = _prior([4.5, 1.5, -1.5, -4.5], [2.5, 2.5, 2.5, 2.5], level=0.75)
+    rng = np.random.default_rng(11)
+    kept, flat_kept = 0, 0
+    for draw in range(50):
+        hard = rng.random(16)  # 16 labels of a corpus where the models differ by 3 to 10 points
+        noisy = (hard[:, None] < np.asarray(true_acc)[None, :] + rng.normal(0, 0.2, (16, 4))).astype(float)
+        frame = ap.estimate_frame(prior, noisy, tolerance_points=2.0, chance_level=0.5, seed=draw)
+        kept += frame["model"].iloc[0] == "m0"
+        flat = ap.estimate_frame(
+            ap.AccuracyPrior.flat(prior.models), noisy, tolerance_points=2.0, chance_level=0.5
+        )
+        flat_kept += flat["model"].iloc[0] == "m0"
+    assert kept >= 45
+    assert flat_kept <= 35  # starting from nothing, the same labels move the pick in a third of the draws
+
+
+def test_plenty_of_labels_overturn_a_wrong_prior():
+    rng = np.random.default_rng(5)
+    prior = _prior([3.0, 0.0, -3.0], [2.0, 2.0, 2.0])  # m0 favoured, but m2 is best by 15 points
+    correct = _synthetic([0.60, 0.65, 0.75], 1000, rng)
+    frame = ap.estimate_frame(prior, correct, tolerance_points=2.0, chance_level=0.5, seed=0)
+    assert frame["model"].iloc[0] == "m2" and frame["p_best"].iloc[0] > 0.99
+
+
+def test_rank_record_is_the_mean_standing_by_place():
+    models = ["a", "b", "c"]
+    cases = []
+    for oracle in ([0.9, 0.8, 0.7], [0.8, 0.8, 0.5]):
+        table = pd.DataFrame({"dim": [3.0, 2.0, 1.0]}, index=models)
+        cases.append(
+            {"case": "x", "table": table, "oracle": pd.Series(oracle, index=models), "models": models}
+        )
+    grid, mean, spread, level = ap.rank_record(cases, "dim")
+    # standings by place: [0.1, 0, -0.1] and [0.1, 0.1, -0.2]; means 0.1, 0.05, -0.15 at places 0, 0.5, 1
+    assert (
+        mean[0] == pytest.approx(0.1) and mean[5] == pytest.approx(0.05) and mean[-1] == pytest.approx(-0.15)
+    )
+    assert spread[0] == pytest.approx(0.0) and spread[-1] == pytest.approx(np.std([-0.1, -0.2], ddof=1))
+    assert level == pytest.approx(np.mean([0.8, 0.7]))
+    prior = ap.prior_by_rank(cases, "dim", ["c", "a", "b"])
+    assert prior.models == ("c", "a", "b") and prior.mean[0] > prior.mean[1] > prior.mean[2]
+    assert prior.mean.sum() == pytest.approx(0.0) and (prior.sd >= ap.MIN_SD_POINTS / 100 - 1e-12).all()
+
+
+def test_forecast_shrinks_as_labels_arrive_and_is_none_for_a_dead_heat():
+    rng = np.random.default_rng(2)
+    prior = _prior([0.0, 0.0], [5.0, 5.0])
+    truth = _synthetic([0.80, 0.70], 400, rng)
+    told = [
+        ap.forecast(prior, truth[:k], tolerance_points=2.0, sure=0.9, step=8, most=256) for k in (64, 160)
+    ]
+    assert told[0] is not None and told[1] is not None and told[1] < told[0]
+    tie = (rng.random((64, 2)) < 0.7).astype(float)
+    tie[:, 1] = tie[:, 0]
+    assert ap.forecast(prior, tie, tolerance_points=0.5, sure=0.99, step=8, most=16) is None
+
+
+def test_bad_priors_are_refused():
+    with pytest.raises(ValueError, match="one per model"):
+        ap.AccuracyPrior(("a", "b"), np.zeros(3), np.ones(2), 0.5, 0.1, "")
+    with pytest.raises(ValueError, match="positive"):
+        ap.AccuracyPrior(("a", "b"), np.zeros(2), np.zeros(2), 0.5, 0.1, "")
+    with pytest.raises(ValueError, match="no benchmark case"):
+        ap.rank_record([], "dim")
