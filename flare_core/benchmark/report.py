@@ -1,5 +1,5 @@
-"""The validity benchmark in words and tables: the Markdown the README shows between its markers, and the
-Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.benchmark.suite`)."""
+"""The validity benchmark in words and tables: the Markdown the docs' benchmark page (``docs/benchmark.md``)
+shows between its markers, and the Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.benchmark.suite`)."""
 
 from __future__ import annotations
 
@@ -15,17 +15,18 @@ from flare_core.benchmark.pools import pool_size_lines
 from flare_core.benchmark.suite import TABLE_SCORES, agreement_row, finite_mean, score_summary, spearman_of
 from flare_core.store import atomic
 
-README_START = "<!-- benchmark:start -->"
-README_END = "<!-- benchmark:end -->"
+DOCS_PAGE = Path("docs") / "benchmark.md"  # where the tables are shown, from the repository's root
+DOCS_START = "<!-- benchmark:start -->"
+DOCS_END = "<!-- benchmark:end -->"
 
 
-def readme_markers(section: str | None = None) -> tuple[str, str]:
-    """The markers around a benchmark's tables in the README: the shipped benchmark's (``section`` None)
+def docs_markers(section: str | None = None) -> tuple[str, str]:
+    """The markers around a benchmark's tables in a docs page: the shipped benchmark's (``section`` None)
     or those of another named benchmark, ``<!-- benchmark-<section>:start -->`` … ``:end -->``."""
     if section is None:
-        return README_START, README_END
+        return DOCS_START, DOCS_END
     if not section.replace("-", "").isalnum():
-        raise ValueError(f"a README section name is letters, digits and hyphens: {section!r}")
+        raise ValueError(f"a docs section name is letters, digits and hyphens: {section!r}")
     return f"<!-- benchmark-{section}:start -->", f"<!-- benchmark-{section}:end -->"
 
 
@@ -247,11 +248,11 @@ def vmeasure_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def update_readme(path: str | Path, result: dict[str, Any], section: str | None = None) -> None:
-    """Replace the text between the benchmark markers of ``path`` (:func:`readme_markers` of ``section``)
-    with the tables of ``result``."""
+def update_docs(path: str | Path, result: dict[str, Any], section: str | None = None) -> None:
+    """Replace the text between the benchmark markers of the page ``path`` (:func:`docs_markers` of
+    ``section``) with the tables of ``result``."""
     path = Path(path)
-    start, end = readme_markers(section)
+    start, end = docs_markers(section)
     text = path.read_text(encoding="utf-8")
     if start not in text or end not in text:
         raise ValueError(f"{path} has no {start} … {end} section to fill")

@@ -436,7 +436,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from flare_core.benchmark import report as benchmark_report
     from flare_core.benchmark import suite as benchmark
 
-    benchmark_report.readme_markers(args.readme_section)  # a bad name is refused before any work
+    benchmark_report.docs_markers(args.docs_section)  # a bad name is refused before any work
     store = _store(args)
 
     def progress(message: str) -> None:
@@ -460,8 +460,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             progress=progress,
             add=args.add,
         )
-    if args.readme is not None:
-        benchmark_report.update_readme(args.readme, result, args.readme_section)
+    if args.docs is not None:
+        benchmark_report.update_docs(args.docs, result, args.docs_section)
     if args.json:
         _print_json(result)
     else:

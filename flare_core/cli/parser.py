@@ -371,17 +371,25 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
     p.add_argument("--max-texts", type=int, default=None, help="use the first N texts of each corpus")
     p.add_argument("--flow-preset", default="default", choices=sorted(FLOW_PRESETS))
     p.add_argument(
-        "--readme", type=Path, default=None, help="write the table between the benchmark markers of this file"
+        "--docs",
+        "--readme",
+        dest="docs",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="write the tables between the benchmark markers of this page (docs/benchmark.md)",
     )
     p.add_argument(
+        "--docs-section",
         "--readme-section",
+        dest="docs_section",
         default=None,
         metavar="NAME",
-        help="--readme: write between the markers <!-- benchmark-NAME:start/end --> instead (another "
-        "benchmark than the shipped one, e.g. a larger pool)",
+        help="--docs: write between the markers <!-- benchmark-NAME:start/end --> instead (another "
+        "benchmark than the shipped one, e.g. the search corpora's)",
     )
     p.add_argument(
-        "--table-only", action="store_true", help="do not run: print (and --readme) the stored benchmark"
+        "--table-only", action="store_true", help="do not run: print (and --docs) the stored benchmark"
     )
     p.add_argument(
         "--add",

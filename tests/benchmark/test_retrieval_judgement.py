@@ -163,11 +163,12 @@ def test_a_benchmark_run_one_corpus_at_a_time_keeps_the_others(retrieval_result,
     assert cases["search"]["cases"] <= 1 and "debates-2016 (search)" not in str(cases["search"])
 
 
-def test_the_readme_shows_the_retrieval_benchmark_from_its_stored_results():
+def test_the_docs_show_the_retrieval_benchmark_from_its_stored_results():
     root = Path(__file__).parents[2]
     stored = benchmark.load_benchmark(RunStore(root / "bench" / "benchmark_retrieval"))
     assert stored is not None and all(r["oracle"] == "ndcg_at_10" for r in stored["corpora"])
-    start, end = benchmark_report.readme_markers("retrieval")
-    section = (root / "README.md").read_text(encoding="utf-8").split(start, 1)[1].split(end, 1)[0]
+    start, end = benchmark_report.docs_markers("retrieval")
+    page = (root / benchmark_report.DOCS_PAGE).read_text(encoding="utf-8")
+    section = page.split(start, 1)[1].split(end, 1)[0]
     assert benchmark_report.markdown_table(stored) in section
     assert "| FLARE paper (retrieval) | | | | 0.72" in section

@@ -90,22 +90,22 @@ def test_classification_is_judged_again_by_nearest_neighbours(result):
 
 
 @pytest.mark.slow
-def test_benchmark_json_round_trips_and_fills_the_readme(result, tmp_path):
+def test_benchmark_json_round_trips_and_fills_the_docs_page(result, tmp_path):
     store, out = result
     stored = benchmark.load_benchmark(store)
     assert stored["corpora"][0]["run_id"] == out["corpora"][0]["run_id"]
-    readme = tmp_path / "README.md"
-    readme.write_text(
-        f"# Title\nbefore\n{benchmark_report.README_START}\nold table\n{benchmark_report.README_END}\nafter\n"
+    page = tmp_path / "benchmark.md"
+    page.write_text(
+        f"# Title\nbefore\n{benchmark_report.DOCS_START}\nold table\n{benchmark_report.DOCS_END}\nafter\n"
     )
-    benchmark_report.update_readme(readme, stored)
-    text = readme.read_text()
+    benchmark_report.update_docs(page, stored)
+    text = page.read_text()
     assert "old table" not in text and text.startswith("# Title\nbefore\n") and text.endswith("after\n")
     assert "| debates-2016 | 150 |" in text and "| **mean** |" in text
     plain = tmp_path / "plain.md"
     plain.write_text("no markers here\n")
     with pytest.raises(ValueError, match="benchmark:start"):
-        benchmark_report.update_readme(plain, stored)
+        benchmark_report.update_docs(plain, stored)
     assert plain.read_text() == "no markers here\n"
 
 
@@ -178,7 +178,8 @@ def test_the_shipped_benchmark_is_the_larger_pool_with_the_eight_candidate_figur
         assert by_corpus[record["corpus"]] == record and len(record["candidates"]) >= 16
         # the eight-model figures beside: the same run on the first eight
         assert len(record["pools"]["first"]["candidates"]) == 8
-    assert benchmark_report.markdown_table(shipped) in (root / "README.md").read_text(encoding="utf-8")
+    page = (root / benchmark_report.DOCS_PAGE).read_text(encoding="utf-8")
+    assert benchmark_report.markdown_table(shipped) in page
     assert f"| corpus (8 → {len(larger['corpora'][0]['pools']['whole']['candidates'])} candidates) |" in (
         benchmark_report.markdown_table(shipped)
     )
@@ -186,31 +187,56 @@ def test_the_shipped_benchmark_is_the_larger_pool_with_the_eight_candidate_figur
     assert earlier is not None and len(earlier["models"]) == 9  # the benchmark the answer quoted before
 
 
-def test_readme_sections_are_named_plainly(tmp_path):
-    assert benchmark_report.readme_markers() == (benchmark_report.README_START, benchmark_report.README_END)
-    assert benchmark_report.readme_markers("pool16") == (
+def test_docs_sections_are_named_plainly(tmp_path):
+    assert benchmark_report.docs_markers() == (benchmark_report.DOCS_START, benchmark_report.DOCS_END)
+    assert benchmark_report.docs_markers("pool16") == (
         "<!-- benchmark-pool16:start -->",
         "<!-- benchmark-pool16:end -->",
     )
     with pytest.raises(ValueError, match="letters, digits and hyphens"):
-        benchmark_report.readme_markers("x --> <script>")
-    readme = tmp_path / "README.md"
-    readme.write_text("<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n")
-    refused = flare_here(
-        "benchmark", "--table-only", "--readme", str(readme), "--readme-section", "bad name",
-        runs_dir=tmp_path / "runs", check=False,
-    )  # fmt: skip
-    assert refused.returncode == 2 and "letters, digits and hyphens" in refused.stderr
+        benchmark_report.docs_markers("x --> <script>")
+    page = tmp_path / "benchmark.md"
+    page.write_text("<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n")
+    for options in (["--docs", str(page), "--docs-section"], ["--readme", str(page), "--readme-section"]):
+        refused = flare_here(
+            "benchmark", "--table-only", *options, "bad name", runs_dir=tmp_path / "runs", check=False,
+        )  # fmt: skip
+        assert refused.returncode == 2 and "letters, digits and hyphens" in refused.stderr
     assert (
-        readme.read_text() == "<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n"
+        page.read_text() == "<!-- benchmark:start -->\nkept\n<!-- benchmark:end -->\n"
         and not (tmp_path / "runs").exists()
     )
 
 
-def test_the_readme_shows_the_shipped_benchmark():
+def test_the_docs_show_the_shipped_benchmark():
     shipped = shipped_results()
     assert shipped is not None and shipped["complete"]
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split(benchmark_report.README_START, 1)[1].split(benchmark_report.README_END, 1)[0]
+    page = (Path(__file__).parents[2] / benchmark_report.DOCS_PAGE).read_text(encoding="utf-8")
+    section = page.split(benchmark_report.DOCS_START, 1)[1].split(benchmark_report.DOCS_END, 1)[0]
     assert benchmark_report.markdown_table(shipped) in section
     assert len(shipped["corpora"]) >= 4 and shipped["summary"]["control_recommended"] == 0
+
+
+def test_the_docs_tables_are_what_flare_benchmark_table_only_prints(tmp_path):
+    """The benchmark page is made by the command, not by hand: printing the shipped file and the search
+    corpora's stored benchmark into a copy of the page leaves it byte for byte as committed."""
+    root = Path(__file__).parents[2]
+    committed = (root / benchmark_report.DOCS_PAGE).read_text(encoding="utf-8")
+    page = tmp_path / "benchmark.md"
+    stale = committed
+    for section in (None, "retrieval"):
+        start, end = benchmark_report.docs_markers(section)
+        stale = stale.split(start)[0] + start + "\nstale\n" + end + stale.split(end, 1)[1]
+    assert stale != committed
+    page.write_text(stale, encoding="utf-8")
+    store = RunStore(tmp_path / "runs")
+    benchmark.benchmark_dir(store).mkdir(parents=True)
+    (benchmark.benchmark_dir(store) / "benchmark.json").write_bytes(
+        (root / "flare_core" / "benchmark" / "benchmark_results.json").read_bytes()
+    )
+    flare_here("benchmark", "--table-only", "--docs", str(page), runs_dir=store.root)
+    flare_here(
+        "benchmark", "--table-only", "--docs", str(page), "--docs-section", "retrieval",
+        runs_dir=root / "bench" / "benchmark_retrieval",
+    )  # fmt: skip
+    assert page.read_text(encoding="utf-8") == committed
