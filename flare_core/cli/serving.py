@@ -129,6 +129,11 @@ def owner_token(env: dict[str, str], *, host: str) -> str | None:
     return env["FLARE_OWNER_TOKEN"]
 
 
+def shown_host(host: str) -> str:
+    """The name a person reaches the server on ``host`` by: this machine's name on every interface."""
+    return socket.gethostname() if host.strip().strip("[]") in ("0.0.0.0", "::", "") else host
+
+
 def _truthy_in(env: dict[str, str], name: str) -> bool:
     return env.get(name, "").strip().lower() in ("1", "true", "yes")
 
@@ -137,7 +142,7 @@ def start_lines(
     host: str, port: int, token: str | None, *, generated: bool, viewer_only: bool = False
 ) -> list[str]:
     """What ``flare app`` says at start-up about who can reach the dashboard and how the owner gets in."""
-    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
+    shown = shown_host(host)
     if is_local_address(host):
         lines = [f"FLARE Studio: http://{host}:{port} (this machine only)"]
     else:
@@ -178,6 +183,8 @@ def app_command(
     Streamlit's full garbage collection after every script run is off (``runner.postScriptGC``): with
     the models' libraries loaded it held the interpreter for 0.1 to 0.3 s after each page of each
     session, while the other sessions' pages waited; Python's own collector still runs as objects pile up.
+    ``browser.serverAddress`` is the name ``flare app`` prints, so that Streamlit never looks the
+    machine's external IP up.
     """
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
     cmd += ["--server.address", host, "--server.maxUploadSize", str(int(max_upload_mb))]
@@ -188,6 +195,8 @@ def app_command(
         cmd += ["--server.allowedHosts", name]
     if not is_local_address(host):
         cmd += ["--client.showErrorDetails", "none"]
+    # an address of its own, so that Streamlit never looks the machine's external IP up on the network
+    cmd += ["--browser.serverAddress", shown_host(host)]
     if not (dev or _truthy_in(os.environ, "FLARE_DEV")):
         cmd += ["--server.fileWatcherType", "none"]
     if headless:
