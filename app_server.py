@@ -3,7 +3,7 @@
 ``flare app`` runs ``streamlit run app_server.py``: Streamlit finds the ASGI app below and serves it, with
 :class:`flare_core.edge.EdgeGuard` in front of every request. The guard refuses (403) what does not come
 from the server's own names and origin, and on a server others can reach, any upload that does not come
-from the owner's session (see "Sharing safely" in the README). ``streamlit run app.py`` serves the
+from the owner's session (see docs/sharing.md, "Sharing safely"). ``streamlit run app.py`` serves the
 pages without it, for development on this machine only.
 
 As the server starts, a background thread imports what the pages import (:func:`page_modules`), so that

@@ -134,7 +134,7 @@ def test_the_layout_names_every_module_of_the_library_the_pages_and_the_benches(
 def test_contributing_points_to_the_one_layout():
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     assert "docs/contributing.md" in contributing and "## Layout" not in contributing
-    # README_LAYOUT_CHECK
+    assert "## Layout" not in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 others, so the owner needs the token it prints) over a store of 8 runs (50 with ``--bench``): the owner, then
 two share-link viewers using the server at once, and strangers.
 
-Every attempt of the security table (README, "Sharing safely") is made and printed with its outcome (also
+Every attempt of the security table (docs/sharing.md, "Sharing safely") is made and printed with its outcome (also
 written to ``test-output/sharing-security.md``): a share link of run A with another run's id added, an id
 typed into the address, random, expired and revoked tokens, the picker, the report download, a "figures only"
 link (no corpus text in any page's HTML, in anything the server sent, or in any download), every action tried
