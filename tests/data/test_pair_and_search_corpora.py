@@ -22,6 +22,7 @@ PAIRS = {
 #: search corpus → (the package its data ships in, documents, queries, judgements) with seed 0.
 SEARCHES = {
     "data-science-faq": ("qary", 622, 500, 520),
+    "semanlink-tags": ("cherche", 1828, 500, 1140),
 }
 #: corpus → (a text, another text, their score): read by hand in the package's file.
 KNOWN_SCORES = {
