@@ -18,7 +18,7 @@ import os
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +127,27 @@ def _check_key(key: Hashable, taken: Iterable[Hashable]) -> None:
         raise ValueError(f"task keys must be hashable, got {key!r}") from exc
     if key in taken:
         raise ValueError(f"a task with key {key!r} is already in flight")
+
+
+#: What the dashboard's server holds in its environment that no worker process may have: the owner's
+#: credential (``flare app`` on an address others can reach). A worker runs model code and user data.
+SERVER_SECRETS = ("FLARE_OWNER_TOKEN",)
+
+
+def worker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment to start a worker process with: ``environ`` (default: this process's) without
+    :data:`SERVER_SECRETS`."""
+    source = os.environ if environ is None else environ
+    if not isinstance(source, Mapping):
+        raise ValueError(f"environ must be a mapping of names to values, got {type(source).__name__}")
+    return {name: value for name, value in source.items() if name not in SERVER_SECRETS}
+
+
+def forget_server_secrets() -> None:
+    """Remove :data:`SERVER_SECRETS` from this process's environment: only in a process that is a worker
+    and nothing else (a pool worker, a run's worker), never in the dashboard's server, which reads them."""
+    for name in SERVER_SECRETS:
+        os.environ.pop(name, None)
 
 
 def worker_id() -> str:

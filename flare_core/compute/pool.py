@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_any
 from typing import Any
 
-from flare_core.compute.executor import Outcome, configure_torch, invoke, worker_id
+from flare_core.compute.executor import Outcome, configure_torch, forget_server_secrets, invoke, worker_id
 from flare_core.errors import RemoteTraceback, WorkerDied
 
 
@@ -63,6 +63,7 @@ def _worker_main(conn: Connection, threads: int) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the parent, which stops the workers
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    forget_server_secrets()  # no task reads the owner's credential, whoever started the pool
     while True:
         try:
             payload = conn.recv_bytes()

@@ -29,6 +29,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from flare_core.compute.executor import forget_server_secrets, worker_environment
 from flare_core.errors import Cancelled, DamagedFile, RunBusy, RunNotFound
 from flare_core.run.outcomes import problems
 from flare_core.store import atomic, doctor, locks
@@ -201,6 +202,7 @@ def _launch(store: RunStore, run: Run) -> int:
     cmd = [sys.executable, "-m", "flare_core.run.jobs", "--runs-dir", str(store.root.resolve()), run.id]
     proc = subprocess.Popen(
         cmd,
+        env=worker_environment(),  # the dashboard's owner token stays in the dashboard's process
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -375,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_id")
     parser.add_argument("--runs-dir", type=Path, default=None)
     args = parser.parse_args(argv)
+    forget_server_secrets()  # a worker started some other way than by _launch: its pools and Ray get none
     store = RunStore(args.runs_dir)
     lower_priority()
     try:

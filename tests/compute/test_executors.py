@@ -671,3 +671,23 @@ def test_a_thread_left_without_gradients_still_trains_each_unit():
         after = sufficiency_matrix(_pool(), estimator="gmm", config=QUICK_GMM, device="cpu")
     assert after.failed.empty
     _assert_same_numbers(before, after)
+
+
+def _environment_seen(_: int) -> tuple[int, str | None, str | None]:
+    return os.getpid(), os.environ.get("FLARE_OWNER_TOKEN"), os.environ.get("FLARE_TEST_MARKER")
+
+
+def test_a_pool_task_never_reads_the_owner_token(monkeypatch):
+    """A pool started by a process that holds the dashboard's owner token: its tasks do not see it (the
+    rest of the environment they do); a serial task, run in this process, does."""
+    monkeypatch.setenv("FLARE_OWNER_TOKEN", "owner-token-of-the-dashboard")
+    monkeypatch.setenv("FLARE_TEST_MARKER", "inherited")
+    pool = LocalExecutor(workers=2, threads_per_worker=1)
+    try:
+        (remote,) = _run_all(pool, _environment_seen, [0])
+    finally:
+        pool.close()
+    (here,) = _run_all(LocalExecutor(), _environment_seen, [0])
+    assert remote.error is None, remote.error
+    assert remote.value[0] != os.getpid() and remote.value[1:] == (None, "inherited")
+    assert here.value == (os.getpid(), "owner-token-of-the-dashboard", "inherited")

@@ -302,3 +302,18 @@ def test_a_launched_worker_has_its_heartbeat_before_its_pid_is_known(tmp_path, m
     assert beating_when_pid_written[:1] == [True]
     assert jobs.wait(store, run.id, timeout=120, poll=0.1) == "failed"  # no parameters: it fails at once
     assert "KeyError" in run.manifest["error"]
+
+
+def test_a_launched_worker_does_not_inherit_the_owner_token(tmp_path, monkeypatch):
+    """The dashboard's server holds the owner token in its environment; the worker it starts for a run has
+    every other variable of it, not the token (read from the kernel's copy of the worker's environment)."""
+    monkeypatch.setenv("FLARE_OWNER_TOKEN", "owner-token-of-the-dashboard")
+    monkeypatch.setenv("FLARE_TEST_MARKER", "inherited")
+    store = RunStore(tmp_path / "runs")
+    run = store.create({"name": "no parameters"})
+    jobs.start(store, run.id)
+    pid = run.manifest["pid"]
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")  # alive: it imports torch first
+    assert b"FLARE_TEST_MARKER=inherited" in environ
+    assert not [v for v in environ if v.startswith(b"FLARE_OWNER_TOKEN=")]
+    assert jobs.wait(store, run.id, timeout=120, poll=0.1) == "failed"  # no parameters: it fails at once
