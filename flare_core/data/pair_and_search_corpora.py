@@ -29,9 +29,9 @@ def scored_pairs(
     Texts are cleaned (:func:`~flare_core.data.corpus_sources.clean_texts`); pairs with an empty text
     or one text twice are dropped, and a pair given twice (in either order) keeps its mean score. When
     the pairs hold more than ``limit`` (default :data:`MAX_TEXTS`) distinct texts, pairs are taken in a
-    seeded random order while their texts fit. Returns ``frame`` (``text``; ``label`` None; N rows, in
-    the order texts first appear) and ``pairs`` (``i``, ``j``: rows of ``frame``; ``score``), in the
-    order of the pairs given.
+    seeded random order while their texts fit. Returns ``frame`` (``text``; ``label`` None; N rows) and
+    ``pairs`` (``i``, ``j``: rows of ``frame``; ``score``), both in that seeded order, so that the first
+    n rows of ``frame`` are a seeded sample whose pairs are whole (as :func:`flare_core.benchmark.suite.corpus_sample` takes them).
     """
     limit = corpus_sources.MAX_TEXTS if limit is None else limit
     table = pd.DataFrame(list(triples), columns=["a", "b", "score"])
@@ -48,7 +48,7 @@ def scored_pairs(
         if len(texts) + len(new) <= limit:
             texts |= new
             kept[row] = True
-    table = table[kept]
+    table = table.iloc[order[kept[order]]]
     ordered = list(dict.fromkeys(np.ravel(table[["a", "b"]].to_numpy())))
     row_of = {text: row for row, text in enumerate(ordered)}
     pairs = pd.DataFrame(

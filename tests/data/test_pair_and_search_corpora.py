@@ -125,11 +125,24 @@ def test_the_same_seed_gives_the_same_corpus_and_another_seed_another_sample(nam
 def test_scored_pairs_average_repeated_pairs_drop_self_pairs_and_fit_the_text_limit(monkeypatch):
     triples = [("a  b", "c", 1.0), ("c", "a b", 3.0), ("d", "d", 5.0), ("", "e", 1.0), ("e", "f", 4.0)]
     frame, pairs = scored_pairs(triples, seed=0)
-    assert frame["text"].tolist() == ["a b", "c", "e", "f"] and frame["label"].isna().all()
-    assert pairs.to_dict("records") == [{"i": 0, "j": 1, "score": 2.0}, {"i": 2, "j": 3, "score": 4.0}]
+    assert sorted(frame["text"]) == ["a b", "c", "e", "f"] and frame["label"].isna().all()
+    text = frame["text"].to_numpy()
+    scored = {frozenset((text[i], text[j])): score for i, j, score in pairs.itertuples(index=False)}
+    assert scored == {frozenset(("a b", "c")): 2.0, frozenset(("e", "f")): 4.0}
     monkeypatch.setattr(corpus_sources, "MAX_TEXTS", 3)
     frame, pairs = scored_pairs(triples, seed=0)
     assert len(frame) == 2 and len(pairs) == 1  # a second pair would need a third and fourth text
     many = [(f"t{k}", f"t{k + 1}", float(k)) for k in range(10)]
     kept = [set(scored_pairs(many, seed=seed)[0]["text"]) for seed in (0, 1, 2)]
     assert all(len(texts) <= 3 for texts in kept) and len({frozenset(texts) for texts in kept}) > 1
+
+
+def test_the_first_texts_of_a_pair_corpus_are_a_seeded_sample_with_whole_pairs():
+    triples = [(f"t{k}", f"u{k}", float(k)) for k in range(40)]  # 80 texts, 40 disjoint pairs
+    frame, pairs = scored_pairs(triples, seed=3)
+    head = 20
+    within = pairs[(pairs["i"] < head) & (pairs["j"] < head)]
+    assert len(within) == head // 2  # the first 20 rows hold 10 whole pairs
+    assert sorted(frame["text"].head(head)) != sorted(
+        f"{p}{k}" for k in range(10) for p in "tu"
+    )  # not the file's first
