@@ -15,6 +15,7 @@ import math
 import os
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,6 +26,8 @@ from flare_core.checks import check_int
 from flare_core.errors import CorpusError
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+#: The most columns a table may have: a corpus needs a few; a wider file is refused before it is parsed.
+MAX_COLUMNS = 2_000
 _DELIMITERS = (",", "\t", ";", "|")
 _SNIFF_BYTES = 64 * 1024
 #: How every delimited file is parsed: cells as strings, only empty cells missing, nothing evaluated.
@@ -67,18 +70,22 @@ def read_table(
     *,
     name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    max_columns: int = MAX_COLUMNS,
 ) -> tuple[pd.DataFrame, dict]:
     """Read a CSV/TSV, Parquet or JSONL table without interpreting its cells.
 
     ``source`` is a path, the file's bytes, or a binary file object (read from its current
-    position). The size is checked against ``max_bytes`` before the content is read. The format
-    comes from the suffix of ``name`` (or of the path), else it is sniffed from the content.
+    position). The size is checked against ``max_bytes`` before the content is read, the number of
+    columns against ``max_columns`` before the rows are (from the whole header row, the Parquet schema,
+    or the keys of every JSON record). The format comes from the suffix of ``name`` (or of the path),
+    else it is sniffed from the content.
 
     Returns ``(frame, info)``: CSV/TSV/JSONL cells are strings (missing/empty cells are NaN), and
     ``info`` has ``format``, ``encoding``, ``encoding_warning`` (str or None), ``delimiter``
     (str, or None for non-CSV or one-column files) and ``n_bytes``.
     """
     check_int(max_bytes, "max_bytes", min_value=1, error=CorpusError)
+    check_int(max_columns, "max_columns", min_value=1, error=CorpusError)
     data, source_name = _read_source(source, name=name, max_bytes=max_bytes)
     label = f"'{source_name}'"
     if not data:
@@ -93,7 +100,7 @@ def read_table(
         "source_name": source_name,
     }
     if fmt == "parquet":
-        frame = _read_parquet(data, label)
+        frame = _read_parquet(data, label, max_columns)
         info["encoding"] = "parquet"
     else:
         text, encoding, warning = _decode(data, label)
@@ -101,9 +108,9 @@ def read_table(
         if not text.strip():
             raise CorpusError(f"{label} is empty: it contains only whitespace")
         if fmt == "jsonl":
-            frame = _read_jsonl(text, label)
+            frame = _read_jsonl(text, label, max_columns)
         else:
-            frame, delimiter = _read_delimited(text, label, prefer_tab=fmt == "tsv")
+            frame, delimiter = _read_delimited(text, label, max_columns, prefer_tab=fmt == "tsv")
             info["delimiter"] = delimiter
             fmt = "tsv" if delimiter == "\t" else "csv"
     info["format"] = fmt
@@ -262,9 +269,19 @@ def _decode(data: bytes, label: str) -> tuple[str, str, str | None]:
     raise AssertionError("latin-1 decodes every byte string")  # pragma: no cover
 
 
-def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
+def _check_width(n_columns: int, label: str, max_columns: int) -> None:
+    if n_columns > max_columns:
+        raise CorpusError(f"{label} has {n_columns:,} columns; at most {max_columns:,} are read")
+
+
+def _read_parquet(data: bytes, label: str, max_columns: int) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
+    try:
+        width = len(pq.read_schema(io.BytesIO(data)).names)
+    except Exception as exc:  # pyarrow raises many types (ArrowInvalid, OSError, ...) on corrupt input
+        raise CorpusError(f"{label} is not a readable Parquet file: {exc}") from None
+    _check_width(width, label, max_columns)
     try:
         table = pq.read_table(io.BytesIO(data))
         frame = table.to_pandas()
@@ -276,7 +293,7 @@ def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
     return frame
 
 
-def _read_jsonl(text: str, label: str) -> pd.DataFrame:
+def _read_jsonl(text: str, label: str, max_columns: int) -> pd.DataFrame:
     stripped = text.lstrip()
     records: list[dict] = []
     if stripped.startswith("["):
@@ -317,6 +334,7 @@ def _read_jsonl(text: str, label: str) -> pd.DataFrame:
         for key in record:
             columns.setdefault(str(key), None)
     cols = list(columns)
+    _check_width(len(cols), label, max_columns)
     rows = [[_json_cell(record.get(c, None)) for c in cols] for record in records]
     frame = pd.DataFrame(rows, columns=cols, dtype=object)
     return frame
@@ -337,7 +355,9 @@ def _json_cell(value: Any) -> Any:
     return value  # lists/dicts stay as they are; column checks reject them as text
 
 
-def _read_delimited(text: str, label: str, *, prefer_tab: bool) -> tuple[pd.DataFrame, str | None]:
+def _read_delimited(
+    text: str, label: str, max_columns: int, *, prefer_tab: bool
+) -> tuple[pd.DataFrame, str | None]:
     delimiter = _sniff_delimiter(text, prefer_tab=prefer_tab)
     sep = delimiter
     if sep is None:
@@ -345,6 +365,7 @@ def _read_delimited(text: str, label: str, *, prefer_tab: bool) -> tuple[pd.Data
         if sep is None:
             raise CorpusError(f"{label}: could not find a column delimiter (tried , ; tab |)")
     header = _first_record(text, sep)
+    _check_width(len(header), label, max_columns)
     _check_duplicate_columns([h.strip() for h in header], label)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -370,13 +391,24 @@ def _read_delimited(text: str, label: str, *, prefer_tab: bool) -> tuple[pd.Data
 
 
 def _first_record(text: str, sep: str) -> list[str]:
+    """The header row, whole however long it is (its lines are read one at a time, not the file)."""
     try:
-        for row in csv.reader(io.StringIO(text[:_SNIFF_BYTES]), delimiter=sep, quotechar='"'):
+        for row in csv.reader(_lines(text), delimiter=sep, quotechar='"'):
             if row:
                 return row
     except csv.Error:
         pass
     return []
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their line ends, one at a time."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 def _check_duplicate_columns(columns: list[str], label: str) -> None:
