@@ -13,6 +13,13 @@ A web page the owner visits must not drive the dashboard. Two ways a page could,
   every upload) is refused unless the Origin is the dashboard's own: the very host and port of the
   request's Host.
 
+A page of another site must not show the dashboard either: framed in it (clickjacking), the dashboard's
+own WebSocket opens with the dashboard's Origin, and clicks a person makes on the framing page land on the
+dashboard's buttons. Every HTTP response (pages, static files, the health check, refusals) carries
+:data:`SECURITY_HEADERS`: no page may frame the dashboard (``frame-ancestors 'none'``, ``X-Frame-Options:
+DENY``; the dashboard frames none of its own pages), no address of it is sent on as a referrer, and no
+response is sniffed into another type than it says.
+
 On a server others can reach (one that needs the owner token, or serves share links only), every request
 that writes (any method but GET, HEAD and OPTIONS: Streamlit's file uploads) must also name a session
 that holds the owner's access (:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's
@@ -43,6 +50,13 @@ ALLOWED_HOSTS_ENV = "FLARE_ALLOWED_HOSTS"
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 #: The session ids (Streamlit's, one per browser tab) that hold the owner's access right now.
 OWNER_SESSIONS: set[str] = set()
+#: The headers every HTTP response gets (replacing any of the same name the app set).
+SECURITY_HEADERS = (
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+)
 
 _NAME = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
 _UPLOAD = re.compile(r"/_stcore/upload_file/([^/]+)/")
@@ -175,6 +189,12 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def with_security_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` (an ASGI response's) without any of :data:`SECURITY_HEADERS`' names, then those."""
+    ours = {name for name, _ in SECURITY_HEADERS}
+    return [(k, v) for k, v in headers if bytes(k).lower() not in ours] + list(SECURITY_HEADERS)
+
+
 def upload_session(path: str) -> str | None:
     """The session id of an upload address (``/_stcore/upload_file/SESSION/FILE``); None for others."""
     match = _UPLOAD.search(path)
@@ -185,7 +205,8 @@ class EdgeGuard:
     """ASGI middleware: refuses (403, before the app sees it) every HTTP request and WebSocket whose Host
     is not one of ``names``, or whose Origin is another site's; with ``owner_writes()`` true, every write
     that does not come from a session in :data:`OWNER_SESSIONS`. ``owner_writes`` is asked per request
-    (the server's settings are read once it runs)."""
+    (the server's settings are read once it runs). Every HTTP response, the app's and its own refusals,
+    carries :data:`SECURITY_HEADERS`."""
 
     def __init__(
         self, app: ASGIApp, names: Names | None = None, owner_writes: Callable[[], bool] | None = None
@@ -213,6 +234,8 @@ class EdgeGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "http":
+            send = _headed(send)
         why = self.refusal(scope)
         if why is None:
             await self.app(scope, receive, send)
@@ -237,3 +260,14 @@ class EdgeGuard:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _headed(send: Callable[[Message], Awaitable[None]]) -> Callable[[Message], Awaitable[None]]:
+    """``send`` that adds :data:`SECURITY_HEADERS` to the start of an HTTP response."""
+
+    async def send_headed(message: Message) -> None:
+        if message.get("type") == "http.response.start":
+            message = {**message, "headers": with_security_headers(message.get("headers") or ())}
+        await send(message)
+
+    return send_headed

@@ -91,3 +91,48 @@ def test_the_guard_refuses_before_the_app_sees_the_request(monkeypatch):
     )
     local = EdgeGuard(None, Names(server_names("127.0.0.1")), owner_writes=lambda: False)
     assert _call(local, "http", "127.0.0.1:8501", path=upload.format("anyone"), **put) == (None, True)
+
+
+def _response_headers(guard: EdgeGuard, host: str, *, app_headers: list[tuple[bytes, bytes]]) -> dict:
+    """The headers (lower-cased names, each name's values) of the one HTTP response ``guard`` sends for a
+    GET with Host ``host`` in front of an app that answers 200 with ``app_headers``."""
+    sent = []
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": list(app_headers)})
+        await send({"type": "http.response.body", "body": b"<html></html>"})
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    guard.app = app
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [(b"host", host.encode())]}
+    asyncio.run(guard(scope, receive, send))
+    start = [m for m in sent if m["type"] == "http.response.start"]
+    assert len(start) == 1 and sent[-1]["type"] == "http.response.body"
+    found: dict[bytes, list[bytes]] = {}
+    for name, value in start[0]["headers"]:
+        found.setdefault(bytes(name).lower(), []).append(bytes(value))
+    return {"status": start[0]["status"], **{k.decode(): v for k, v in found.items()}}
+
+
+def test_every_response_forbids_framing_referrers_and_sniffing():
+    expected = {
+        "content-security-policy": [b"frame-ancestors 'none'"],
+        "x-frame-options": [b"DENY"],
+        "referrer-policy": [b"no-referrer"],
+        "x-content-type-options": [b"nosniff"],
+    }
+    guard = EdgeGuard(None, Names(server_names("127.0.0.1")))
+    page = _response_headers(guard, "127.0.0.1:8501", app_headers=[(b"content-type", b"text/html")])
+    assert page["status"] == 200 and page["content-type"] == [b"text/html"]
+    assert {k: page[k] for k in expected} == expected
+    # an app's own weaker value of one of them is replaced, not sent beside ours
+    weaker = [(b"X-Frame-Options", b"SAMEORIGIN"), (b"Content-Security-Policy", b"frame-ancestors *")]
+    replaced = _response_headers(guard, "127.0.0.1:8501", app_headers=weaker)
+    assert {k: replaced[k] for k in expected} == expected
+    refused = _response_headers(guard, "evil.example:8501", app_headers=[])  # the guard's own 403
+    assert refused["status"] == 403 and {k: refused[k] for k in expected} == expected
