@@ -14,7 +14,7 @@ from flare_core.answer import from_judgements
 from flare_core.answer import labels as label_store
 from flare_core.answer.from_labels import BATCH_SIZE, few_label_history, next_texts
 from flare_core.answer.stored import load_verdict
-from flare_core.answer.write import write_verdict
+from flare_core.answer.write import run_few_label_prior, write_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import answer_figures
 from flare_core.view.verdict import labels_table, map_drawing_words
@@ -144,7 +144,7 @@ def batch_step() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def history(run_id: str, entries: int) -> pd.DataFrame:
-    return few_label_history(run, labels)
+    return few_label_history(run, labels, run_few_label_prior(run))
 
 
 def answer_step() -> None:

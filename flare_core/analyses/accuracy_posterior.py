@@ -50,6 +50,8 @@ PRIOR_TEXTS = 2.0
 FLAT_SD_POINTS = 10.0
 #: The level of accuracy before any label: unknown within this spread (points), around the benchmark's.
 LEVEL_SD_POINTS = 20.0
+#: The forecast of labels that would settle the choice looks this far ahead, in steps of this many.
+MAX_FORECAST, FORECAST_STEP = 256, 16
 #: The smallest spread a rank's record is given (points): six corpora cannot show a rule is never wrong.
 MIN_SD_POINTS = 1.5
 
@@ -245,10 +247,12 @@ def estimate_frame(
     leader's estimate), ``gap_high`` (upper end of the 95% interval of its gap to the best, points) and
     ``prior_mean`` (its estimate before any label)."""
     mean, cov = posterior(prior, correct)
-    samples = np.clip(draws_of(mean, cov, seed), chance_level, 1.0)
-    p_best, p_within = chances(samples, tolerance_points)
+    raw = draws_of(mean, cov, seed)
+    # the chances read the draws as drawn: clipped at 100%, two models carried past it would tie there
+    p_best, p_within = chances(raw, tolerance_points)
+    samples = np.clip(raw, chance_level, 1.0)
     estimate = np.clip(mean, chance_level, 1.0)
-    gaps = 100.0 * (samples.max(axis=1, keepdims=True) - samples)
+    gaps = 100.0 * (raw.max(axis=1, keepdims=True) - raw)
     frame = pd.DataFrame(
         {
             "model": list(prior.models),
@@ -263,4 +267,45 @@ def estimate_frame(
     )
     frame = frame.iloc[np.lexsort((-frame["p_best"].to_numpy(), -mean))].reset_index(drop=True)
     frame["gap"] = 100.0 * (frame["estimate"].iloc[0] - frame["estimate"])
+    return frame
+
+
+def labelled_frame(
+    prior: AccuracyPrior,
+    correct: np.ndarray,
+    margin: np.ndarray,
+    *,
+    tolerance_points: float,
+    sure: float,
+    n_classes: int,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """:func:`estimate_frame` for ``k`` labelled texts of ``n_classes`` classes (guessing: 1 / classes),
+    with what the stopping advice reads beside it: ``margin`` (each model's mean leave-one-out margin,
+    from ``margin`` (k, M)), ``past_ceiling`` (its carried-forward mean passed 100%), ``diff_sd`` (the
+    per-text spread of the leader's score minus its own, widened as the labels' error is) and
+    ``attrs["more_labels"]`` (:func:`forecast` with ``sure``) and ``attrs["tolerance_points"]``."""
+    frame = estimate_frame(
+        prior, correct, tolerance_points=tolerance_points, chance_level=1.0 / max(n_classes, 1), seed=seed
+    )
+    at = [prior.models.index(m) for m in frame["model"]]
+    paired = correct[:, [at[0]]] - correct
+    spread = paired.std(axis=0, ddof=1) if correct.shape[0] > 1 else np.zeros(len(at))
+    carry = 2.0 * CARRY_REFERENCE_LABELS * (CARRY_ERROR_POINTS / 100.0) ** 2
+    frame["margin"] = margin.mean(axis=0)[at]
+    frame["past_ceiling"] = (correct.mean(axis=0) > 1.0 + 1e-9)[at]
+    frame["diff_sd"] = np.sqrt((SPREAD_INFLATION * spread[at]) ** 2 + carry)
+    frame.attrs.update(
+        tolerance_points=float(tolerance_points),
+        prior=prior.source,
+        more_labels=forecast(
+            prior,
+            correct,
+            tolerance_points=tolerance_points,
+            sure=sure,
+            step=FORECAST_STEP,
+            most=MAX_FORECAST,
+            seed=seed,
+        ),  # fmt: skip
+    )
     return frame

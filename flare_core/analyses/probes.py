@@ -22,7 +22,8 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
-from flare_core.analyses import label_scores
+from flare_core.analyses import accuracy_posterior, label_scores
+from flare_core.analyses.accuracy_posterior import AccuracyPrior
 from flare_core.analyses.label_scores import cv_correct, fit_predict, unit_rows
 from flare_core.analyses.label_scores import folds as make_folds
 from flare_core.checks import check_labels, check_matrix
@@ -58,6 +59,9 @@ PRIOR_TEXTS = 2.0
 PRIOR_PIECES = 40
 #: A model is good enough when its accuracy is at most this many points below the best model's.
 GOOD_ENOUGH_POINTS = 1.0
+#: The tolerances a person may choose for "good enough", in points; the product's default is the middle one.
+TOLERANCES = (1.0, 2.0, 5.0)
+DEFAULT_TOLERANCE = 2.0
 #: The chance at which a statement about a model is made: "within 1 point of the best" (good enough, and
 #: the stopping advice's "settled") needs at least this chance.
 SURE = 0.9
@@ -399,7 +403,13 @@ def curve_scores(
 
 
 def few_label_estimates(
-    embeddings: Mapping[str, np.ndarray], rows: np.ndarray, labels: Sequence, *, seed: int = 0
+    embeddings: Mapping[str, np.ndarray],
+    rows: np.ndarray,
+    labels: Sequence,
+    *,
+    seed: int = 0,
+    prior: AccuracyPrior | None = None,
+    tolerance_points: float = GOOD_ENOUGH_POINTS,
 ) -> pd.DataFrame:
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows: one
     estimate per model, from which every figure of the few-label answer comes.
@@ -428,13 +438,29 @@ def few_label_estimates(
     ``n_texts``, ``n_classes``, ``n_classes_repeated``. Works with a single label in a class and with
     many classes of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count
     that does not match, or fewer than two classes.
+
+    With a ``prior`` (:class:`~flare_core.analyses.accuracy_posterior.AccuracyPrior`), the same matrix
+    updates it instead (:func:`~flare_core.analyses.accuracy_posterior.labelled_frame`): every column
+    comes from that one posterior, ``p_within`` at ``tolerance_points``, with its forecast of the labels
+    that would settle the choice in ``attrs["more_labels"]``.
     """
+    tolerance_points = check_tolerance(tolerance_points)
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
     scorer = curve_scores if EXTRAPOLATE else probe_scores
     parts = [scorer(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
     correct = np.mean([c for c, _ in parts], axis=0)
     margin = np.mean([m for _, m in parts], axis=0)
+    if prior is not None:
+        frame = accuracy_posterior.labelled_frame(
+            prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
+            n_classes=int(values.size), seed=seed,
+        )  # fmt: skip
+        method = "leave-one-out " + ", ".join(PRODUCT_PROBES) + " probe(s), extrapolated along the learning "
+        frame.attrs.update(
+            _counts(rows, xs, values, codes), method=method + "curve, updating " + prior.source
+        )
+        return frame
     means, estimate = _posterior(correct, seed)
     order = np.lexsort((-margin.mean(axis=0), -estimate))
     frame = pd.DataFrame(
@@ -447,13 +473,28 @@ def few_label_estimates(
     frame["diff_sd"] = _estimate_spread(frame["diff_sd"].to_numpy())
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs.update(
+        _counts(rows, xs, values, codes),
         method="leave-one-out "
         + ", ".join(PRODUCT_PROBES)
         + " probe(s), extrapolated along the learning curve; paired Bayesian bootstrap over the labelled texts "
         "with Jeffreys' prior on every two models' paired table",
-        n_labels=int(rows.shape[0]),
-        n_texts=int(next(iter(xs.values())).shape[0]),
-        n_classes=int(values.size),
-        n_classes_repeated=int((np.bincount(codes) >= 2).sum()),
     )
     return frame
+
+
+def _counts(rows: np.ndarray, xs: Mapping[str, np.ndarray], values: np.ndarray, codes: np.ndarray) -> dict:
+    """The counts a few-label frame carries in its ``attrs``."""
+    return {
+        "n_labels": int(rows.shape[0]),
+        "n_texts": int(next(iter(xs.values())).shape[0]),
+        "n_classes": int(values.size),
+        "n_classes_repeated": int((np.bincount(codes) >= 2).sum()),
+    }
+
+
+def check_tolerance(points: float) -> float:
+    """``points`` as a float when it is a positive, finite tolerance in accuracy points."""
+    value = float(points)
+    if not np.isfinite(value) or value <= 0 or value > 50:
+        raise ValueError(f"the tolerance for 'good enough' must be between 0 and 50 points, got {points!r}")
+    return value

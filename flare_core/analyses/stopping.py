@@ -62,6 +62,7 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
     either = [best] + [str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True)
                        if q >= SURE]  # fmt: skip
+    tolerance = float(estimates.attrs.get("tolerance_points", GOOD_ENOUGH_POINTS))
     n_classes = max(int(estimates.attrs.get("n_classes", 2)), 2)
     floor = MIN_LABELS_PER_CLASS * n_classes
     if estimates.attrs.get("n_texts"):
@@ -74,12 +75,17 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     # a model carried past 100% is clipped there with no spread: its gap to another is not measured
     flags = estimates["past_ceiling"] if "past_ceiling" in estimates.columns else [False] * len(estimates)
     past = [str(m) for m, flag in zip(estimates["model"], flags, strict=True) if flag and m in either]
-    points = f"{GOOD_ENOUGH_POINTS:g} point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
+    points = _points(tolerance)
     if sure >= SURE and enough and informative and not past:
         return _advice(
             True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "labels")
         )
-    more = max(_more_labels(estimates, n_labels), min(max(MIN_SETTLED_LABELS, floor) - n_labels, MAX_MORE))
+    if "more_labels" in estimates.attrs:  # the posterior's own forecast (None: not within MAX_MORE)
+        forecast = estimates.attrs["more_labels"]
+        more = MAX_MORE if forecast is None else int(forecast)
+    else:
+        more = _more_labels(estimates, n_labels)
+    more = max(more, min(max(MIN_SETTLED_LABELS, floor) - n_labels, MAX_MORE))
     if not evidence:
         reason = "few labels"
     elif not enough:
@@ -91,15 +97,27 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     else:
         reason = "not sure yet"
     leads = f"{best} leads ({p:.0%} chance of being best)"
-    text = _unsettled_words(reason, leads, n_labels, n_classes, more, sure=sure, past=past)
+    text = _unsettled_words(reason, leads, n_labels, n_classes, more, sure=sure, past=past, points=points)
     return _advice(False, best, either, more, reason, text)
 
 
+def _points(tolerance: float, unit: str = "point") -> str:
+    """ "2 points", "1 point", "1.5 points"."""
+    return f"{tolerance:g} {unit}" + ("" if tolerance == 1 else "s")
+
+
 def _unsettled_words(
-    reason: str, leads: str, n_labels: int, n_classes: int, more: int, *, sure: float, past: list[str]
+    reason: str,
+    leads: str,
+    n_labels: int,
+    n_classes: int,
+    more: int,
+    *,
+    sure: float,
+    past: list[str],
+    points: str,
 ) -> str:
     """The stopping advice in words when it is not settled, by its ``reason``."""
-    points = f"{GOOD_ENOUGH_POINTS:g} point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
     if reason == "few labels":
         return f"{leads}, but {n_labels} labels are too few to judge by; label {more} more texts."
     if reason == "few per class":

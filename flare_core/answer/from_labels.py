@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.probes import few_label_estimates
+from flare_core.analyses.accuracy_posterior import AccuracyPrior
+from flare_core.analyses.probes import DEFAULT_TOLERANCE, few_label_estimates
 from flare_core.analyses.stopping import stopping_advice
 from flare_core.answer.labels import LabelSet
 from flare_core.answer.stored import FewLabelsGround, LabelsGround
@@ -64,10 +65,12 @@ def full_label_block(run: Run) -> LabelsGround | None:
     }
 
 
-def few_label_block(run: Run, labels: LabelSet) -> FewLabelsGround | None:
+def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = None) -> FewLabelsGround | None:
     """The answer of a person's few labels: the candidates' ``estimates`` (estimated accuracy with labels
     aplenty, interval, chance of being best) and the stopping ``advice``; with fewer than two categories
-    labelled, only ``need`` (what to label first). None without labels or without two candidates."""
+    labelled, only ``need`` (what to label first). None without labels or without two candidates.
+    ``prior``: what was known before the labels (:func:`flare_core.answer.label_free.few_label_prior`);
+    the labels update it. The tolerance of "good enough" is the run's (``params.tolerance_points``)."""
     if not labels.entries:
         return None
     embeddings = candidate_embeddings(run)
@@ -81,14 +84,34 @@ def few_label_block(run: Run, labels: LabelSet) -> FewLabelsGround | None:
         return {**base, "need": f"All {int(counts.iloc[0])} labels so far are {only!r}: label texts of another "
                 "category too, so that the models can be told apart."}  # fmt: skip
     seed = int(run.manifest.get("params", {}).get("seed", 0))
-    estimates = few_label_estimates(embeddings, labels.rows, labels.labels, seed=seed)
+    estimates = few_label_estimates(
+        embeddings, labels.rows, labels.labels, seed=seed, prior=_prior_of(prior, embeddings),
+        tolerance_points=tolerance_of(run),
+    )  # fmt: skip
     advice = stopping_advice(estimates, len(labels.labels))
     return {
         **base,
+        "tolerance_points": float(estimates.attrs.get("tolerance_points", tolerance_of(run))),
+        "more_labels_forecast": estimates.attrs.get("more_labels"),
         "method": estimates.attrs.get("method"),
         "estimates": _records(estimates),
         "advice": advice,
     }
+
+
+def tolerance_of(run: Run) -> float:
+    """The run's tolerance for "good enough", in points (the product's default for runs made before it)."""
+    return float(run.manifest.get("params", {}).get("tolerance_points") or DEFAULT_TOLERANCE)
+
+
+def _prior_of(prior: AccuracyPrior | None, embeddings: dict[str, np.ndarray]) -> AccuracyPrior | None:
+    """``prior`` for exactly the embedded candidates (a candidate embedded since it was made: every model
+    alike), or None."""
+    if prior is None:
+        return None
+    if sorted(prior.models) == sorted(embeddings):
+        return prior
+    return AccuracyPrior.flat(list(embeddings), prior.level_mean)
 
 
 def next_texts(run: Run, labels: LabelSet, n: int = BATCH_SIZE) -> pd.DataFrame:
@@ -124,7 +147,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def few_label_history(run: Run, labels: LabelSet) -> pd.DataFrame:
+def few_label_history(run: Run, labels: LabelSet, prior: AccuracyPrior | None = None) -> pd.DataFrame:
     """The estimates after each batch of labels, replayed from the stored order: columns ``n_labels``,
     ``batch``, ``model``, ``estimate``, ``p_best`` (batches with fewer than two categories left out)."""
     embeddings = candidate_embeddings(run)
@@ -136,7 +159,10 @@ def few_label_history(run: Run, labels: LabelSet) -> pd.DataFrame:
         upto = LabelSet(labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) <= batch])
         if len(set(upto.labels)) < 2:
             continue
-        estimates = few_label_estimates(embeddings, upto.rows, upto.labels, seed=seed)
+        estimates = few_label_estimates(
+            embeddings, upto.rows, upto.labels, seed=seed, prior=_prior_of(prior, embeddings),
+            tolerance_points=tolerance_of(run),
+        )  # fmt: skip
         frames.append(
             estimates[["model", "estimate", "p_best"]].assign(n_labels=len(upto.labels), batch=batch)
         )

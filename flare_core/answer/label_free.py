@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.accuracy_posterior import AccuracyPrior, prior_by_rank
 from flare_core.analyses.label_free_rules import (
     RULES,
     SHORT_LIST,
@@ -145,10 +146,7 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
     ``short_list`` (at most three, best first), ``rule`` and its words, ``use`` and the benchmark ``odds``;
     None when no rule can score the candidates."""
     odds = rule_for(use)
-    rule = odds.get("rule") or "dim"
-    order = [m for m in ranked_by(scores, rule) if np.isfinite(_score(scores, rule, m))]
-    if not order:
-        rule, order = "dim", ranked_by(scores, "dim")
+    rule, order = rule_order(scores, use)
     if not order:
         return None
     return {
@@ -160,6 +158,37 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
         "short_list": order[:SHORT_LIST],
         "odds": {k: v for k, v in odds.items() if k not in ("per_case", "rules")},
     }
+
+
+def rule_order(scores: pd.DataFrame, use: str) -> tuple[str, list[str]]:
+    """The rule the product follows for ``use`` and the candidates it scores, best first (the width when
+    that rule scores none of them)."""
+    rule = rule_for(use).get("rule") or "dim"
+    order = [m for m in ranked_by(scores, rule) if np.isfinite(_score(scores, rule, m))]
+    if not order:
+        rule, order = "dim", [m for m in ranked_by(scores, "dim") if np.isfinite(_score(scores, "dim", m))]
+    return rule, order
+
+
+def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
+    """What the product knows of the candidates (``scores``' index) before the first label: the shipped
+    benchmark's record, in classifier accuracy, of the candidate at each place of the rule the provisional
+    choice follows (:func:`~flare_core.analyses.accuracy_posterior.prior_by_rank`), so that with no label
+    the posterior names the provisional choice. Candidates the rule cannot score come last. Every model
+    alike (:meth:`AccuracyPrior.flat`) without a shipped benchmark."""
+    rule, order = rule_order(scores, use)
+    order += [m for m in scores.index if m not in order]
+    shipped = shipped_results()
+    cases = benchmark_cases(shipped.get("corpora", []), "classifier") if shipped else []
+    words = (
+        f"the record of {RULES[rule][0]} on {len(cases)} public corpora"
+        if rule in RULES
+        else f"the rule {rule}"
+    )
+    try:
+        return prior_by_rank(cases, rule, order, words=words)
+    except ValueError:
+        return AccuracyPrior.flat(order)
 
 
 def _score(scores: pd.DataFrame, rule: str, model: str) -> float:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.accuracy_posterior import AccuracyPrior
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.costs import cheapest_good_enough
 from flare_core.answer.decide import compose, pending_candidates
 from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
-from flare_core.answer.label_free import provisional_choice
+from flare_core.answer.label_free import few_label_prior, provisional_choice
 from flare_core.answer.labels import labels_lock, load_labels
 from flare_core.answer.stored import (
     FewLabelsGround,
@@ -67,9 +68,10 @@ def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
     return float(both.iloc[:, 0].corr(both.iloc[:, 1], method="spearman"))
 
 
-def _few_block(run: Run, use: str) -> FewLabelsGround | None:
+def _few_block(run: Run, use: str, scores: pd.DataFrame) -> FewLabelsGround | None:
     """A person's few labels or few search judgements: the search judgements when the run's use is search
-    or when no text is labelled, else the labels."""
+    or when no text is labelled, else the labels, updating what the label-free ``scores`` and the
+    benchmark said before them."""
     from flare_core.answer.few_judgements import has_search_judgements
     from flare_core.answer.from_judgements import few_search_block
 
@@ -77,20 +79,30 @@ def _few_block(run: Run, use: str) -> FewLabelsGround | None:
     labels = load_labels(run)
     if search is not None and (use == "search" or not labels.entries):
         return search  # type: ignore[return-value]
-    return few_label_block(run, labels) or search  # type: ignore[return-value]
+    prior = few_label_prior(scores, use) if labels.entries and len(scores) >= 2 else None
+    return few_label_block(run, labels, prior) or search  # type: ignore[return-value]
+
+
+def run_few_label_prior(run: Run) -> AccuracyPrior | None:
+    """What the run knew of its candidates before the first label (None with fewer than two): the prior
+    that its labels update, for the answer and for the history of its estimates alike."""
+    scores = label_free_scores(run)
+    use = str(run.manifest.get("params", {}).get("use") or "unsure")
+    return few_label_prior(scores, use) if len(scores) >= 2 else None
 
 
 def build_verdict(run: Run, *, provisional: bool) -> Verdict:
     """The run's version-3 verdict (see :mod:`flare_core.answer.decide`), from what is stored now."""
     ranking = ranking_verdict(run, provisional=False)
     use = str(run.manifest.get("params", {}).get("use") or "unsure")
-    choice = provisional_choice(label_free_scores(run), use)
+    scores = label_free_scores(run)
+    choice = provisional_choice(scores, use)
     full = (
         full_label_block(run)
         if run.manifest["corpus"].get("has_labels") or run.has("pairs.parquet") or run.has(JUDGEMENTS)
         else None
     )
-    few = None if full else _few_block(run, use)
+    few = None if full else _few_block(run, use, scores)
     verdict = compose(
         ranking,
         full=full,

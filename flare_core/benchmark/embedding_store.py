@@ -33,6 +33,8 @@ from flare_core.store import atomic
 
 #: Texts are cut at this many tokens, as in the benchmark's runs (``suite.BENCHMARK_MAX_LENGTH``).
 MAX_LENGTH = 128
+#: The files of a corpus's folder that are not a model's sidecar.
+_NOT_MODELS = ("corpus.json", "record.json")
 _SAFE = str.maketrans({"/": "__", "\\": "__", ":": "_"})
 
 
@@ -149,7 +151,7 @@ def kept_models(root: str | Path, corpus: str) -> list[str]:
     """The models whose vectors are kept for ``corpus``, in the order they were written."""
     folder = Path(root) / corpus
     sidecars = sorted(
-        (p for p in folder.glob("*.json") if p.name != "corpus.json"), key=lambda p: p.stat().st_mtime_ns
+        (p for p in folder.glob("*.json") if p.name not in _NOT_MODELS), key=lambda p: p.stat().st_mtime_ns
     )
     return [json.loads(p.read_text(encoding="utf-8"))["model"] for p in sidecars]
 

@@ -128,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         autocast=args.autocast,
         batch_conditionals=args.batch_conditionals,
         use=args.use,
+        tolerance_points=args.tolerance_points,
     )
     run = create_run(
         _store(args), corpus, params, name=args.name, precomputed=precomputed, judgements=judgements

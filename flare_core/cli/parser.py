@@ -145,6 +145,10 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
         "--use", choices=list(USES), default="unsure",
         help="what the embeddings are for; without labels the answer follows the rule measured best for it",
     )  # fmt: skip
+    p.add_argument(
+        "--tolerance", type=float, choices=[1.0, 2.0, 5.0], default=2.0, dest="tolerance_points",
+        help="'good enough': a model at most this many accuracy points below the best will do (1, 2 or 5)",
+    )  # fmt: skip
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
     p.add_argument("--name", default=None)
     p.add_argument(

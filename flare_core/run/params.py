@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flare_core.analyses.probes import TOLERANCES
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_bool, check_choice, check_int
 
@@ -58,6 +59,8 @@ class RunParams:
     max_length: int | None = 256
     #: What the embeddings are for (search, grouping, classifier, unsure): picks the label-free rule.
     use: str = "unsure"
+    #: "Good enough": a model at most this many points below the best will do (1, 2 or 5).
+    tolerance_points: float = 2.0
 
     def validate(self) -> RunParams:
         if len(set(self.models)) != len(self.models):
@@ -85,6 +88,11 @@ class RunParams:
             raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
         check_bool(self.autocast, "autocast")
         check_choice(self.use, "use", USES)
+        if self.tolerance_points not in TOLERANCES:
+            raise ValueError(
+                f"the tolerance for 'good enough' is one of {', '.join(f'{t:g}' for t in TOLERANCES)} points, "
+                f"got {self.tolerance_points!r}"
+            )
         return self
 
     @classmethod

@@ -52,8 +52,11 @@ def test_a_simulated_person_settles_it_with_a_few_labels(unlabelled):
         if verdict["settled"]:
             break
     assert verdict["basis"] == "few labels" and verdict["recommended"] == "clear" and verdict["settled"]
-    chances = {r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]}
-    assert chances["clear"] >= 0.9 and abs(sum(chances.values()) - 1) < 1e-9
+    rows = {r["model"]: r for r in verdict["few_labels"]["estimates"]}
+    chances = {model: row["p_best"] for model, row in rows.items()}
+    # settled: within the run's tolerance of the best with at least 90% chance, and the most likely best
+    assert rows["clear"]["p_within"] >= 0.9 and chances["clear"] == max(chances.values())
+    assert abs(sum(chances.values()) - 1) < 1e-9 and verdict["few_labels"]["tolerance_points"] == 2.0
     assert verdict["label_free"]["choice"] == "noise"  # still shown, beside the answer
     history = few_label_history(run, store.load_labels(run))
     assert sorted(history["n_labels"].unique()) == [16 * b for b in range(1, history["batch"].max() + 1)]
