@@ -406,6 +406,11 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
         action="store_true",
         help="do not run: judge the stored benchmark runs again (new scores or baselines), then print",
     )
+    p.add_argument(
+        "--stage", choices=["map", "answer"], default="map",
+        help="answer: embed every corpus with the whole pool and judge the answer's rules (no estimators; "
+        "the vectors are kept, so --rejudge judges again without embedding); map: the product's whole runs",
+    )  # fmt: skip
     p.set_defaults(func=cmd_benchmark)
 
 

@@ -1,0 +1,181 @@
+"""The answer benchmark over every benchmark corpus: embed (or read the kept vectors), judge, and sum up
+what the answer's rules are chosen by.
+
+:func:`run_answer_benchmark` embeds each corpus with the whole pool (:mod:`embedding_store`), judges it
+(:mod:`answer_stage`) and returns the benchmark: its records and :func:`answer_summary`:
+
+- ``scores``: per use and label-free score, the mean Spearman correlation with the use's oracle over the
+  corpora, with a 95% interval from resampling the corpora;
+- ``rules``: per use, the label-free rule chosen leave one corpus out (each corpus judged by the rule
+  chosen on the others), its mean and worst points lost, what each corpus lost, and the rule chosen on
+  every corpus (what the product would ship);
+- ``control_recommended``: how many cases any rule's pick was a control (never, for a sound rule).
+
+Only the geometric scores are here (the width, effective rank, uniformity, IsoScore): information
+sufficiency needs the flows and mixtures of the benchmark's second stage.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table, top_models
+from flare_core.answer.label_free import USE_WORDS, benchmark_cases
+from flare_core.benchmark.answer_stage import judged_record
+from flare_core.benchmark.embedding_store import embed_corpus
+from flare_core.data.benchmark_corpora import load_benchmark_corpus
+
+ANSWER_BENCHMARK_VERSION = 1
+#: The label-free rules the answer stage can judge (no information sufficiency without the IS stage).
+GEOMETRIC_RULES = ("dim", "effective_rank", "uniformity")
+#: The scores whose agreement with the oracle is summed up.
+SCORES = ("dim", "effective_rank", "uniformity", "isoscore", "silhouette")
+#: Resamples of the corpora behind each mean correlation's interval.
+RESAMPLES = 2000
+
+
+def run_answer_benchmark(
+    root: str | Path,
+    corpora: Sequence[str],
+    models: Sequence[str],
+    *,
+    seed: int = 0,
+    rejudge: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Embed every corpus of ``corpora`` with ``models`` (the vectors kept under ``root``; those kept
+    before are read, not embedded again), judge it, and return the answer benchmark: ``version``,
+    ``models``, ``corpora`` (one record each, with the ``seconds`` its stage took), ``summary``.
+    ``rejudge``: judge every kept corpus again (nothing is embedded that is kept)."""
+    records = []
+    for name in corpora:
+        start = time.perf_counter()
+        bench = load_benchmark_corpus(name, seed=seed)
+        embed_corpus(bench, models, root, seed=seed, log=log)
+        record = judged_record(root, name, seed=seed, again=rejudge)
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        records.append(record)
+        if log is not None:
+            log(f"{name}: judged, {record['seconds']:.0f} s")
+    return {
+        "version": ANSWER_BENCHMARK_VERSION,
+        "models": list(models),
+        "seed": seed,
+        "corpora": records,
+        "summary": answer_summary(records, seed=seed),
+    }
+
+
+def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str, Any]:
+    """The tables of the answer benchmark (see the module docstring)."""
+    out: dict[str, Any] = {"scores": [], "rules": {}, "control_recommended": 0}
+    for use in USE_WORDS:
+        cases = benchmark_cases(list(records), use)
+        if not cases:
+            continue
+        out["scores"] += _score_rows(cases, use, seed)
+        loco = leave_one_corpus_out(cases, GEOMETRIC_RULES)
+        out["rules"][use] = {
+            "chosen_on_all": loco["final"],
+            "mean_lost": loco["mean_lost"],
+            "worst_lost": loco["worst_lost"],
+            "cases": loco["cases"],
+            "per_case": loco["rows"],
+            "single_rules": rule_table(cases, GEOMETRIC_RULES).to_dict(orient="records"),
+        }
+        out["control_recommended"] += _controls_picked(cases, records)
+    return out
+
+
+def _score_rows(cases: list[dict[str, Any]], use: str, seed: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for score in SCORES:
+        rhos = []
+        for case in cases:
+            models = list(case["models"])
+            if score in case["table"]:
+                values = case["table"].loc[models, score].astype(float)
+                sign = -1.0 if score == "uniformity" and values.max() <= 0 else 1.0
+                rhos.append(float((sign * values).corr(case["oracle"].loc[models], method="spearman")))
+        rhos_arr = np.asarray([r for r in rhos if np.isfinite(r)])
+        if rhos_arr.size == 0:
+            continue
+        boot = rng.choice(rhos_arr, size=(RESAMPLES, rhos_arr.size)).mean(axis=1)
+        rows.append(
+            {"use": use, "score": score, "mean_rho": float(rhos_arr.mean()),
+             "ci_low": float(np.quantile(boot, 0.025)), "ci_high": float(np.quantile(boot, 0.975)),
+             "corpora": int(rhos_arr.size)}
+        )  # fmt: skip
+    return rows
+
+
+def _controls_picked(cases: list[dict[str, Any]], records: Sequence[dict[str, Any]]) -> int:
+    """Cases where a rule, scoring the candidates and the controls together, would pick a control."""
+    controls = {m for record in records for m in record.get("controls", [])}
+    count = 0
+    for case in cases:
+        table = case["table"]
+        pool = [m for m in table.index if m in set(case["models"]) | controls]
+        for rule in GEOMETRIC_RULES:
+            if set(top_models(table.loc[pool], rule)) & controls:
+                count += 1
+    return count
+
+
+def per_corpus_table(benchmark: dict[str, Any]) -> pd.DataFrame:
+    """One row per corpus: ``corpus``, ``task``, ``oracle``, ``n_texts``, ``best``, its oracle value, the
+    width rule's pick and its points lost, and the seconds its answer stage took."""
+    rows = []
+    for record in benchmark["corpora"]:
+        table = pd.DataFrame(record["table"]).set_index("model")
+        oracle = table.loc[record["candidates"], "oracle"].astype(float)
+        widest = top_models(table.loc[record["candidates"]], "dim")
+        lost = 100.0 * (oracle.max() - oracle.loc[widest].mean()) if widest else float("nan")
+        rows.append(
+            {"corpus": record["corpus"], "task": record["task"], "oracle": record["oracle"],
+             "n_texts": record["n_texts"], "best": record["best"], "best_value": float(oracle.max()),
+             "widest_lost": float(lost), "seconds": record.get("seconds")}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def markdown_tables(benchmark: dict[str, Any]) -> str:
+    """The answer benchmark in Markdown: the mean correlation of each score with each use's oracle (with
+    its interval), the label-free rule chosen leave one corpus out per use, and one row per corpus."""
+    summary = benchmark["summary"]
+    lines = [f"Answer benchmark: {len(benchmark['corpora'])} corpora, {len(benchmark['models'])} models.", ""]
+    scores = pd.DataFrame(summary["scores"])
+    if not scores.empty:
+        lines += ["| use | score | mean ρ | 95% interval | corpora |", "| --- | --- | --- | --- | --- |"]
+        for row in scores.itertuples(index=False):
+            lines.append(
+                f"| {row.use} | {row.score} | {row.mean_rho:.2f} | {row.ci_low:.2f} to {row.ci_high:.2f} "
+                f"| {row.corpora} |"
+            )
+        lines.append("")
+    lines += [
+        "| use | rule chosen on all | mean lost | worst lost | cases |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for use, rule in summary["rules"].items():
+        lines.append(
+            f"| {use} | {rule['chosen_on_all']} | {rule['mean_lost']:.1f} | {rule['worst_lost']:.1f} | "
+            f"{rule['cases']} |"
+        )
+    lines += ["", f"A control picked by a rule: {summary['control_recommended']} times.", ""]
+    table = per_corpus_table(benchmark)
+    lines += ["| corpus | task | oracle | texts | best | its value | widest lost | seconds |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for row in table.itertuples(index=False):
+        lines.append(
+            f"| {row.corpus} | {row.task} | {row.oracle} | {row.n_texts:,} | {row.best} | {row.best_value:.3f} "
+            f"| {row.widest_lost:.1f} | {row.seconds or 0:.0f} |"
+        )
+    return "\n".join(lines)
