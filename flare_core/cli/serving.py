@@ -184,7 +184,8 @@ def app_command(
     the models' libraries loaded it held the interpreter for 0.1 to 0.3 s after each page of each
     session, while the other sessions' pages waited; Python's own collector still runs as objects pile up.
     ``browser.serverAddress`` is the name ``flare app`` prints, so that Streamlit never looks the
-    machine's external IP up.
+    machine's external IP up. The tables offer no CSV download of their own (``client.disableDataExport``:
+    Streamlit's writes formulas as they are; the pages' "Download CSV" neutralises them).
     """
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port)]
     cmd += ["--server.address", host, "--server.maxUploadSize", str(int(max_upload_mb))]
@@ -197,6 +198,8 @@ def app_command(
         cmd += ["--client.showErrorDetails", "none"]
     # an address of its own, so that Streamlit never looks the machine's external IP up on the network
     cmd += ["--browser.serverAddress", shown_host(host)]
+    # the tables' own "Download as CSV" writes formulas as they are: the pages' Download CSV neutralises them
+    cmd += ["--client.disableDataExport", "true"]
     if not (dev or _truthy_in(os.environ, "FLARE_DEV")):
         cmd += ["--server.fileWatcherType", "none"]
     if headless:

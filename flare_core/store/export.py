@@ -22,8 +22,11 @@ def safe_csv(frame: pd.DataFrame) -> bytes:
     """CSV bytes (UTF-8) in which text cells starting like a spreadsheet formula are prefixed with ``'``.
 
     A cell such as ``=cmd|' /C calc'!A0`` is then shown as text by spreadsheet programs, never evaluated.
-    Numbers are left as they are.
+    Numbers are left as they are, and texts are written exactly as they are otherwise (quoted where CSV
+    needs it; never HTML-escaped). Raises ValueError when ``frame`` is not a DataFrame.
     """
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"safe_csv needs a pandas DataFrame, got {type(frame).__name__}")
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -63,3 +64,18 @@ def test_an_exposed_server_makes_no_external_lookup_at_start(tmp_path):
     assert "URL:" in printed, printed
     assert _Listener.seen == [], f"the server asked the network: {_Listener.seen}"
     assert "external ip" not in printed.lower() and "External URL" not in printed, printed
+
+
+def test_the_tables_offer_no_csv_of_their_own_wherever_the_dashboard_starts():
+    """``flare app`` and ``streamlit run app.py`` (the repository's config) both turn Streamlit's own table
+    download off; the server's address is given, on every interface this machine's name."""
+    from flare_core.cli.serving import app_command
+
+    tomllib = pytest.importorskip("tomllib")
+
+    for host, shown in (("127.0.0.1", "127.0.0.1"), ("0.0.0.0", socket.gethostname())):
+        cmd = app_command(ROOT / "app_server.py", port=8600, host=host)
+        assert cmd[cmd.index("--client.disableDataExport") + 1] == "true"
+        assert cmd[cmd.index("--browser.serverAddress") + 1] == shown
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["disableDataExport"] is True

@@ -6,6 +6,7 @@ import csv
 import io
 
 import pandas as pd
+import pytest
 
 from flare_core.data.corpus import load_corpus
 from flare_core.store.export import safe_csv
@@ -30,3 +31,26 @@ def test_formula_texts_are_kept_verbatim_and_escaped_by_safe_csv(tmp_path):
     for row in body:
         for cell in row:
             assert not cell.startswith(("=", "+", "@", "\t")) or cell == ""
+
+
+def test_texts_round_trip_exactly_and_only_formulas_change():
+    """A text with quotes, an ampersand, markup and line breaks comes back from the CSV as it went in (no
+    HTML entity, no lost line); a formula comes back with its one leading ``'``."""
+    texts = [
+        'She said "stop" & <b>left</b>\nthen "came back", twice;\r\nend &amp; &quot;',
+        '=HYPERLINK("http://example.org/x", "details")',
+        "  =not at the start",
+        "tab\tinside, and a comma",
+    ]
+    frame = pd.DataFrame({"text": texts, "label": ["a", "b", "a", "@b"], "score": [0.5, -1.25, 3.0, 0.0]})
+    back = pd.read_csv(io.BytesIO(safe_csv(frame)), keep_default_na=False)
+    expected = [texts[0], "'" + texts[1], texts[2], texts[3]]
+    assert back["text"].tolist() == expected
+    assert back["label"].tolist() == ["a", "b", "a", "'@b"]
+    assert back["score"].tolist() == [0.5, -1.25, 3.0, 0.0]
+    assert b"&amp;amp;" not in safe_csv(frame) and b"&quot;stop" not in safe_csv(frame)
+
+
+def test_safe_csv_needs_a_frame():
+    with pytest.raises(ValueError, match="safe_csv needs a pandas DataFrame, got list"):
+        safe_csv([["=1"]])
