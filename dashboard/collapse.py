@@ -85,13 +85,14 @@ if texts is None:
 elif selected:
     pair = top.iloc[selected[0]]
     text_a, text_b = texts[int(pair["row_i"])], texts[int(pair["row_j"])]
-    st.markdown(f"**Text A:** {escape(text_a[:400])}", unsafe_allow_html=True)
-    st.markdown(f"**Text B:** {escape(text_b[:400])}", unsafe_allow_html=True)
+    for which, text in (("A", text_a), ("B", text_b)):
+        st.markdown(f"**Text {which}**")
+        st.text(text[:400])  # as plain text: no markdown, no HTML
     try:
         view = pair_token_view(model, text_a, text_b)
         st.plotly_chart(figures.token_view_figure(view), key="token-view")
     except Exception as exc:  # noqa: BLE001 - the model may be missing on this machine
-        st.warning(f"The token view needs the model {model!r} on this machine: {exc}")
+        st.warning(f"The token view needs the model {escape(model)} on this machine: {escape(exc)}")
 else:
     st.caption(
         "Select a row to see both texts' token embeddings (uncentred PCA, as in the SOCM paper's Figure 1)."

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import pandas as pd
@@ -14,6 +13,7 @@ from flare_core.run.jobs import effective_status
 from flare_core.run.outcomes import problem_sentences
 from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.store.runs import Run, RunNotFound, validate_run_id
+from flare_core.view.plain import markdown_text
 from flare_core.view.tables import shown_frame
 from flare_core.view.verdict import (
     CHANCE_COLUMNS,
@@ -37,8 +37,10 @@ STATUS_ICONS = {
 
 
 def escape(text: Any) -> str:
-    """HTML-escape anything shown with ``unsafe_allow_html`` or in a chart hover."""
-    return html.escape(str(text), quote=True)
+    """Untrusted text (a run's, model's or category's name, a corpus text, a query, a file name, an error
+    that may quote one) as markdown that shows exactly that text: for ``st.markdown``, captions, alerts,
+    labels, toasts and help texts (:func:`flare_core.view.plain.markdown_text`). Never ``unsafe_allow_html``."""
+    return markdown_text(text)
 
 
 def _run_label(manifest: dict[str, Any], status: str) -> str:
@@ -67,7 +69,7 @@ def run_picker() -> None:
         try:
             validate_run_id(wanted)
         except ValueError:
-            st.error(f"The link names an invalid run id ({escape(wanted)[:80]}){instead}.")
+            st.error(f"The link names an invalid run id ({escape(wanted[:80])}){instead}.")
             wanted = None
         else:
             if wanted not in ids:
@@ -144,7 +146,7 @@ def current_run() -> Run | None:
     try:
         return store().get(run_id)
     except (RunNotFound, ValueError) as exc:
-        st.error(str(exc))
+        st.error(escape(exc))
         return None
 
 
@@ -200,7 +202,7 @@ def status_banner(run: Run) -> str:
     show_problems(manifest)
     if status == "failed":
         st.error(
-            f"This run failed: {manifest.get('error') or 'its worker stopped unexpectedly'}. "
+            f"This run failed: {escape(manifest.get('error') or 'its worker stopped unexpectedly')}. "
             "Results computed before the failure are shown; `flare resume` finishes it."
         )
     elif status in ("queued", "running"):

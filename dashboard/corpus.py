@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from dashboard.common import (
@@ -41,9 +43,9 @@ cols[1].metric("Median length", f"{int(lengths.median()):,} chars")
 cols[2].metric("Dropped (empty)", f"{stats.get('n_empty_dropped', 0):,}")
 cols[3].metric("Duplicates", f"{stats.get('n_duplicates', 0):,}")
 if stats.get("encoding_warning"):
-    st.warning(stats["encoding_warning"])
+    st.warning(escape(stats["encoding_warning"]))
 if stats.get("truncation_note"):
-    st.warning(stats["truncation_note"])
+    st.warning(escape(stats["truncation_note"]))
 if has_labels:
     st.plotly_chart(figures.label_counts_bar(corpus["label"]), key="label-counts")
 
@@ -73,13 +75,14 @@ colour_options = ["label"] if has_labels else []
 colour = st.radio("Colour by", colour_options + ["none"], horizontal=True) if colour_options else "none"
 for column, model_id in zip(st.columns(max(len(chosen), 1)), chosen, strict=False):
     points = load_frame(run.id, version, "maps", f"{safe_name(model_id)}.parquet").copy()
-    if with_texts:
-        points["text"] = corpus["text"].iloc[points["row"]].map(lambda t: escape(t[:200])).to_numpy()
+    if with_texts:  # the CSV holds the texts as they are; the map's hover their first 200 characters
+        points["text"] = corpus["text"].iloc[points["row"]].to_numpy()
     else:
         points["text"] = [f"text {int(r) + 1}" for r in points["row"]]
     if has_labels:
         points["label"] = corpus["label"].iloc[points["row"]].astype(str).to_numpy()
-    fig = figures.embedding_map(points, model_id, colour="label" if colour == "label" else None)
+    hover = points.assign(text=points["text"].map(lambda t: html.escape(t[:200])))
+    fig = figures.embedding_map(hover, model_id, colour="label" if colour == "label" else None)
     with column:
         event = st.plotly_chart(
             fig, key=f"map-{model_id}", on_select="rerun", selection_mode=("lasso", "box")

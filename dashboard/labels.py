@@ -71,7 +71,7 @@ def categories_step() -> None:
         try:
             label_store.set_categories(run, [c for c in typed.split(",") if c.strip()])
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(escape(exc))
         else:
             st.rerun()
     if labels.categories:
@@ -83,7 +83,7 @@ def categories_step() -> None:
                 try:
                     label_store.rename_category(run, old, new)
                 except ValueError as exc:
-                    st.error(str(exc))
+                    st.error(escape(exc))
                 else:
                     write_verdict(run)
                     st.rerun()
@@ -135,7 +135,7 @@ def batch_step() -> None:
         try:
             label_store.add_labels(run, given, skipped=skipped, source="page")
         except ValueError as exc:
-            st.error(f"Nothing was saved: {exc}")
+            st.error(f"Nothing was saved: {escape(exc)}")
         else:
             write_verdict(run)
             st.toast(f"Saved {len(given)} label(s) and {len(skipped)} skipped text(s).")
@@ -199,7 +199,7 @@ def queries_step() -> None:
             with st.spinner("The models are reading your query…"):
                 (added,) = fj.add_queries(run, [typed], source="typed")
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(escape(exc))
         else:
             st.session_state[f"focus-{run.id}"] = added
             st.rerun()
@@ -217,7 +217,7 @@ def queries_step() -> None:
                 with st.spinner("The models are reading the query…"):
                     (added,) = fj.add_queries(run, [pick], source="suggested", known_items=[row])
             except ValueError as exc:
-                st.error(str(exc))
+                st.error(escape(exc))
             else:
                 st.session_state[f"focus-{run.id}"] = added
                 st.rerun()
@@ -260,7 +260,7 @@ def judge_step() -> None:
     )
     relevant = int(edited["relevant"].sum())
     if st.button(
-        f"Save the judgements of {query} ({relevant} relevant)", type="primary", key="save-judgements"
+        f"Save the judgements of {escape(query)} ({relevant} relevant)", type="primary", key="save-judgements"
     ):
         access.require("label", run.id)
         given = [
@@ -269,11 +269,11 @@ def judge_step() -> None:
         try:
             fj.add_judgements(run, given, source="page")
         except ValueError as exc:
-            st.error(f"Nothing was saved: {exc}")
+            st.error(f"Nothing was saved: {escape(exc)}")
         else:
             write_verdict(run)
             st.session_state.pop(f"focus-{run.id}", None)
-            st.toast(f"Saved {len(given)} judgement(s) of {query}, {relevant} relevant.")
+            st.toast(f"Saved {len(given)} judgement(s) of {escape(query)}, {relevant} relevant.")
             st.rerun()
 
 

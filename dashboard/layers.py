@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.common import (
     download_csv,
+    escape,
     explain_missing,
     load_frame,
     open_analysis_page,
@@ -37,7 +38,7 @@ if run.has("concentration.json"):
     info = run.load_json("concentration.json")
     st.caption(f"Averaged over {info.get('texts')} sampled texts.")
     for model, reason in (info.get("skipped") or {}).items():
-        st.warning(f"{model}: {reason}")
+        st.warning(f"{escape(model)}: {escape(reason)}")
 models = frame["model"].unique().tolist()
 chosen = st.multiselect("Models", models, default=models)
 shown = frame[frame["model"].isin(chosen)]

@@ -87,17 +87,17 @@ if upload is None:
     st.stop()
 if upload.size > MAX_UPLOAD_MB * 1024 * 1024:
     st.error(
-        f"{upload.name} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB (FLARE_MAX_UPLOAD_MB)."
+        f"{escape(upload.name)} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB (FLARE_MAX_UPLOAD_MB)."
     )
     st.stop()
 data = upload.getvalue()
 try:
     frame, info, detected = preview_table(data, name=upload.name, max_bytes=MAX_UPLOAD_MB * 1024 * 1024)
 except CorpusError as exc:
-    st.error(f"{upload.name} cannot be read: {exc}")
+    st.error(f"{escape(upload.name)} cannot be read: {escape(exc)}")
     st.stop()
 if info.get("encoding_warning"):
-    st.warning(info["encoding_warning"])
+    st.warning(escape(info["encoding_warning"]))
 st.caption(f"{len(frame):,} rows · {len(frame.columns)} columns · format {info.get('format')}")
 st.dataframe(frame.head(20), hide_index=True)
 
@@ -113,7 +113,7 @@ label_column = right.selectbox("Label column (optional)", label_choices, index=l
 label_status = right.empty()
 pair_columns = None
 if detected.get("pairs") and st.checkbox(
-    f"Use pair columns {', '.join(c for c in detected['pairs'] if c)} for "
+    f"Use pair columns {escape(', '.join(c for c in detected['pairs'] if c))} for "
     + ("STS" if detected["pairs"][2] else "retrieval"),
     value=True,
 ):
@@ -170,7 +170,7 @@ embedding_rows = []
 for upload_file in uploads or []:
     name_field, status_field = st.columns([1, 2])
     embedding_name = name_field.text_input(
-        f"Name of {upload_file.name}",
+        f"Name of {escape(upload_file.name)}",
         os.path.splitext(upload_file.name)[0],
         key=f"embedding-name-{upload_file.file_id}",
     )
@@ -312,7 +312,7 @@ if st.button("Start run", type="primary", disabled=bool(blocked)):
         run = create_run(store(), corpus, params, name=name, precomputed=precomputed, judgements=judgements)
         submitted = jobs.submit(store(), run.id)
     except (CorpusError, ValueError, RuntimeError) as exc:
-        st.error(str(exc))
+        st.error(escape(exc))
         st.stop()
     if submitted["status"] == "started":
         message = f"Run `{run.id}` started with {len(corpus):,} texts. Follow it on the Runs page."

@@ -55,7 +55,7 @@ def live_runs() -> None:
         jobs.dispatch(store())  # start runs waiting in the queue when a slot is free
     rows = runs_table(store())
     for _, message in store().unreadable():  # damaged runs are left out of the table: say which and why
-        st.warning(message)
+        st.warning(escape(message))
     waiting = jobs.waiting_runs(store())
     for row in rows:
         if row["id"] in waiting:
@@ -68,7 +68,7 @@ def live_runs() -> None:
         run = store().get(row["id"])
         manifest = run.manifest
         with st.container(border=True):
-            st.markdown(f"**{STATUS_ICONS[row['status']]} {row['name']}** · `{row['id']}`")
+            st.markdown(f"**{STATUS_ICONS[row['status']]} {escape(row['name'])}** · `{row['id']}`")
             st.caption(escape(progress_sentence(manifest)))
             for stage, info in stages_in_order(manifest):
                 total = max(int(info.get("total") or 1), 1)
@@ -118,7 +118,7 @@ def live_runs() -> None:
                 ):
                     access.require("resume", row["id"])
                     submitted = jobs.submit(store(), row["id"])
-                    st.toast(submitted["message"])
+                    st.toast(escape(submitted["message"]))
 
 
 live_runs()
@@ -159,7 +159,7 @@ if access.allows("import"):
             try:
                 imported = import_run(store(), upload.getvalue())
             except BundleError as exc:
-                st.error(f"{upload.name} was not imported: {exc}")
+                st.error(f"{escape(upload.name)} was not imported: {escape(exc)}")
             else:
                 st.success(f"Imported run `{imported.id}`.")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,13 +126,20 @@ def write_judged_files(folder: Path, articles: pd.DataFrame) -> tuple[pd.DataFra
     return docs, qrels
 
 
+def shown(markdown: object) -> str:
+    """The words of a markdown source as a reader sees them where they came from untrusted text: the
+    backslash escapes and word joiners of :func:`flare_core.view.plain.markdown_text` taken out (the
+    source's own markup, such as ``**``, stays)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "")
+
+
 def page_texts(at) -> str:
     """Every text a Streamlit ``AppTest`` page shows in words (markdown, captions, alerts, titles), one per
-    line."""
+    line, as :func:`shown`."""
     parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.info]
     parts += [m.value for m in at.success] + [m.value for m in at.error] + [m.value for m in at.warning]
     parts += [m.value for m in at.title] + [m.value for m in at.subheader]
-    return "\n".join(str(p) for p in parts)
+    return "\n".join(shown(p) for p in parts)
 
 
 def check_run_files(run_path: Path, *, killed: bool = False) -> int:

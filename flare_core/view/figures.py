@@ -51,10 +51,11 @@ TEMPLATE = "plotly_white"
 
 
 def apply_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    """The common look; the margins grow to hold the tick labels and axis titles (never clipped)."""
+    """The common look; the margins grow to hold the tick labels and axis titles (never clipped). The title
+    is HTML-escaped: it may name a model, and plotly draws the tags of its text (a link among them)."""
     _set_template(fig, TEMPLATE)
     fig.update_layout(
-        title=title,
+        title=html.escape(title, quote=False),
         height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         colorway=list(PALETTE),

@@ -17,7 +17,7 @@ from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
 from flare_core.store import shares
 from flare_core.store.runs import RunStore
-from tests.support import page_texts
+from tests.support import page_texts, shown
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def open_page(few_labelled, monkeypatch):
 def _answer(at: AppTest) -> str:
     """The answer's box: its headline and summary, as a person reads them."""
     alerts = [*at.info, *at.success, *at.warning]
-    return "\n".join(str(a.value) for a in alerts if str(a.value).startswith("**")).replace("&#x27;", "'")
+    return "\n".join(shown(a.value) for a in alerts if str(a.value).startswith("**"))
 
 
 def _cells(at: AppTest) -> list[str]:

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from flare_core.answer.shipped import shipped_results
 from flare_core.answer.stored import load_verdict
 from tests.pages.test_access_pages import _opens_nothing
-from tests.support import page_texts
+from tests.support import page_texts, shown
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.slow
@@ -59,7 +59,7 @@ def test_every_analysis_page_opens_with_its_verdict(open_page, labelled_run, pag
     at = open_page(page, labelled_run)
     verdict = _page_verdict(at)
     assert verdict is not None and verdict.startswith("**")
-    assert found in verdict.replace("&#x27;", "'")
+    assert found in shown(verdict)
     assert at.info[0].value == verdict  # the first note of the page
 
 
@@ -70,10 +70,8 @@ def test_overview_leads_with_the_answer_of_the_labels_and_keeps_the_map(open_pag
     assert verdict["basis"] == "labels" and verdict["settled"]
     assert verdict["recommended"] == comparison.iloc[0]["model"]
     (alert,) = at.success  # the answer leads, in green; no red box above a table of the labels' verdict
-    assert (
-        alert.value.startswith(f"**Use {verdict['recommended']}: ")
-        and "accuracy on your labels" in alert.value
-    )
+    answer = shown(alert.value)
+    assert answer.startswith(f"**Use {verdict['recommended']}: ") and "accuracy on your labels" in answer
     assert not at.error
     text = page_texts(at)
     assert "Decided by your labels" in text and "Nothing more is needed: your labels decided." in text
@@ -237,7 +235,7 @@ def test_corpus_page_says_when_long_texts_were_cut(open_page, labelled_run):
     labelled_run.update(corpus={**corpus, "stats": {**corpus.get("stats", {}), "truncation_note": note}})
     try:
         at = open_page("dashboard/corpus.py", labelled_run)
-        assert note in [w.value for w in at.warning]
+        assert note in [shown(w.value) for w in at.warning]
     finally:
         labelled_run.update(corpus=corpus)
-    assert note not in [w.value for w in open_page("dashboard/corpus.py", labelled_run).warning]
+    assert note not in [shown(w.value) for w in open_page("dashboard/corpus.py", labelled_run).warning]
