@@ -440,7 +440,14 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     benchmark_report.docs_markers(args.docs_section)  # a bad name is refused before any work
     store = _store(args)
     if args.stage == "answer":
-        return _answer_benchmark(args, store)
+        from flare_core.benchmark.answer_suite import markdown_tables
+        from flare_core.cli.benchmark_commands import answer_benchmark
+
+        result = answer_benchmark(
+            store, _names(args.corpora), _names(args.models), rejudge=args.rejudge, table_only=args.table_only
+        )
+        print(to_json(result) if args.json else markdown_tables(result))
+        return 0
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr)
@@ -469,41 +476,6 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         _print_json(result)
     else:
         print(benchmark_report.markdown_table(result))
-    return 0
-
-
-def _answer_benchmark(args: argparse.Namespace, store: Any) -> int:
-    """``flare benchmark --stage answer``: every corpus embedded with the whole pool (kept vectors reused)
-    and judged; the result in ``<runs>/benchmark/answer_benchmark.json``."""
-    import json
-
-    from flare_core.benchmark import answer_suite
-    from flare_core.benchmark.suite import benchmark_dir, default_models
-    from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
-    from flare_core.encoders import is_available, list_models
-    from flare_core.store import atomic
-
-    path = benchmark_dir(store) / "answer_benchmark.json"
-    if args.table_only:
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"no answer benchmark in {path}; run `flare benchmark --stage answer` first"
-            )
-        result = json.loads(path.read_text(encoding="utf-8"))
-    else:
-        controls = [s.id for s in list_models() if s.role == "control" and is_available(s.id)]
-        result = answer_suite.run_answer_benchmark(
-            benchmark_dir(store) / "embeddings",
-            _names(args.corpora) or list(BENCHMARK_CORPORA),
-            _names(args.models) or default_models() + controls,
-            rejudge=args.rejudge,
-            log=lambda message: print(message, file=sys.stderr),
-        )
-        atomic.write_json(path, result)
-    if args.json:
-        _print_json(result)
-    else:
-        print(answer_suite.markdown_tables(result))
     return 0
 
 

@@ -1,0 +1,39 @@
+"""``flare benchmark --stage answer``: the answer benchmark from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def answer_benchmark(
+    store: Any, corpora: Sequence[str], models: Sequence[str], *, rejudge: bool, table_only: bool
+) -> dict[str, Any]:
+    """Every corpus (all without ``corpora``) embedded with ``models`` (the pool and its controls without
+    them; kept vectors reused) and judged, kept in ``<runs>/benchmark/answer_benchmark.json``; with
+    ``table_only`` that file read back."""
+    from flare_core.benchmark import answer_suite
+    from flare_core.benchmark.suite import benchmark_dir, default_models
+    from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
+    from flare_core.encoders import is_available, list_models
+    from flare_core.store import atomic
+
+    path = benchmark_dir(store) / "answer_benchmark.json"
+    if table_only:
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no answer benchmark in {path}; run `flare benchmark --stage answer` first"
+            )
+        return json.loads(path.read_text(encoding="utf-8"))
+    controls = [s.id for s in list_models() if s.role == "control" and is_available(s.id)]
+    result = answer_suite.run_answer_benchmark(
+        benchmark_dir(store) / "embeddings",
+        list(corpora) or list(BENCHMARK_CORPORA),
+        list(models) or default_models() + controls,
+        rejudge=rejudge,
+        log=lambda message: print(message, file=sys.stderr),
+    )
+    atomic.write_json(path, result)
+    return result
