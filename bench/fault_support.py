@@ -25,7 +25,15 @@ from flare_core.store.runs import Run, RunStore
 
 MODELS = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 # files that differ between two identical runs: timings inside them, the worker's own files, or locks
-VOLATILE = ("manifest.json", "worker.log", "worker.heartbeat", "run.lock", ".run.lock.guard", "labels.lock")
+VOLATILE = (
+    "manifest.json",
+    "worker.log",
+    "worker.heartbeat",
+    "run.lock",
+    ".run.lock.guard",
+    ".run.lock.held",
+    "labels.lock",
+)
 VOLATILE_UNDER = ("sufficiency/gmm/pairs/",)
 VOLATILE_FILES = ("sufficiency/gmm/result/records.parquet", "sufficiency/gmm/result/marginals.parquet")
 

@@ -19,7 +19,6 @@ takes its labels along (the rename is recorded).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.store.locks import file_lock
 from flare_core.store.runs import Run, utc_now
 
 LABELS_FILE = ("labels", "labels.json")
@@ -97,14 +97,8 @@ class LabelSet:
 @contextlib.contextmanager
 def labels_lock(run: Run) -> Iterator[None]:
     """Exclusive lock on the run's labels (read, change, write), released by the kernel if its holder dies."""
-    path = run.artefact(*_LOCK)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with file_lock(run.artefact(*_LOCK)):
+        yield
 
 
 def load_labels(run: Run) -> LabelSet:

@@ -131,7 +131,7 @@ def check_run(run_path: Path) -> list[Finding]:
                         recomputable=recomputable)
             )  # fmt: skip
     owner = locks.read_owner(run_path)
-    if owner is not None and not locks.owner_alive(owner):
+    if owner is not None and not busy:
         findings.append(
             Finding(
                 run_id, locks.RUN_LOCK, f"was left by process {owner.get('pid')}, which no longer runs",

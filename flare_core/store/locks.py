@@ -1,34 +1,55 @@
 """Locks on run folders and on the run store: one owner at a time, and a dead owner never blocks anyone.
 
-A run's lock is the file ``<run>/run.lock`` holding its owner's pid, host, process start time and
-command. Whoever finds a lock whose owner is gone (the pid no longer exists, or it belongs to another
-process since the owner died) takes it over: a SIGKILL never leaves a run locked for good. Checking and
-taking a lock happen inside a short ``flock`` on ``<run>/.run.lock.guard``, so two processes that find
-the same stale lock cannot both take it.
+Every lock here is :func:`file_lock`, a kernel lock (``flock`` through the pinned ``filelock``) on a file:
+one holder across processes and threads, released by the kernel when its holder exits or is killed.
 
-The store's lock (``<root>/.store.lock``) is a plain ``flock`` held while the job queue decides which
-waiting run to start; the kernel releases it when its holder dies.
+A run's owner holds ``file_lock(<run>/.run.lock.held)`` for as long as it works on the run, and names
+itself in ``<run>/run.lock`` (pid, host, process start time, since when, what for, command) for the
+messages people read and for ``flare doctor``. Whether an owner still runs is read from the kernel lock,
+not from its pid: a process that died, even by SIGKILL, holds nothing, whatever process took its pid
+since (on Linux and macOS alike, where the old check read ``/proc`` and macOS has none). A ``run.lock``
+left behind names a dead owner and is taken over. Taking, probing and giving up a run's lock happen inside
+a short ``file_lock`` on ``<run>/.run.lock.guard``, so that a probe never makes a taker fail.
+
+The store's lock (``<root>/.store.lock``) is a ``file_lock`` held while the job queue decides which
+waiting run to start.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from filelock import BaseFileLock, FileLock, Timeout
 
 from flare_core.errors import RunBusy
 from flare_core.store import atomic
 
 RUN_LOCK = "run.lock"
 _GUARD = ".run.lock.guard"
+_HELD = ".run.lock.held"
 STORE_LOCK = ".store.lock"
+
+_held: dict[Path, BaseFileLock] = {}  # the runs this process owns: resolved run folder -> its kernel lock
+_held_guard = threading.Lock()
+
+
+def file_lock(path: Path, *, timeout: float | None = None) -> BaseFileLock:
+    """An exclusive lock on ``path`` (created, with its folder, when missing): ``with file_lock(path):``.
+
+    One holder at a time across processes and threads; the kernel releases it when its holder dies. It
+    waits as long as it takes, or ``timeout`` seconds at most (``0``: one try), then raises
+    ``filelock.Timeout`` (a ``TimeoutError``).
+    """
+    return FileLock(path, timeout=-1 if timeout is None else timeout)
 
 
 def process_start_time(pid: int) -> str | None:
@@ -43,7 +64,11 @@ def process_start_time(pid: int) -> str | None:
 
 
 def pid_alive(pid: int, start_time: str | None = None) -> bool:
-    """Whether process ``pid`` exists (and, when ``start_time`` is given, is the same process)."""
+    """Whether process ``pid`` exists (and, when ``start_time`` is given, is the same process).
+
+    The job queue's check of its workers, beside their heartbeat (which goes stale within seconds of a
+    worker's death whatever this says); run locks do not use it.
+    """
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
@@ -69,13 +94,6 @@ def _is_zombie(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
-def owner_alive(owner: dict[str, Any]) -> bool:
-    """Whether the process described by a lock file still runs (a lock of another host counts as live)."""
-    if owner.get("host") not in (None, socket.gethostname()):
-        return True  # a shared store: only that host can tell; ``flare doctor`` reports it
-    return pid_alive(owner.get("pid", -1), owner.get("start_time"))
-
-
 def read_owner(run_path: Path) -> dict[str, Any] | None:
     """The content of the run's lock file, or None when there is none (or it cannot be read)."""
     try:
@@ -85,20 +103,36 @@ def read_owner(run_path: Path) -> dict[str, Any] | None:
     return owner if isinstance(owner, dict) else None
 
 
+def _key(run_path: Path) -> Path:
+    return run_path.resolve()
+
+
+def _held_elsewhere(run_path: Path) -> bool:
+    """Whether another process holds the run's kernel lock (the caller holds the guard)."""
+    try:
+        with file_lock(run_path / _HELD, timeout=0):
+            return False
+    except Timeout:
+        return True
+
+
 def live_owner(run_path: Path) -> dict[str, Any] | None:
-    """The owner of the run's lock if that process still runs, else None."""
+    """The owner of the run's lock if that process still holds it, else None.
+
+    A lock of another host counts as live (a shared store: only that host can tell; ``flare doctor``
+    reports it), and so does one whose kernel lock cannot be probed here (a read-only folder).
+    """
     owner = read_owner(run_path)
-    return owner if owner is not None and owner_alive(owner) else None
-
-
-@contextlib.contextmanager
-def _guard(run_path: Path) -> Iterator[None]:
-    with open(run_path / _GUARD, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    if owner is None or owner.get("host") not in (None, socket.gethostname()):
+        return owner
+    with _held_guard:
+        if _key(run_path) in _held:
+            return owner
+    try:
+        with file_lock(run_path / _GUARD):
+            return owner if _held_elsewhere(run_path) else None
+    except OSError:
+        return owner
 
 
 def busy_message(run_id: str, owner: dict[str, Any], doing: str) -> str:
@@ -114,7 +148,7 @@ def busy_message(run_id: str, owner: dict[str, Any], doing: str) -> str:
 def acquire(run_path: Path, purpose: str, *, doing: str = "try") -> dict[str, Any]:
     """Take the run's lock for this process or raise ``RunBusy``; a lock of a dead process is replaced.
 
-    Returns the lock's content. Taking a lock this process already holds succeeds (re-entrant by pid).
+    Returns the lock's content. Taking a lock this process already holds succeeds (re-entrant by process).
     """
     me = {
         "pid": os.getpid(),
@@ -124,22 +158,36 @@ def acquire(run_path: Path, purpose: str, *, doing: str = "try") -> dict[str, An
         "purpose": purpose,
         "command": " ".join(sys.argv)[:300],
     }
-    with _guard(run_path):
+    key = _key(run_path)
+    with file_lock(run_path / _GUARD), _held_guard:
         owner = read_owner(run_path)
-        if owner is not None and owner.get("pid") != me["pid"] and owner_alive(owner):
-            raise RunBusy(busy_message(run_path.name, owner, doing), owner)
+        if key not in _held:
+            if owner is not None and owner.get("host") not in (None, me["host"]):
+                raise RunBusy(busy_message(run_path.name, owner, doing), owner)
+            held = file_lock(run_path / _HELD, timeout=0)
+            try:
+                held.acquire()
+            except Timeout:
+                raise RunBusy(busy_message(run_path.name, owner or {}, doing), owner or {}) from None
+            _held[key] = held
         atomic.write_json(run_path / RUN_LOCK, me)
     return me
 
 
 def release(run_path: Path) -> None:
-    """Remove the run's lock if this process holds it (a folder deleted meanwhile is fine)."""
-    if not run_path.is_dir():
+    """Give up the run's lock if this process holds it (a folder deleted or renamed meanwhile is fine)."""
+    with _held_guard:
+        held = _held.pop(_key(run_path), None)
+    if held is None:
         return
-    with contextlib.suppress(FileNotFoundError), _guard(run_path):
-        owner = read_owner(run_path)
-        if owner is not None and owner.get("pid") == os.getpid():
-            (run_path / RUN_LOCK).unlink(missing_ok=True)
+    try:
+        if run_path.is_dir():
+            with file_lock(run_path / _GUARD):
+                owner = read_owner(run_path)
+                if owner is not None and owner.get("pid") == os.getpid():
+                    (run_path / RUN_LOCK).unlink(missing_ok=True)
+    finally:
+        held.release(force=True)
 
 
 @contextlib.contextmanager
@@ -152,13 +200,7 @@ def holding(run_path: Path, purpose: str, *, doing: str = "try") -> Iterator[dic
         release(run_path)
 
 
-@contextlib.contextmanager
-def store_lock(root: Path) -> Iterator[None]:
+def store_lock(root: Path) -> BaseFileLock:
     """Exclusive lock on the whole store for a short critical section (the queue's decisions)."""
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / STORE_LOCK, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return file_lock(root / STORE_LOCK)

@@ -351,5 +351,8 @@ class RunStore:
         with locks.store_lock(self.root):  # the queue cannot start it meanwhile
             locks.acquire(run.path, "deleting it", doing="delete it")
             trash = self.root / f".deleting-{run.id}-{secrets.token_hex(4)}"
-            os.rename(run.path, trash)
+            try:
+                os.rename(run.path, trash)
+            finally:
+                locks.release(run.path)  # renamed away: nobody can take it any more
         shutil.rmtree(trash, ignore_errors=True)
