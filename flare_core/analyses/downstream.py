@@ -2,9 +2,11 @@
 
 Metric names follow MTEB: ``accuracy`` and ``f1`` (macro) for classification, ``v_measure`` for
 clustering, ``cosine_spearman`` / ``cosine_pearson`` for STS, ``ndcg_at_10``, ``map_at_10`` and
-``recall_at_10`` for retrieval. Retrieval metrics follow trec_eval (as MTEB's pytrec_eval does): linear
-gains with a ``log2(rank + 1)`` discount for nDCG, a document is relevant when its grade is > 0,
-AP@k divides by the number of relevant documents, queries without a relevant document are skipped.
+``recall_at_10`` for retrieval. Retrieval is scored by trec_eval's own code (``pytrec_eval``, as MTEB
+scores it) through :func:`flare_core.analyses.retrieval_eval.ranking_scores`, the one nDCG of the
+product: linear gains with a ``log2(rank + 1)`` discount for nDCG, a document is relevant when its
+(whole) grade is > 0, AP@k divides by the number of relevant documents, queries without a relevant
+document are skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sklearn.model_selection import StratifiedKFold, cross_validate
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import normalize
 
+from flare_core.analyses.retrieval_eval import ranking_scores, top_k_rows
 from flare_core.checks import check_int, check_labels, check_matrix
 
 Qrels = Mapping[int, Mapping[int, float]]
@@ -58,7 +61,7 @@ def _nonzero_rows(x: np.ndarray, name: str) -> None:
         )
 
 
-def _as_qrels(qrels: Any, n_queries: int, n_docs: int) -> dict[int, dict[int, float]]:
+def _as_qrels(qrels: Any, n_queries: int, n_docs: int) -> dict[int, dict[int, int]]:
     """Normalise ``{query: {doc: grade}}`` or an iterable of ``(query, doc)`` / ``(query, doc, grade)``."""
     out: dict[int, dict[int, float]] = {}
     if isinstance(qrels, Mapping):
@@ -70,11 +73,11 @@ def _as_qrels(qrels: Any, n_queries: int, n_docs: int) -> dict[int, dict[int, fl
     for q, d, g in items:
         q, d = _index(q, n_queries, "query"), _index(d, n_docs, "document")
         grade = float(g)
-        if not np.isfinite(grade) or grade < 0:
+        if not np.isfinite(grade) or grade < 0 or grade != int(grade):
             raise ValueError(
-                f"relevance grade for query {q}, document {d} must be finite and >= 0; got {g!r}"
+                f"relevance grade for query {q}, document {d} must be a whole number >= 0; got {g!r}"
             )
-        out.setdefault(q, {})[d] = grade
+        out.setdefault(q, {})[d] = int(grade)
     return out
 
 
@@ -106,28 +109,6 @@ def _index(value: Any, size: int, what: str) -> int:
 
 # ----------------------------------------------------------------------------------------------------
 # computation
-
-
-def _ndcg(grades_ranked: np.ndarray, all_grades: np.ndarray, k: int) -> float:
-    """nDCG@k: ``grades_ranked`` (<= k,) grades in ranked order, ``all_grades`` (R,) every grade > 0."""
-    discounts = 1.0 / np.log2(np.arange(2, k + 2))
-    dcg = float(np.sum(grades_ranked[:k] * discounts[: min(k, grades_ranked.shape[0])]))
-    ideal = np.sort(all_grades)[::-1][:k]
-    idcg = float(np.sum(ideal * discounts[: ideal.shape[0]]))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest ``scores`` (D,), best first; ties broken by lower index."""
-    k = min(k, scores.shape[0])
-    if k < scores.shape[0]:
-        cand = np.argpartition(-scores, k - 1)[:k]
-        # include every document tied with the k-th score so the tie-break is by index
-        cand = np.flatnonzero(scores >= scores[cand].min())
-    else:
-        cand = np.arange(scores.shape[0])
-    order = np.lexsort((cand, -scores[cand]))
-    return cand[order][:k]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -254,13 +235,14 @@ def retrieval(query_emb: Any, doc_emb: Any, qrels: Any, k: int = 10) -> dict[str
     """Cosine retrieval of documents ``doc_emb`` (D, d) for queries ``query_emb`` (Q, d).
 
     ``qrels``: ``{query_row: {doc_row: grade}}`` or an iterable of ``(query_row, doc_row)`` (grade 1)
-    or ``(query_row, doc_row, grade)``; grades >= 0, relevant when > 0. Documents are ranked by cosine
-    (ties by lower row). Metrics are averaged over queries with at least one relevant document:
+    or ``(query_row, doc_row, grade)``; whole grades >= 0, relevant when > 0. Documents are ranked by
+    cosine (ties by lower row) and scored by trec_eval (:func:`~flare_core.analyses.retrieval_eval.
+    ranking_scores`); metrics are averaged over queries with at least one relevant document:
     ``ndcg_at_{k}`` (linear gain, log2 discount), ``map_at_{k}`` (sum of precision at relevant ranks
     <= k over the number of relevant documents), ``recall_at_{k}``, plus ``n_queries`` and ``k``.
 
-    Raises ``ValueError`` for malformed inputs, out-of-range rows, negative grades, ``k < 1``, or no
-    query with a relevant document.
+    Raises ``ValueError`` for malformed inputs, out-of-range rows, negative or fractional grades,
+    ``k < 1``, or no query with a relevant document.
     """
     q = check_matrix(query_emb, "query_emb")
     d = check_matrix(doc_emb, "doc_emb")
@@ -274,24 +256,12 @@ def retrieval(query_emb: Any, doc_emb: Any, qrels: Any, k: int = 10) -> dict[str
     rel = {qi: docs for qi, docs in rel.items() if docs}
     if not rel:
         raise ValueError("qrels has no query with a relevant document (grade > 0)")
-    qn, dn = normalize(q), normalize(d)
-    ndcgs, aps, recalls = [], [], []
-    for qi in sorted(rel):
-        docs = rel[qi]
-        top = _top_k(dn @ qn[qi], k)
-        grades = np.array([docs.get(int(di), 0.0) for di in top])
-        hits = grades > 0
-        ndcgs.append(_ndcg(grades, np.fromiter(docs.values(), dtype=np.float64), k))
-        precision = np.cumsum(hits) / np.arange(1, hits.shape[0] + 1)
-        aps.append(float(np.sum(precision[hits])) / len(docs))
-        recalls.append(float(hits.sum()) / len(docs))
-    return {
-        f"ndcg_at_{k}": float(np.mean(ndcgs)),
-        f"map_at_{k}": float(np.mean(aps)),
-        f"recall_at_{k}": float(np.mean(recalls)),
-        "n_queries": len(ndcgs),
-        "k": k,
-    }
+    queries = sorted(rel)
+    tops = top_k_rows(q[queries], d, k)
+    per_query = ranking_scores({str(qi): top for qi, top in zip(queries, tops, strict=True)},
+                               {str(qi): rel[qi] for qi in queries}, k)  # fmt: skip
+    means = {m: float(per_query[m].mean()) for m in (f"ndcg_at_{k}", f"map_at_{k}", f"recall_at_{k}")}
+    return {**means, "n_queries": len(queries), "k": k}
 
 
 def downstream_report(

@@ -28,7 +28,6 @@ DRAWS = 1000
 K = 10
 #: The per-query metrics, in the order they are shown; the first one decides.
 METRICS = ("ndcg_at_10", "recall_at_10", "mrr_at_10")
-_TREC = {"ndcg_cut_10": "ndcg_at_10", "recall_10": "recall_at_10", "recip_rank": "mrr_at_10"}
 
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -93,15 +92,33 @@ def per_query_scores(
     missing = [query for query in judged if query not in query_rows]
     if missing:
         raise ValueError(f"{len(missing)} judged queries have no text, e.g. {missing[0]!r}")
-    qrel = {query: {f"d{row}": grade for row, grade in docs.items()} for query, docs in judged.items()}
     tops = top_k_rows(q[[int(query_rows[query]) for query in judged]], d, K)
-    # trec_eval ranks by score (ties by document id): distinct scores keep the cosine ranking as it is
-    run = {query: {f"d{row}": float(K - rank) for rank, row in enumerate(top)}
-           for query, top in zip(judged, tops, strict=True)}  # fmt: skip
-    evaluated = pytrec_eval.RelevanceEvaluator(qrel, set(_TREC)).evaluate(run)
-    rows = [{"query": query, **{name: float(evaluated[query][trec]) for trec, name in _TREC.items()}}
-            for query in judged]  # fmt: skip
-    return pd.DataFrame(rows, columns=["query", *METRICS])
+    return ranking_scores(dict(zip(judged, tops, strict=True)), judged, K)[["query", *METRICS]]
+
+
+def ranking_scores(
+    rankings: Mapping[str, np.ndarray], judged: Mapping[str, Mapping[int, int]], k: int = K
+) -> pd.DataFrame:
+    """trec_eval's scores of rankings at the cut ``k``: the one nDCG of the product.
+
+    ``rankings`` maps a query id to document rows, best first (only the first ``k`` count); ``judged`` maps
+    each of those queries to ``{document row: whole grade >= 0}`` (relevant when > 0). Returns one row per
+    query, in the order of ``rankings``: ``query``, ``ndcg_at_{k}`` (``ndcg_cut.k``), ``recall_at_{k}``
+    (``recall.k``), ``mrr_at_{k}`` (``recip_rank`` of the top ``k``) and ``map_at_{k}`` (``map_cut.k``:
+    precision at each relevant rank up to ``k``, summed, over the number of relevant documents).
+    """
+    k = check_int(k, "k", min_value=1)
+    trec = {f"ndcg_cut_{k}": f"ndcg_at_{k}", f"recall_{k}": f"recall_at_{k}", "recip_rank": f"mrr_at_{k}",
+            f"map_cut_{k}": f"map_at_{k}"}  # fmt: skip
+    qrel = {query: {f"d{row}": int(grade) for row, grade in judged[query].items()} for query in rankings}
+    # trec_eval ranks by score (ties by document id): distinct scores keep the given ranking as it is
+    run = {query: {f"d{int(row)}": float(k - rank) for rank, row in enumerate(top[:k])}
+           for query, top in rankings.items()}  # fmt: skip
+    measures = {f"ndcg_cut.{k}", f"recall.{k}", "recip_rank", f"map_cut.{k}"}
+    evaluated = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+    rows = [{"query": query, **{name: float(evaluated[query][key]) for key, name in trec.items()}}
+            for query in rankings]  # fmt: skip
+    return pd.DataFrame(rows, columns=["query", *trec.values()])
 
 
 def _aligned(
