@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flare_core.answer.label_free import odds_sentence
+from flare_core.answer.label_free import check_sentence, odds_sentence
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import (
     VERDICT_VERSION,
@@ -223,7 +223,7 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
         f"Chosen by {choice['rule_words']}, the label-free rule measured best for {choice['use_words']}. "
         + odds_sentence(choice.get("odds") or {})
     ).strip()
-    next_step = need or "Check with a few labels: 16 to 64 labelled texts usually settle which model is best."
+    next_step = need or check_sentence()
     return {"basis": "label-free", "recommended": best, "settled": False, "headline": headline,
             "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
 

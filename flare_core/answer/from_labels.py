@@ -18,6 +18,7 @@ import pandas as pd
 from flare_core.analyses.accuracy_posterior import AccuracyPrior
 from flare_core.analyses.probes import DEFAULT_TOLERANCE, few_label_estimates
 from flare_core.analyses.stopping import stopping_advice
+from flare_core.answer.label_free import forecast_sentence
 from flare_core.answer.labels import LabelSet
 from flare_core.answer.stored import FewLabelsGround, LabelsGround
 from flare_core.store.runs import Run
@@ -89,6 +90,8 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
         tolerance_points=tolerance_of(run),
     )  # fmt: skip
     advice = stopping_advice(estimates, len(labels.labels))
+    if not advice["settled"] and prior is not None and (told := forecast_sentence()):
+        advice = {**advice, "text": f"{advice['text']} {told}"}
     return {
         **base,
         "tolerance_points": float(estimates.attrs.get("tolerance_points", tolerance_of(run))),

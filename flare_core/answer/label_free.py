@@ -29,7 +29,7 @@ from flare_core.analyses.label_free_rules import (
     ranked_by,
     rule_table,
 )
-from flare_core.answer.shipped import shipped_results
+from flare_core.answer.shipped import shipped_answer_results, shipped_results
 from flare_core.answer.stored import LabelFreeGround
 from flare_core.store.atomic import write_text
 from flare_core.store.cache import cache_root
@@ -170,6 +170,16 @@ def rule_order(scores: pd.DataFrame, use: str) -> tuple[str, list[str]]:
     return rule, order
 
 
+def prior_cases() -> list[dict[str, Any]]:
+    """The classification corpora the few-label prior learns from: the shipped answer benchmark's (every
+    corpus, every candidate), else the shipped benchmark's."""
+    for shipped in (shipped_answer_results(), shipped_results()):
+        cases = benchmark_cases(shipped.get("corpora", []), "classifier") if shipped else []
+        if cases:
+            return cases
+    return []
+
+
 def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
     """What the product knows of the candidates (``scores``' index) before the first label: the shipped
     benchmark's record, in classifier accuracy, of the candidate at each place of the rule the provisional
@@ -178,8 +188,7 @@ def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
     alike (:meth:`AccuracyPrior.flat`) without a shipped benchmark."""
     rule, order = rule_order(scores, use)
     order += [m for m in scores.index if m not in order]
-    shipped = shipped_results()
-    cases = benchmark_cases(shipped.get("corpora", []), "classifier") if shipped else []
+    cases = prior_cases()
     words = (
         f"the record of {RULES[rule][0]} on {len(cases)} public corpora"
         if rule in RULES
@@ -207,4 +216,45 @@ def odds_sentence(odds: dict[str, Any]) -> str:
         f"On {odds['corpora']} public corpora such a label-free choice lost {odds['mean_lost']:.1f} points on "
         f"average against the best model, {odds['worst_lost']:.1f} at worst (each corpus judged by a rule "
         "chosen on the others)."
+    )
+
+
+def few_label_record(k: int) -> dict[str, Any] | None:
+    """What the shipped answer benchmark measured of the few-label answer after ``k`` random labels:
+    ``corpora``, ``k``, ``within`` (share of draws whose pick was within the tolerance of the best),
+    ``mean_lost``, ``label_free_within`` (the same share with no label), ``tolerance``; None without it."""
+    shipped = shipped_answer_results() or {}
+    record = shipped.get("few_labels")
+    if not record:
+        return None
+    rows = [r for r in record.get("by_k", []) if r.get("method") == "posterior" and int(r.get("k", -1)) == k]
+    if not rows:
+        return None
+    corpora = len({r.get("corpus") for r in record.get("per_corpus", [])})
+    return {"corpora": corpora, "k": k, "within": float(rows[0]["within"]), "mean_lost": float(rows[0]["mean_lost"]),
+            "label_free_within": float(record["label_free"]["within"]), "tolerance": float(record.get("tolerance", 2.0))}  # fmt: skip
+
+
+def check_sentence(k: int = 32) -> str:
+    """The invitation to label a few texts, with what the benchmark measured of it."""
+    record = few_label_record(k)
+    if record is None:
+        return "Check with a few labels: label 16 texts and the answer will say how far to trust it."
+    return (
+        f"Check with a few labels: on {record['corpora']} public corpora, {k} labelled texts put the answer "
+        f"within {record['tolerance']:g} points of the best model in {record['within']:.0%} of trials "
+        f"({record['label_free_within']:.0%} without labels)."
+    )
+
+
+def forecast_sentence() -> str:
+    """How often "n more labels would settle it" came true on the shipped answer benchmark ("" without
+    that record)."""
+    record = (shipped_answer_results() or {}).get("few_labels") or {}
+    forecast = record.get("forecast") or {}
+    if not forecast.get("told") or forecast.get("came_true") is None:
+        return ""
+    return (
+        f"On public corpora, that many more labels settled it in {forecast['came_true']:.0%} of the "
+        f"{forecast['told']} trials told so."
     )

@@ -12,6 +12,17 @@ from typing import Any
 SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "benchmark" / "benchmark_results.json"
 
 
+#: ``flare benchmark --stage answer`` writes it (every corpus, every candidate, no estimators): the
+#: few-label answer's prior learns from its classification corpora.
+SHIPPED_ANSWER_RESULTS = SHIPPED_RESULTS.with_name("answer_benchmark.json")
+
+
+def shipped_answer_results() -> dict[str, Any] | None:
+    """The answer benchmark shipped with this version, or None."""
+    path = SHIPPED_ANSWER_RESULTS
+    return _read(str(path), path.stat().st_mtime_ns if path.is_file() else 0)
+
+
 def shipped_results() -> dict[str, Any] | None:
     """The benchmark shipped with this version, or None."""
     return _read(str(SHIPPED_RESULTS), SHIPPED_RESULTS.stat().st_mtime_ns if SHIPPED_RESULTS.is_file() else 0)

@@ -17,6 +17,7 @@ sufficiency needs the flows and mixtures of the benchmark's second stage.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_tabl
 from flare_core.answer.label_free import USE_WORDS, benchmark_cases
 from flare_core.benchmark.answer_stage import judged_record
 from flare_core.benchmark.embedding_store import embed_corpus
+from flare_core.benchmark.posterior_draws import judge_all, per_corpus
+from flare_core.benchmark.posterior_draws import summary as posterior_summary
 from flare_core.data.benchmark_corpora import load_benchmark_corpus
 
 ANSWER_BENCHMARK_VERSION = 1
@@ -36,6 +39,8 @@ ANSWER_BENCHMARK_VERSION = 1
 GEOMETRIC_RULES = ("dim", "effective_rank", "uniformity")
 #: The scores whose agreement with the oracle is summed up.
 SCORES = ("dim", "effective_rank", "uniformity", "isoscore", "silhouette")
+#: Draws of random labelled texts per classification corpus behind the few-label answer's record.
+FEW_LABEL_DRAWS = 10
 #: Resamples of the corpora behind each mean correlation's interval.
 RESAMPLES = 2000
 
@@ -47,12 +52,15 @@ def run_answer_benchmark(
     *,
     seed: int = 0,
     rejudge: bool = False,
+    draws: int = FEW_LABEL_DRAWS,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Embed every corpus of ``corpora`` with ``models`` (the vectors kept under ``root``; those kept
     before are read, not embedded again), judge it, and return the answer benchmark: ``version``,
     ``models``, ``corpora`` (one record each, with the ``seconds`` its stage took), ``summary``.
-    ``rejudge``: judge every kept corpus again (nothing is embedded that is kept)."""
+    ``rejudge``: judge every kept corpus again (nothing is embedded that is kept). ``draws``: seeded draws
+    of random labelled texts per classification corpus behind ``few_labels``, the few-label answer's record
+    (:mod:`flare_core.benchmark.posterior_draws`; 0: none)."""
     records = []
     for name in corpora:
         start = time.perf_counter()
@@ -63,13 +71,22 @@ def run_answer_benchmark(
         records.append(record)
         if log is not None:
             log(f"{name}: judged, {record['seconds']:.0f} s")
-    return {
+    result = {
         "version": ANSWER_BENCHMARK_VERSION,
         "models": list(models),
         "seed": seed,
         "corpora": records,
         "summary": answer_summary(records, seed=seed),
     }
+    if draws:
+        rows = judge_all(str(root), {r["corpus"]: r for r in records}, draws, seed)
+        if len(rows):
+            result["few_labels"] = {
+                "draws": draws,
+                **posterior_summary(rows),
+                "per_corpus": json.loads(per_corpus(rows).reset_index().to_json(orient="records")),
+            }
+    return result
 
 
 def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str, Any]:
