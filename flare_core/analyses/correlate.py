@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ConstantInputWarning, kendalltau, pearsonr, rankdata, spearmanr
 
+from flare_core.analyses.resampling import percentile_interval, resamples
 from flare_core.checks import check_int, check_probability
 
 MIN_MODELS = 3
@@ -92,8 +93,7 @@ def _bootstrap_spearman(
     Resamples in which either side is constant have no rho and are left out; returns
     ``(low, high, n_valid)``.
     """
-    n = a.shape[0]
-    idx = rng.integers(0, n, size=(n_boot, n))
+    (idx,) = resamples(a.shape[0], n_boot, rng)
     ra = rankdata(a[idx], axis=1)
     rb = rankdata(b[idx], axis=1)
     ra -= ra.mean(axis=1, keepdims=True)
@@ -102,10 +102,7 @@ def _bootstrap_spearman(
     den = np.sqrt(np.sum(ra * ra, axis=1) * np.sum(rb * rb, axis=1))
     valid = den > 0
     rho = num[valid] / den[valid]
-    if rho.shape[0] == 0:
-        return float("nan"), float("nan"), 0
-    alpha = (1.0 - ci) / 2.0
-    low, high = np.quantile(rho, [alpha, 1.0 - alpha])
+    low, high = percentile_interval(rho, ci)
     return float(low), float(high), int(rho.shape[0])
 
 

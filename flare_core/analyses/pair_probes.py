@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from flare_core.analyses.resampling import percentile_bootstrap
 from flare_core.checks import check_int
 
 #: Bootstrap draws behind the intervals.
@@ -52,13 +53,15 @@ def compare_with_pair_scores(
         raise ValueError("cosines and gold scores must be finite")
     full = _spearman_rows(np.apply_along_axis(rankdata, 1, matrix), rankdata(gold))
     best = int(np.nanargmax(full))
-    rng = np.random.default_rng(seed)
-    samples = rng.integers(0, gold.shape[0], size=(draws, gold.shape[0]))
-    gaps = np.empty((draws, len(names)))
-    for d, rows in enumerate(samples):
-        boot = _spearman_rows(np.apply_along_axis(rankdata, 1, matrix[:, rows]), rankdata(gold[rows]))
-        gaps[d] = 100.0 * (boot[best] - boot)
-    low, high = np.nanpercentile(gaps, [2.5, 97.5], axis=0)
+
+    def gaps(samples: np.ndarray) -> np.ndarray:  # (draws, models): points behind the best on each resample
+        out = np.empty((samples.shape[0], len(names)))
+        for d, rows in enumerate(samples):
+            boot = _spearman_rows(np.apply_along_axis(rankdata, 1, matrix[:, rows]), rankdata(gold[rows]))
+            out[d] = 100.0 * (boot[best] - boot)
+        return out
+
+    low, high, _ = percentile_bootstrap(gaps, gold.shape[0], draws=draws, rng=np.random.default_rng(seed))
     frame = pd.DataFrame(
         {
             "model": names,

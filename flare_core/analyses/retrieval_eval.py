@@ -20,6 +20,7 @@ import pandas as pd
 import pytrec_eval
 from sklearn.preprocessing import normalize
 
+from flare_core.analyses.resampling import percentile_bootstrap, resamples
 from flare_core.checks import check_int, check_matrix
 
 #: Bootstrap draws behind the intervals.
@@ -156,11 +157,12 @@ def compare_on_queries(
     ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names])  # (M, Q)
     means = ndcg.mean(axis=1)
     best = min(range(len(names)), key=lambda i: (-means[i], names[i]))
-    rng = np.random.default_rng(seed)
-    samples = rng.integers(0, len(queries), size=(draws, len(queries)))
-    boot = ndcg[:, samples].mean(axis=2)  # (M, draws)
-    gaps = 100.0 * (boot[best] - boot)
-    low, high = np.percentile(gaps, [2.5, 97.5], axis=1)
+
+    def gaps(samples: np.ndarray) -> np.ndarray:  # (draws, M): points behind the best on each resample
+        boot = ndcg[:, samples].mean(axis=2)  # (M, draws)
+        return (100.0 * (boot[best] - boot)).T
+
+    low, high, _ = percentile_bootstrap(gaps, len(queries), draws=draws, rng=np.random.default_rng(seed))
     frame = pd.DataFrame(
         {
             "model": names,
@@ -206,7 +208,7 @@ def few_judgement_estimates(
         raise ValueError("comparing models needs the scores of at least two")
     names, queries, tables = _aligned(scores, min_models=2)
     ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names], axis=1)  # (Q, M)
-    sample = np.random.default_rng(seed).integers(0, len(queries), size=(draws, len(queries)))
+    (sample,) = resamples(len(queries), draws, np.random.default_rng(seed))
     means = ndcg[sample].mean(axis=1)  # (draws, M)
     estimate = ndcg.mean(axis=0)
     order = sorted(range(len(names)), key=lambda i: (-estimate[i], names[i]))

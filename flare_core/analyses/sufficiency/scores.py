@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from flare_core.analyses.resampling import percentile_bootstrap
 from flare_core.analyses.sufficiency.result import SufficiencyResult
 from flare_core.checks import check_int, check_probability
 
@@ -133,19 +134,16 @@ def model_scores(
     low = np.full(len(models), np.nan)
     high = np.full(len(models), np.nan)
     if n_boot > 0 and len(pairs):
-        rng = np.random.default_rng(seed)
         m = per_sample.shape[1]
-        boot = np.empty((n_boot, len(models)))
-        chunk = 256
-        for start in range(0, n_boot, chunk):
-            size = min(chunk, n_boot - start)
-            draws = rng.integers(0, m, size=(size, m))
+
+        def replicates(draws: np.ndarray) -> np.ndarray:  # (size, models) from (size, m) resampled rows
             weights = np.stack([np.bincount(row, minlength=m) for row in draws]) / m  # (size, m)
-            boot[start : start + size] = _scores_from_pair_values(weights @ per_sample.T, groups, aggregation)
-        alpha = (1.0 - float(ci)) / 2.0
-        with np.errstate(invalid="ignore"):
-            low = np.nanquantile(boot, alpha, axis=0) if np.isfinite(boot).any() else low
-            high = np.nanquantile(boot, 1.0 - alpha, axis=0) if np.isfinite(boot).any() else high
+            return _scores_from_pair_values(weights @ per_sample.T, groups, aggregation)
+
+        # blocks of 256 resamples bound the (draws, m) weights' memory
+        low, high, _ = percentile_bootstrap(
+            replicates, m, draws=n_boot, rng=np.random.default_rng(seed), level=float(ci), block=256
+        )
 
     frame = pd.DataFrame(
         {
