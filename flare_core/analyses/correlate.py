@@ -4,6 +4,10 @@ Both inputs are tables with one row per model (the index) and one column per sco
 (label-free, downstream) pair is correlated over the models where both are finite: Spearman,
 Pearson and Kendall (tau-b) from ``scipy.stats``, and a percentile bootstrap interval for Spearman
 obtained by resampling models with replacement.
+
+Every Spearman correlation of the product is computed here: :func:`spearman` (two aligned score vectors,
+``scipy.stats.spearmanr``), :func:`ranking_correlation` (two model scores paired on their models) and
+:func:`spearman_rows` (many rows at once, for the bootstraps).
 """
 
 from __future__ import annotations
@@ -85,6 +89,34 @@ def _is_constant(v: np.ndarray) -> bool:
     return v.shape[0] == 0 or bool(np.all(v == v[0]))
 
 
+def spearman(x: Any, y: Any) -> float:
+    """Spearman's rho of two aligned score vectors ``x``, ``y`` (n,), by ``scipy.stats.spearmanr``.
+
+    Pairs non-finite on either side are left out; NaN with fewer than 2 pairs left or when either side is
+    constant over them. Raises ``ValueError`` for vectors of other shapes or lengths.
+    """
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"spearman needs two vectors of one length; got shapes {a.shape} and {b.shape}")
+    keep = np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    if a.shape[0] < 2 or _is_constant(a) or _is_constant(b):
+        return float("nan")
+    return float(spearmanr(a, b).statistic)
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``a`` (R, n) with the same row of ``b`` (R, n), or with ``b`` (n,).
+
+    Pearson's r of the rows' average ranks (``scipy.stats.rankdata`` and ``pearsonr`` along the rows: what
+    ``spearmanr`` computes for two vectors); NaN where a row is constant. ``spearmanr`` itself correlates
+    every row with every other: 1.2 s for 1,000 resamples of 16 models, against 4 ms here.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        return pearsonr(rankdata(a, axis=-1), rankdata(b, axis=-1), axis=-1).statistic
+
+
 def _bootstrap_spearman(
     a: np.ndarray, b: np.ndarray, n_boot: int, ci: float, rng: np.random.Generator
 ) -> tuple[float, float, int]:
@@ -94,14 +126,8 @@ def _bootstrap_spearman(
     ``(low, high, n_valid)``.
     """
     (idx,) = resamples(a.shape[0], n_boot, rng)
-    ra = rankdata(a[idx], axis=1)
-    rb = rankdata(b[idx], axis=1)
-    ra -= ra.mean(axis=1, keepdims=True)
-    rb -= rb.mean(axis=1, keepdims=True)
-    num = np.sum(ra * rb, axis=1)
-    den = np.sqrt(np.sum(ra * ra, axis=1) * np.sum(rb * rb, axis=1))
-    valid = den > 0
-    rho = num[valid] / den[valid]
+    rho = spearman_rows(a[idx], b[idx])
+    rho = rho[np.isfinite(rho)]
     low, high = percentile_interval(rho, ci)
     return float(low), float(high), int(rho.shape[0])
 
@@ -195,7 +221,4 @@ def ranking_correlation(a: pd.Series, b: pd.Series) -> float:
 
     Raises ``ValueError`` for non-Series inputs, duplicated models or non-numeric values.
     """
-    x, y = _paired(_as_series(a, "a"), _as_series(b, "b"))
-    if x.shape[0] < 2 or _is_constant(x) or _is_constant(y):
-        return float("nan")
-    return float(spearmanr(x, y).statistic)
+    return spearman(*_paired(_as_series(a, "a"), _as_series(b, "b")))

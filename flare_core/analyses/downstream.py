@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
+from scipy.stats import ConstantInputWarning, pearsonr
 from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import v_measure_score
@@ -24,6 +24,7 @@ from sklearn.model_selection import StratifiedKFold, cross_validate
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import normalize
 
+from flare_core.analyses.correlate import spearman
 from flare_core.analyses.retrieval_eval import ranking_scores, top_k_rows
 from flare_core.checks import check_int, check_labels, check_matrix
 
@@ -226,7 +227,7 @@ def sts(emb_a: Any, emb_b: Any, gold: Any) -> dict[str, Any]:
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConstantInputWarning)
-            rho = float(spearmanr(cos, g).statistic)
+            rho = spearman(cos, g)
             r = float(pearsonr(cos, g).statistic)
     return {"cosine_spearman": rho, "cosine_pearson": r, "n_pairs": int(a.shape[0])}
 

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.correlate import ranking_correlation
+
 SHORT_LIST = 3
 
 
@@ -125,7 +127,7 @@ def judge_rule(cases: Sequence[Mapping[str, Any]], rule: str) -> pd.DataFrame:
                 "short_list_lost": points_lost(oracle, [max(short, key=lambda m: oracle[m])], case["models"])
                 if short
                 else float("nan"),
-                "rho": float(scores.corr(oracle.loc[table.index], method="spearman"))
+                "rho": ranking_correlation(scores, oracle.loc[table.index])
                 if scores.notna().sum() > 2
                 else float("nan"),
             }

@@ -12,22 +12,13 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
+from flare_core.analyses.correlate import spearman_rows
 from flare_core.analyses.resampling import percentile_bootstrap
 from flare_core.checks import check_int
 
 #: Bootstrap draws behind the intervals.
 DRAWS = 1000
-
-
-def _spearman_rows(ranked: np.ndarray, gold_ranked: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row of ``ranked`` (M, n) with ``gold_ranked`` (n,): Spearman on ranks."""
-    x = ranked - ranked.mean(axis=1, keepdims=True)
-    y = gold_ranked - gold_ranked.mean()
-    denominator = np.sqrt((x**2).sum(axis=1) * (y**2).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, (x @ y) / denominator, np.nan)
 
 
 def compare_with_pair_scores(
@@ -51,13 +42,13 @@ def compare_with_pair_scores(
         )
     if not (np.isfinite(matrix).all() and np.isfinite(gold).all()):
         raise ValueError("cosines and gold scores must be finite")
-    full = _spearman_rows(np.apply_along_axis(rankdata, 1, matrix), rankdata(gold))
+    full = spearman_rows(matrix, gold)
     best = int(np.nanargmax(full))
 
     def gaps(samples: np.ndarray) -> np.ndarray:  # (draws, models): points behind the best on each resample
         out = np.empty((samples.shape[0], len(names)))
         for d, rows in enumerate(samples):
-            boot = _spearman_rows(np.apply_along_axis(rankdata, 1, matrix[:, rows]), rankdata(gold[rows]))
+            boot = spearman_rows(matrix[:, rows], gold[rows])
             out[d] = 100.0 * (boot[best] - boot)
         return out
 

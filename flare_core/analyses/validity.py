@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
-from flare_core.analyses.correlate import correlation_table
+from flare_core.analyses.correlate import correlation_table, spearman
 from flare_core.analyses.downstream import classification, clustering, knn_accuracy
 from flare_core.analyses.geometry import effective_rank, isoscore, silhouette, uniformity
 from flare_core.checks import check_int
@@ -53,7 +52,7 @@ def oracle_scores(
             unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
             i, j = pairs["i"].to_numpy(), pairs["j"].to_numpy()
             cosine = (unit[i] * unit[j]).sum(axis=1)
-            rows[name] = {"sts_spearman": float(spearmanr(cosine, pairs["score"]).statistic)}
+            rows[name] = {"sts_spearman": spearman(cosine, pairs["score"].to_numpy(dtype=float))}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.accuracy_posterior import AccuracyPrior
+from flare_core.analyses.correlate import ranking_correlation
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.costs import cheapest_good_enough
 from flare_core.answer.decide import compose, pending_candidates
@@ -65,7 +66,7 @@ def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:
     both = pd.concat([scores, accuracy], axis=1, join="inner").dropna()
     if len(both) < 3:
         return None
-    return float(both.iloc[:, 0].corr(both.iloc[:, 1], method="spearman"))
+    return ranking_correlation(both.iloc[:, 0], both.iloc[:, 1])
 
 
 def _few_block(run: Run, use: str, scores: pd.DataFrame) -> FewLabelsGround | None:

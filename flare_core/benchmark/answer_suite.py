@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.correlate import ranking_correlation
 from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table, top_models
 from flare_core.answer.label_free import USE_WORDS, benchmark_cases
 from flare_core.benchmark.answer_stage import judged_record
@@ -120,7 +121,7 @@ def _score_rows(cases: list[dict[str, Any]], use: str, seed: int) -> list[dict[s
             if score in case["table"]:
                 values = case["table"].loc[models, score].astype(float)
                 sign = -1.0 if score == "uniformity" and values.max() <= 0 else 1.0
-                rhos.append(float((sign * values).corr(case["oracle"].loc[models], method="spearman")))
+                rhos.append(ranking_correlation(sign * values, case["oracle"].loc[models]))
         rhos_arr = np.asarray([r for r in rhos if np.isfinite(r)])
         if rhos_arr.size == 0:
             continue

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.correlate import spearman
 from flare_core.view.figures import MIN_CORRELATION_MODELS
 from flare_core.view.glossary import label
 
@@ -416,7 +417,7 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
             "have both a score and an estimate."
         )
     x, y = np.array(pairs).T
-    rho = float(pd.Series(x).corr(pd.Series(y), method="spearman"))
+    rho = spearman(x, y)
     if math.isnan(rho):
         return f"The order could not be checked {source}: every model has the same score or estimate."
     word = "agrees" if rho >= 0.5 else "barely agrees" if rho > 0 else "disagrees"

@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
-from flare_core.analyses.correlate import COLUMNS, correlation_table, ranking_correlation
+from flare_core.analyses.correlate import (
+    COLUMNS,
+    correlation_table,
+    ranking_correlation,
+    spearman,
+    spearman_rows,
+)
 from tests.properties import assert_finite
 
 MODELS = [f"m{i}" for i in range(8)]
@@ -110,3 +116,27 @@ def test_ranking_correlation():
     assert np.isnan(ranking_correlation(a, a * 0))
     with pytest.raises(ValueError, match="Series"):
         ranking_correlation(a.to_numpy(), b)
+
+
+def test_spearman_by_hand_and_against_pandas():
+    # ranks 1,2,3,4 against 2,1,4,3: d = (-1, 1, -1, 1), rho = 1 - 6 * 4 / (4 * 15) = 0.6
+    assert spearman([10.0, 20.0, 30.0, 40.0], [2.0, 1.0, 9.0, 5.0]) == pytest.approx(0.6, abs=1e-15)
+    # ties take average ranks, non-finite pairs are left out, as pandas' corr(method="spearman") does
+    x = np.array([1.0, 2.0, 2.0, 5.0, np.nan, 7.0, 3.0])
+    y = np.array([3.0, 1.0, 4.0, 4.0, 8.0, np.nan, 0.5])
+    expected = pd.Series(x).corr(pd.Series(y), method="spearman")
+    assert spearman(x, y) == pytest.approx(expected, abs=1e-12)
+    assert np.isnan(spearman([1.0, 2.0, 3.0], [4.0, 4.0, 4.0])) and np.isnan(spearman([1.0], [2.0]))
+    with pytest.raises(ValueError, match="one length"):
+        spearman([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
+def test_spearman_rows_are_scipy_s_spearmanr_row_by_row():
+    rng = np.random.default_rng(4)
+    a = np.round(rng.normal(size=(30, 9)), 1)  # rounded: ties
+    b = np.round(rng.normal(size=(30, 9)), 1)
+    a[3] = 1.0  # a constant row has no correlation
+    expected = [spearmanr(a[i], b[i]).statistic if i != 3 else np.nan for i in range(30)]
+    assert spearman_rows(a, b) == pytest.approx(np.array(expected), abs=1e-12, nan_ok=True)
+    against_one = [spearmanr(a[i], b[0]).statistic if i != 3 else np.nan for i in range(30)]
+    assert spearman_rows(a, b[0]) == pytest.approx(np.array(against_one), abs=1e-12, nan_ok=True)
