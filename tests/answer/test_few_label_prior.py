@@ -1,0 +1,91 @@
+"""What the product knows before the first label: the prior names the provisional choice, learns from the
+shipped benchmark's record, and the sentences that promise an outcome quote what that benchmark measured."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flare_core.analyses.accuracy_posterior import estimate_frame
+from flare_core.answer import label_free, shipped
+from flare_core.answer.decide import from_label_free
+
+USES = ("classifier", "grouping", "search", "unsure")
+
+
+def _scores(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    models = [f"model-{i}" for i in range(6)]
+    return pd.DataFrame(
+        {
+            "dim": rng.choice([64.0, 256.0, 384.0, 768.0], size=6),
+            "effective_rank": rng.uniform(10, 500, size=6),
+            "uniformity": rng.uniform(-4, -1, size=6),
+            "isoscore": rng.uniform(0, 1, size=6),
+            "flow": rng.normal(0, 1, size=6),
+            "gmm": rng.normal(0, 1, size=6),
+        },
+        index=models,
+    )
+
+
+@pytest.mark.parametrize("use", USES)
+@pytest.mark.parametrize("seed", range(4))
+def test_with_no_label_the_posterior_names_the_provisional_choice(use, seed):
+    scores = _scores(seed)
+    prior = label_free.few_label_prior(scores, use)
+    frame = estimate_frame(prior, None, tolerance_points=2.0, chance_level=0.0, seed=seed)
+    assert frame["model"].iloc[0] == label_free.provisional_choice(scores, use)["choice"]
+    assert sorted(prior.models) == sorted(scores.index) and prior.source.startswith("the record of")
+
+
+def test_the_prior_learns_from_the_shipped_answer_benchmark_first(tmp_path, monkeypatch):
+    models = ["wide", "mid", "narrow"]
+    corpora = []
+    for name, accuracy in (("a", [0.9, 0.8, 0.7]), ("b", [0.8, 0.75, 0.7]), ("c", [0.85, 0.8, 0.6])):
+        rows = [{"model": m, "dim": d, "effective_rank": d, "oracle": acc, "role": "candidate"}
+                for m, d, acc in zip(models, (768.0, 384.0, 64.0), accuracy, strict=True)]  # fmt: skip
+        corpora.append({"corpus": name, "oracle": "accuracy", "candidates": models, "table": rows})
+    path = tmp_path / "answer_benchmark.json"
+    path.write_text(json.dumps({"corpora": corpora}))
+    monkeypatch.setattr(shipped, "SHIPPED_ANSWER_RESULTS", path)
+    assert [c["case"] for c in label_free.prior_cases()] == [
+        "a (classifier)",
+        "b (classifier)",
+        "c (classifier)",
+    ]
+    scores = pd.DataFrame({"dim": [768.0, 384.0, 64.0], "effective_rank": [700.0, 300.0, 50.0]}, index=models)
+    prior = label_free.few_label_prior(scores, "classifier")
+    # the top place stood 0.1, 0.05 and 0.1 above the mean of its corpus (the places' means sum to 0)
+    assert prior.models[0] == "wide" and prior.mean[0] == pytest.approx(np.mean([0.1, 0.05, 0.1]))
+    assert prior.level_mean == pytest.approx(np.mean([0.8, 0.75, 0.75]))
+
+
+def test_the_invitation_to_label_quotes_the_benchmark_or_promises_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "answer_benchmark.json"
+    monkeypatch.setattr(shipped, "SHIPPED_ANSWER_RESULTS", path)
+    choice = {"choice": "m", "short_list": ["m"], "rule_words": "the width", "use_words": "a classifier"}
+    assert "usually" not in from_label_free(choice)["next_step"]
+    assert from_label_free(choice)["next_step"].endswith("say how far to trust it.")
+    record = {
+        "corpora": [],
+        "few_labels": {
+            "tolerance": 2.0,
+            "label_free": {"mean_lost": 3.0, "within": 0.61},
+            "by_k": [{"method": "posterior", "k": 32, "mean_lost": 2.5, "within": 0.72, "draws": 90}],
+            "per_corpus": [{"corpus": f"c{i}"} for i in range(9)],
+            "forecast": {"told": 40, "came_true": 0.65},
+        },
+    }
+    path.write_text(json.dumps(record))
+    words = from_label_free(choice)["next_step"]
+    assert words == (
+        "Check with a few labels: on 9 public corpora, 32 labelled texts put the answer within 2 points of "
+        "the best model in 72% of trials (61% without labels)."
+    )
+    assert label_free.forecast_sentence() == (
+        "On public corpora, that many more labels settled it in 65% of the 40 trials told so."
+    )
