@@ -51,7 +51,8 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     :data:`LABEL_STEP`, and at least what the floors still need.
 
     Returns ``{"settled", "best", "either", "more_labels", "reason", "text"}``: ``reason`` is one of
-    "sure", "few labels", "few per class", "near guessing", "not sure yet", and ``text`` says it in words.
+    "sure", "few labels", "few per class", "near perfect", "near guessing", "too close" (the posterior's
+    forecast: not even :data:`MAX_MORE` more would settle it), "not sure yet", and ``text`` says it in words.
     """
     n_labels = check_int(n_labels, "n_labels", min_value=0)
     needed = {"model", "estimate", "p_best", "p_within", "gap", "diff_sd", "ci_low"}
@@ -80,9 +81,9 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         return _advice(
             True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "labels")
         )
+    too_close = "more_labels" in estimates.attrs and estimates.attrs["more_labels"] is None
     if "more_labels" in estimates.attrs:  # the posterior's own forecast (None: not within MAX_MORE)
-        forecast = estimates.attrs["more_labels"]
-        more = MAX_MORE if forecast is None else int(forecast)
+        more = MAX_MORE if too_close else int(estimates.attrs["more_labels"])
     else:
         more = _more_labels(estimates, n_labels)
     more = max(more, min(max(MIN_SETTLED_LABELS, floor) - n_labels, MAX_MORE))
@@ -94,6 +95,8 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         reason = "near perfect"
     elif not informative:
         reason = "near guessing"
+    elif too_close:
+        reason = "too close"
     else:
         reason = "not sure yet"
     leads = f"{best} leads ({p:.0%} chance of being best)"
@@ -129,6 +132,11 @@ def _unsettled_words(
         return (
             f"{leads}, but {', '.join(past)} would pass 100% with plenty of labels, so these labels cannot "
             f"tell the models near the top apart by a point; label {more} more texts."
+        )
+    if reason == "too close":
+        return (
+            f"{leads}; the models near the top are too close for {MAX_MORE} more labels to tell whether it is "
+            f"within {points} of the best ({sure:.0%} chance now). It is a sound choice as it stands."
         )
     if reason == "near guessing":
         return (

@@ -125,30 +125,48 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
     top = rows[best]
     interval = f"{_pct(top['estimate'])}, likely {_pct(top['ci_low'])} to {_pct(top['ci_high'])}"
     n = block["n_labels"]
+    points = _points(block.get("tolerance_points", 1.0))
     either = [m for m in advice.get("either", []) if m != best]
     if advice["settled"] and either:
         headline = (
-            f"Use {best} or {_join(either)}: after {n} labels each is within 1 point of the best with at "
+            f"Use {best} or {_join(either)}: after {n} labels each is within {points} of the best with at "
             "least 90% probability."
         )
         next_step = "Nothing more is needed: either will do."
     elif advice["settled"]:
         headline = (
-            f"Use {best}: after {n} labels it is within 1 point of the best with {chance_words(top['p_within'])} "
-            "probability."
+            f"Use {best}: after {n} labels it is within {points} of the best with "
+            f"{chance_words(top['p_within'])} probability."
         )
         next_step = "Nothing more is needed; more labels would only narrow the intervals."
+    elif advice.get("reason") == "too close":
+        headline = (
+            f"Use {best}: the most likely best after {n} labels ({chance_words(top['p_best'])} chance); the "
+            "models near the top are too close for more labels to tell apart."
+        )
+        next_step = "More labels would hardly change the choice; label more only to narrow the estimates."
     else:
         headline = (
             f"Provisionally {best}: the most likely best after {n} labels ({chance_words(top['p_best'])} chance), "
             f"not settled yet; {advice['more_labels']} more labels would settle it."
         )
         next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."
-    summary = (
-        f"{advice['text']} From your {n} labels, its estimated accuracy with plenty of labels is {interval}. "
-        "Each model is scored by how well a probe trained on your other labels predicts each labelled text, "
-        "carried forward along its learning curve to plenty of labels; its interval and every chance come "
-        "from resampling your labelled texts."
+    summary = " ".join(
+        part
+        for part in (
+            block.get("movement", ""),
+            advice["text"],
+            f"From your {n} labels, its estimated accuracy with plenty of labels is {interval}.",
+            "Each model is scored by how well a probe trained on your other labels predicts each labelled text, "
+            "carried forward along its learning curve to plenty of labels; "
+            + (
+                "what public corpora showed before any label is updated by each of your labels, and the "
+                "interval and every chance come from that one estimate."
+                if block.get("prior")
+                else "its interval and every chance come from resampling your labelled texts."
+            ),
+        )
+        if part
     )
     if choice and choice["choice"] != best:
         summary += f" The label-free choice was {choice['choice']}."
@@ -210,6 +228,11 @@ def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None)
     ]
     return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
             "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step}  # fmt: skip
+
+
+def _points(tolerance: float) -> str:
+    """ "2 points", "1 point"."""
+    return f"{float(tolerance):g} point" + ("" if float(tolerance) == 1 else "s")
 
 
 def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decision:

@@ -92,14 +92,55 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
     advice = stopping_advice(estimates, len(labels.labels))
     if not advice["settled"] and prior is not None and (told := forecast_sentence()):
         advice = {**advice, "text": f"{advice['text']} {told}"}
+    before = _leader_before(run, labels, embeddings, prior, seed)
     return {
         **base,
+        "prior": estimates.attrs.get("prior"),
+        "movement": movement_sentence(before, estimates, len(labels.labels)),
         "tolerance_points": float(estimates.attrs.get("tolerance_points", tolerance_of(run))),
         "more_labels_forecast": estimates.attrs.get("more_labels"),
         "method": estimates.attrs.get("method"),
         "estimates": _records(estimates),
         "advice": advice,
     }
+
+
+def _leader_before(
+    run: Run, labels: LabelSet, embeddings: dict[str, np.ndarray], prior: AccuracyPrior | None, seed: int
+) -> tuple[str, str] | None:
+    """The leader before the last batch and what it was (``"batch"``, or ``"provisional"``: the prior's
+    pick before any label); None when nothing came before."""
+    if labels.batches >= 2:
+        upto = LabelSet(
+            labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) < labels.batches]
+        )
+        if len(set(upto.labels)) >= 2:
+            frame = few_label_estimates(
+                embeddings, upto.rows, upto.labels, seed=seed, prior=_prior_of(prior, embeddings),
+                tolerance_points=tolerance_of(run),
+            )  # fmt: skip
+            return str(frame["model"].iloc[0]), "batch"
+    if prior is not None:
+        ordered = _prior_of(prior, embeddings)
+        return str(ordered.models[int(np.argmax(ordered.mean))]), "provisional"
+    return None
+
+
+def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n_labels: int) -> str:
+    """How the answer moved with the last labels, in words: the same leader ("mpnet still leads: 71%
+    within 2 points of the best") or a new one, never silently."""
+    if before is None or estimates.empty:
+        return ""
+    leader, p_within = str(estimates["model"].iloc[0]), float(estimates["p_within"].iloc[0])
+    tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
+    points = f"{tolerance:g} point" + ("" if tolerance == 1 else "s")
+    then = "before your labels" if before[1] == "provisional" else "before your last batch"
+    if before[0] == leader:
+        return f"{leader} still leads, as {then}: {p_within:.0%} chance of being within {points} of the best."
+    return (
+        f"{leader} now leads instead of {before[0]}, which led {then}: your {n_labels} labels favour it "
+        f"({p_within:.0%} chance of being within {points} of the best)."
+    )
 
 
 def tolerance_of(run: Run) -> float:

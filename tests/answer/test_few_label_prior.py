@@ -89,3 +89,39 @@ def test_the_invitation_to_label_quotes_the_benchmark_or_promises_nothing(tmp_pa
     assert label_free.forecast_sentence() == (
         "On public corpora, that many more labels settled it in 65% of the 40 trials told so."
     )
+
+
+def _estimates(leader: str, p_within: float, tolerance: float = 2.0) -> pd.DataFrame:
+    frame = pd.DataFrame({"model": [leader, "other"], "p_within": [p_within, 0.1]})
+    frame.attrs["tolerance_points"] = tolerance
+    return frame
+
+
+def test_a_batch_that_moves_the_answer_says_so_and_one_that_keeps_it_says_that():
+    from flare_core.answer.from_labels import movement_sentence
+
+    assert movement_sentence(("mpnet", "batch"), _estimates("mpnet", 0.71), 32) == (
+        "mpnet still leads, as before your last batch: 71% chance of being within 2 points of the best."
+    )
+    assert movement_sentence(("mpnet", "provisional"), _estimates("tfidf", 0.4, 1.0), 16) == (
+        "tfidf now leads instead of mpnet, which led before your labels: your 16 labels favour it (40% chance "
+        "of being within 1 point of the best)."
+    )
+    assert movement_sentence(None, _estimates("mpnet", 0.71), 16) == ""
+
+
+def test_a_dead_heat_the_forecast_cannot_settle_is_said_as_such():
+    from flare_core.analyses.stopping import stopping_advice
+
+    frame = pd.DataFrame(
+        {"model": ["a", "b"], "estimate": [0.8, 0.8], "p_best": [0.5, 0.5], "p_within": [0.6, 0.6],
+         "gap": [0.0, 0.0], "diff_sd": [0.1, 0.1], "ci_low": [0.75, 0.75]}
+    )  # fmt: skip
+    frame.attrs.update(
+        n_classes=2, n_texts=2000, n_classes_repeated=2, tolerance_points=2.0, more_labels=None
+    )
+    advice = stopping_advice(frame, 64)
+    assert advice["reason"] == "too close" and not advice["settled"]
+    assert "too close for 256 more labels" in advice["text"] and "2 points" in advice["text"]
+    frame.attrs["more_labels"] = 32
+    assert stopping_advice(frame, 64)["more_labels"] == 32
