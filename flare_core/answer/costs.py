@@ -89,9 +89,11 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
         # below the stopping advice's floors (too few labels, or per class, or near guessing) the chances
         # are not trusted: no model is called good enough yet, and the floors' labels are asked for
         advice = few.get("advice") or {}
-        trusted = advice.get("reason") in ("sure", "not sure yet")
+        trusted = advice.get("reason") in ("sure", "not sure yet", "too close")
         floor = 0 if trusted else int(advice.get("more_labels") or 0)
         good = p_within >= SURE if trusted else np.zeros(len(rows), dtype=bool)
+        # the posterior's own forecast, when the labels updated one: every figure from the one estimate
+        forecast = advice.get("more_labels") if "more_labels_forecast" in few else None
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": [100.0 * r["estimate"] for r in rows],
              "ci_low": [100.0 * r["ci_low"] for r in rows], "ci_high": [100.0 * r["ci_high"] for r in rows],
@@ -99,7 +101,8 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
              else f"estimated accuracy from your {n} labels (points)",
              "good_enough": good, "undecided": ~good & (p_within >= 1.0 - SURE),
              "gap_high": [float(r["gap_high"]) for r in rows],
-             "more_labels": [float(np.fmax(_labels_to_tell(r, n), floor)) for r in rows]}
+             "more_labels": [float(forecast) if forecast is not None and not g else
+                             float(np.fmax(_labels_to_tell(r, n), floor)) for r, g in zip(rows, good, strict=True)]}
         )  # fmt: skip
     return None
 
@@ -130,6 +133,15 @@ def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any]
     costs = run_costs(run)
     quality = answer_quality(verdict)
     if quality is None:
+        # the label-free score speaks of quality only where its benchmark record supports it: where the
+        # rule the product follows for this use is information sufficiency itself
+        from flare_core.answer.label_free import rule_for
+
+        if rule_for(str(run.manifest.get("params", {}).get("use") or "unsure")).get("rule") not in (
+            "flow",
+            "gmm",
+        ):
+            return None
         quality = label_free_quality(run)
     if quality is None or not costs["texts_per_s"].notna().any():
         return None

@@ -75,3 +75,20 @@ def test_the_report_has_the_quality_cost_section(labelled_run):
         {"model": ["x"], "quality": [1.0], "ci_low": [0.0], "ci_high": [2.0], "label": ["y"]}
     )
     assert tradeoff_view(labelled_run, quality)["quality"] is quality
+
+
+def test_a_label_free_answer_names_no_cheapest_model_from_a_score_its_record_does_not_support(unlabelled_run):
+    from flare_core.answer.costs import cheapest_good_enough, label_free_quality
+    from flare_core.answer.label_free import rule_for
+    from flare_core.answer.stored import load_verdict
+
+    verdict = load_verdict(unlabelled_run)
+    assert verdict["basis"] == "label-free"
+    # the run has both what the sentence would be made of: label-free scores and measured costs
+    assert (
+        label_free_quality(unlabelled_run) is not None
+        and run_costs(unlabelled_run)["texts_per_s"].notna().any()
+    )
+    use = unlabelled_run.manifest["params"].get("use") or "unsure"
+    assert rule_for(use)["rule"] not in ("flow", "gmm")  # the shipped record backs another rule for this use
+    assert cheapest_good_enough(unlabelled_run, verdict) is None
