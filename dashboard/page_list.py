@@ -1,5 +1,6 @@
 """The dashboard's pages, in the order of the navigation: the one list that ``app.py``, the page tests and
-``bench/page_render.py`` read. Plain data (no Streamlit), so that a test or a bench script can import it."""
+``bench/speed/page_render.py`` read. Plain data (no Streamlit), so that a test or a bench script can import
+it."""
 
 from __future__ import annotations
 

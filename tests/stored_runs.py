@@ -89,8 +89,8 @@ def stored_run(store, corpus_path: Path, params, *, run_id: str, name: str, labe
 
 def labelled_run_params():
     """The parameters of the tests' labelled run (``tests/conftest.py``'s ``labelled_run``, and the run
-    ``bench/page_sessions.py`` copies): a transformer, three static models and the default controls, both
-    estimators, small token stages."""
+    ``bench/speed/page_sessions.py`` copies): a transformer, three static models and the default controls,
+    both estimators, small token stages."""
     from flare_core.run.params import RunParams
 
     return RunParams(

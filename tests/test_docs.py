@@ -122,7 +122,14 @@ def _modules() -> dict[str, set[str]]:
 def test_the_layout_names_every_module_of_the_library_the_pages_and_the_benches():
     lists = _layout_lists()
     modules = _modules()
-    assert {"flare_core", "flare_core/answer", "dashboard", "bench"} <= set(modules)
+    assert {
+        "flare_core",
+        "flare_core/answer",
+        "dashboard",
+        "bench/studies",
+        "bench/speed",
+        "bench/faults",
+    } <= set(modules)
     for folder, names in sorted(modules.items()):
         assert folder in lists, f"docs/contributing.md, Layout: add a section ### `{folder}/`"
         assert lists[folder] == names, (

@@ -48,8 +48,8 @@ def embedding_map(
         # Below 4,096 points umap-learn takes every pairwise distance with its numba metric called once per
         # pair from Python: 2,000 points took 7-12 s a map, most of it in those calls. The same cosine
         # distances from one vectorised call make seven models' maps 2.5x faster (71.0 -> 28.7 s), their
-        # neighbourhoods as faithful (mean trustworthiness 0.832 -> 0.835; ``bench/map_speed.py``). Above it,
-        # umap-learn's approximate neighbours need no (N, N) matrix.
+        # neighbourhoods as faithful (mean trustworthiness 0.832 -> 0.835; ``bench/speed/map_speed.py``).
+        # Above it, umap-learn's approximate neighbours need no (N, N) matrix.
         small = len(sample) < _UMAP_SMALL_DATA
         reducer = umap.UMAP(
             n_neighbors=min(n_neighbors, len(sample) - 1),

@@ -38,14 +38,14 @@ BALANCE_RATIO = 0.5
 BOOTSTRAP_DRAWS = 2000
 #: The bootstrap over the labelled texts sees their sampling noise only, not the error of carrying a
 #: probe on k labels forward to plenty: its spread is widened by this factor (1: none), chosen on the
-#: benchmark (``bench/few_label_answer.py``; with the prior and the carry-forward error below, the stated
-#: chance of being within a point of the best is off by 0.075 on average at 2 and by 0.124 at 1).
+#: benchmark (``bench/studies/few_label_answer.py``; with the prior and the carry-forward error below, the
+#: stated chance of being within a point of the best is off by 0.075 on average at 2 and by 0.124 at 1).
 SPREAD_INFLATION = 2.0
 #: Nor does it see that a probe on k labels, carried forward, misjudges each model by an error of its own:
 #: each draw moves each model by a normal error of this spread, in accuracy points, apart from the others,
 #: at :data:`CARRY_REFERENCE_LABELS` labels, shrinking as 1/√k with more (the learning curve is carried
 #: less far), so that enough labels always settle the choice. Chosen on the benchmark
-#: (``bench/few_label_answer.py``) leave one corpus out among 0, 2 and 4.
+#: (``bench/studies/few_label_answer.py``) leave one corpus out among 0, 2 and 4.
 CARRY_ERROR_POINTS = 4.0
 CARRY_REFERENCE_LABELS = 16
 #: The prior of the few-label estimate, in texts: a Dirichlet of this total weight spread evenly over every

@@ -7,7 +7,8 @@ documents by cosine (one matrix product); their union is the query's *pool*, sho
 seeded shuffled order that does not say which model found which document. A person marks each pooled
 document relevant (1) or not (0). A document nobody judged counts as not relevant, as in TREC pooling, so
 each candidate's top 10 is judged in full once its pool is. The queries' embeddings are stored with the
-run when a query is added, so an update after a judgement embeds nothing (``bench/few_judgement_speed.py``).
+run when a query is added, so an update after a judgement embeds nothing
+(``bench/speed/few_judgement_speed.py``).
 
 Stored with the run, under its labels lock (:func:`flare_core.answer.labels.labels_lock`); Parquet and
 NumPy files only, so that a bundle carries them and a bundle without texts drops the query texts::

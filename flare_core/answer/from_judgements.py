@@ -50,7 +50,7 @@ def draft_queries(run: Run, n: int, judged: SearchJudgements | None = None) -> p
     Documents are drawn at random: on the benchmark's three retrieval corpora, drafting first from the
     documents whose neighbours the candidates disagree on most picked a model within 2 nDCG@10 points in
     52 / 60 / 83 / 80% of draws at 5 / 10 / 20 / 40 queries against 43 / 59 / 79 / 82% for random queries,
-    and in 3 / 20 / 57 / 47% on bbc-titles (``bench/few_judgements.py``): no better, with a far worse
+    and in 3 / 20 / 57 / 47% on bbc-titles (``bench/studies/few_judgements.py``): no better, with a far worse
     worst case.
     """
     judged = judged if judged is not None else load_search_judgements(run)

@@ -55,7 +55,7 @@ BENCHMARK_VERSION = 1
 #: Texts are cut at this many tokens in benchmark runs (the product's default is 256), to keep the runs
 #: short. It cuts 79% of the Lee documents, 21% of the debate statements and at most 0.2% of the other
 #: corpora's texts; at 256 tokens the transformers' oracle scores move by under 0.5 points on Lee and gain
-#: up to 2 points on the debates, where TF-IDF stays the best candidate (``bench/label_free_scores.py
+#: up to 2 points on the debates, where TF-IDF stays the best candidate (``bench/studies/label_free_scores.py
 #: --max-length 256`` embeds them so).
 BENCHMARK_MAX_LENGTH = 128
 #: The label-free scores compared in the summary table, in its column order.

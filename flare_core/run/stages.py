@@ -239,7 +239,7 @@ def pool_workers(params: RunParams, *, is_units: int = 0, n_texts: int = 0) -> i
     cost more than it saves. On the CPU the pool has a worker per core, at most 8; on CUDA 4, each
     training every conditional of a target as one batched model (:func:`~flare_core.run.sufficiency_stage.conditionals_per_model`). The
     flows of 16 models × 2,000 texts, default preset, on a machine with 16 cores and an H200
-    (``bench/gpu_figures.py``): 16 CPU workers 45 s; CUDA, 4 workers batched 48 s, one process batched
+    (``bench/speed/gpu_figures.py``): 16 CPU workers 45 s; CUDA, 4 workers batched 48 s, one process batched
     76 s, 8 workers one conditional at a time 116 s: a flow this small keeps a GPU waiting on its kernel
     launches, so a GPU is worth it for the densities only against few cores.
     """

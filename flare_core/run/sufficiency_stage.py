@@ -37,7 +37,7 @@ def conditionals_per_model(params: RunParams, n_sources: int, stored: int | None
 
     As the run asks (``batch_conditionals``; 1: one at a time), else every one of them, on a CPU as on
     CUDA: one vmapped model of a target's conditionals takes fewer and larger kernels than its flows one
-    by one (``bench/flows_stage.py``). A run resumed over stored units keeps the grouping they were
+    by one (``bench/speed/flows_stage.py``). A run resumed over stored units keeps the grouping they were
     trained with (``stored``, from the unit store), so they stay those of one configuration.
     """
     if stored is not None:

@@ -165,7 +165,7 @@ def test_a_benchmark_run_one_corpus_at_a_time_keeps_the_others(retrieval_result,
 
 def test_the_docs_show_the_retrieval_benchmark_from_its_stored_results():
     root = Path(__file__).parents[2]
-    stored = benchmark.load_benchmark(RunStore(root / "bench" / "benchmark_retrieval"))
+    stored = benchmark.load_benchmark(RunStore(root / "bench" / "studies" / "benchmark_retrieval"))
     assert stored is not None and all(r["oracle"] == "ndcg_at_10" for r in stored["corpora"])
     start, end = benchmark_report.docs_markers("retrieval")
     page = (root / benchmark_report.DOCS_PAGE).read_text(encoding="utf-8")

@@ -165,7 +165,7 @@ def test_rejudging_reads_the_stored_runs_without_running_them(result, tmp_path):
 
 def test_the_shipped_benchmark_is_the_larger_pool_with_the_eight_candidate_figures_beside():
     root = Path(__file__).parents[2]
-    larger = benchmark.load_benchmark(RunStore(root / "bench" / "benchmark_16_models"))
+    larger = benchmark.load_benchmark(RunStore(root / "bench" / "studies" / "benchmark_16_models"))
     assert larger is not None and len(larger["models"]) >= 17  # 16 trained candidates and the partial model
     labelled = {r["corpus"] for r in larger["corpora"]}
     assert labelled == {
@@ -183,7 +183,7 @@ def test_the_shipped_benchmark_is_the_larger_pool_with_the_eight_candidate_figur
     assert f"| corpus (8 → {len(larger['corpora'][0]['pools']['whole']['candidates'])} candidates) |" in (
         benchmark_report.markdown_table(shipped)
     )
-    earlier = benchmark.load_benchmark(RunStore(root / "bench" / "benchmark_8_models"))
+    earlier = benchmark.load_benchmark(RunStore(root / "bench" / "studies" / "benchmark_8_models"))
     assert earlier is not None and len(earlier["models"]) == 9  # the benchmark the answer quoted before
 
 
@@ -237,6 +237,6 @@ def test_the_docs_tables_are_what_flare_benchmark_table_only_prints(tmp_path):
     flare_here("benchmark", "--table-only", "--docs", str(page), runs_dir=store.root)
     flare_here(
         "benchmark", "--table-only", "--docs", str(page), "--docs-section", "retrieval",
-        runs_dir=root / "bench" / "benchmark_retrieval",
+        runs_dir=root / "bench" / "studies" / "benchmark_retrieval",
     )  # fmt: skip
     assert page.read_text(encoding="utf-8") == committed

@@ -55,7 +55,7 @@ def test_hundred_thousand_character_texts_load_and_embed_with_glove(tmp_path):
     corpus = load_corpus(path)
     assert all(len(t) >= 99_990 for t in corpus.texts)
     assert corpus.texts == texts
-    encoder = encoders.load_encoder("glove-6b-50d")  # bench/corpus_load.py times this
+    encoder = encoders.load_encoder("glove-6b-50d")  # bench/speed/corpus_load.py times this
     emb = encoders.embed(encoder, corpus.texts, corpus_hash=corpus.content_hash, cache_dir=None)
     assert emb.shape == (5, 50) and emb.dtype == np.float32 and np.isfinite(emb).all()
     assert np.linalg.matrix_rank(emb) == 5  # five different words, five different vectors
@@ -79,7 +79,7 @@ print(json.dumps({
 
 
 def test_two_hundred_thousand_rows_load_in_bounded_memory_and_sample(tmp_path):
-    """200,000 rows load whole and as a seeded sample (bench/corpus_load.py measures how fast)."""
+    """200,000 rows load whole and as a seeded sample (bench/speed/corpus_load.py measures how fast)."""
     n = 200_000
     path = tmp_path / "big.csv"
     with open(path, "w", encoding="utf-8", newline="") as fh:

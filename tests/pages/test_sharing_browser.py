@@ -13,7 +13,7 @@ foreign Host (DNS rebinding, through Chromium's host-resolver rules), a page of 
 WebSocket, and a raw WebSocket with a foreign Host replaying the owner's Delete; on the exposed server, a
 fragment rerun of a revoked link's session, a stranger's and a viewer's upload, and the owner's label save
 replayed into other sessions. Nothing may leak and the store's files must not change. The time a page takes
-with the owner and two viewers at once is measured by ``bench/page_sessions.py``.
+with the owner and two viewers at once is measured by ``bench/speed/page_sessions.py``.
 """
 
 from __future__ import annotations

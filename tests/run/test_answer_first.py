@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench.standard_run import answer_usable
+from bench.speed.standard_run import answer_usable
 from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
 from flare_core.run import embedding_stage, jobs, stages

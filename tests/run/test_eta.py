@@ -169,7 +169,7 @@ def test_the_embedding_stage_reports_work_in_the_units_of_its_plan(tmp_path):
 
 
 def test_the_standard_bench_judges_estimates_against_the_time_that_was_left(tmp_path):
-    from bench.standard_run import EtaSampler
+    from bench.speed.standard_run import EtaSampler
 
     sampler = EtaSampler(tmp_path)
     sampler.start, sampler.end = 0.0, 100.0

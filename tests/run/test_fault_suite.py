@@ -1,4 +1,4 @@
-"""The short form of ``bench/faults.py``: a few real trials of every fault (kill -9 and resume, damaged
+"""The short form of ``bench/faults/faults.py``: a few real trials of every fault (kill -9 and resume, damaged
 files, a full disk (a real tmpfs, when run as root), concurrent resume/delete/export/import, big inputs,
 a 10 MB text). The job queue and a restart are left to ``tests/run/test_jobs.py`` (four runs with two
 slots, runs beyond the limit started after a restart), which asserts the same outcomes. Every trial must
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from bench.faults import FAULTS, finished_unit, run_faults
+from bench.faults.faults import FAULTS, finished_unit, run_faults
 from tests.stored_runs import stored_run
 
 

@@ -205,7 +205,7 @@ def test_the_common_look_is_plotly_white_set_without_copying_the_template_again(
     """apply_layout gives the figure plotly checking and copying the template through update_layout
     would give (whatever plotly's default template is, Streamlit's in the dashboard), without sharing the
     registered template with the figure: a change of one figure's template changes nothing else (its speed
-    is measured by ``bench/page_sessions.py --profile``, not here)."""
+    is measured by ``bench/speed/page_sessions.py --profile``, not here)."""
     import json
 
     import plotly.io as pio

@@ -18,7 +18,7 @@ values) and taking the singular values of the ``(P, N, N)`` stack. Cost per pair
 instead of ``O(d^3)``.
 
 Numerical paths (measured on all-MiniLM-L6-v2 / all-mpnet-base-v2 token states of BBC articles,
-see ``bench/socm_pairs.py`` and ``tests/test_collapse.py``):
+see ``bench/speed/socm_pairs.py`` and ``tests/test_collapse.py``):
 
 * ``dtype=torch.float64``: singular values of ``B_1 B_2^T`` (``torch.linalg.svdvals``); agrees with
   ``scipy.linalg.sqrtm`` within 1e-8 on ``BW^2`` (tested; on the singular ``d x d`` covariances of

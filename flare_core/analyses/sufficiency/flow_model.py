@@ -45,7 +45,7 @@ class FlowConfig(DictConfig):
     """Hyper-parameters of the FLARE flow estimator.
 
     Defaults are sized for a 6-model matrix (dims 50-768) on 2,000 texts on a 2-core CPU (about
-    2.5 minutes measured with ``bench/sufficiency_matrix.py``: 6 marginals + 30 conditionals): 4 MAF
+    2.5 minutes measured with ``bench/speed/sufficiency_matrix.py``: 6 marginals + 30 conditionals): 4 MAF
     transforms with random permutations between them, MADE conditioners with 128 hidden units and one
     residual block, Adam 1e-3, batch 256, at most 40 epochs, early stopping after 4 epochs without
     improvement of the validation NLL (best weights kept). With hidden units fewer than d_v, a MADE
@@ -64,7 +64,7 @@ class FlowConfig(DictConfig):
     ``even_batches`` splits each epoch into mini-batches of nearly ``batch_size`` rows (1,800 training
     rows: 7 of 257 rather than 7 of 256 and a last one of 8, a noisy step that costs as much as a full
     one); ``fused_adam`` takes Adam's fused update on CPU and CUDA (the same update up to rounding, in one kernel).
-    Together they make a conditional's epoch about a fifth cheaper (``bench/flows_stage.py``). Stores
+    Together they make a conditional's epoch about a fifth cheaper (``bench/speed/flows_stage.py``). Stores
     written before these fields existed were trained without them (and resume so).
     """
 

@@ -37,8 +37,8 @@ _EM_ROWS = 8192
 class GMMConfig(DictConfig):
     """Hyper-parameters of the mixture estimator.
 
-    The default was chosen on the ladder of known truth (``bench/is_ladder.py``; docs/methods.md, "Information
-    sufficiency against known truth", where each part is measured against the default): one Gaussian
+    The default was chosen on the ladder of known truth (``bench/studies/is_ladder.py``; docs/methods.md,
+    "Information sufficiency against known truth", where each part is measured against the default): one Gaussian
     component whose mean is a linear map of u plus a small MLP (8 hidden units), the marginal started
     from an EM fit and the conditional started as the trained marginal, early stopping on held-out rows
     (patience 3, at most 30 / 60 epochs, Adam 3e-3). KNIFE's input LayerNorm discards each row's mean
