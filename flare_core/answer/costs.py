@@ -145,7 +145,8 @@ def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any]
         quality = label_free_quality(run)
     if quality is None or not costs["texts_per_s"].notna().any():
         return None
-    return cheapest_within(quality, costs, cost="texts_per_s", best=verdict.get("recommended"))
+    points = float((verdict.get("few_labels") or {}).get("tolerance_points") or 1.0)
+    return cheapest_within(quality, costs, points=points, cost="texts_per_s", best=verdict.get("recommended"))
 
 
 def label_free_quality(run: Run) -> pd.DataFrame | None:

@@ -196,4 +196,91 @@ def markdown_tables(benchmark: dict[str, Any]) -> str:
             f"| {row.corpus} | {row.task} | {row.oracle} | {row.n_texts:,} | {row.best} | {row.best_value:.3f} "
             f"| {row.widest_lost:.1f} | {row.seconds or 0:.0f} |"
         )
+    if benchmark.get("few_labels"):
+        lines += ["", *few_label_lines(benchmark["few_labels"])]
+    lines += ["", "| corpus | source | licence |", "| --- | --- | --- |"]
+    lines += [
+        f"| {r['corpus']} | {r.get('source', '')} | {r.get('licence', '')} |" for r in benchmark["corpora"]
+    ]
     return "\n".join(lines)
+
+
+def few_label_lines(record: dict[str, Any]) -> list[str]:
+    """The few-label answer's record in Markdown: by k, the points lost and the share within the
+    tolerance (the posterior, the estimate from nothing; the label-free pick at k = 0), then how often the
+    named model changed between batches, the settled draws, the forecast, and the reliability of the
+    stated chance of being within the tolerance."""
+    tolerance = record.get("tolerance", 2.0)
+    by_k = pd.DataFrame(record["by_k"])
+    lost = by_k.pivot(index="k", columns="method", values="mean_lost")
+    within = by_k.pivot(index="k", columns="method", values="within")
+    methods = [m for m in ("posterior", "from nothing") if m in lost]
+    free = record["label_free"]
+    lines = [
+        f"Few labels (random texts, {record.get('draws', '?')} draws per corpus, each corpus judged with a "
+        "prior learned from the others):",
+        "",
+        "| labels | " + " | ".join(f"{m}: points lost | {m}: within {tolerance:g}" for m in methods) + " |",
+        "| --- | " + " | ".join("--- | ---" for _ in methods) + " |",
+        f"| 0 (label-free) | {free['mean_lost']:.2f} | {free['within']:.0%} |"
+        + " |" * (2 * len(methods) - 2),
+    ]
+    for k in lost.index:
+        cells = " | ".join(f"{lost.loc[k, m]:.2f} | {within.loc[k, m]:.0%}" for m in methods)
+        lines.append(f"| {k} | {cells} |")
+    stable = record.get("stability", {})
+    settled = record.get("settled", {}).get("posterior", {})
+    forecast = record.get("forecast", {})
+    calibration = record.get("calibration", {}).get("posterior", {})
+    lines += [
+        "",
+        "The named model changed between consecutive batches after 32 labels in "
+        + ", ".join(f"{v:.0%} ({m})" for m, v in stable.items())
+        + " of batch pairs.",
+        f"Settled (within {tolerance:g} points with at least 90% chance): {settled.get('share_at_64', 0):.0%} of "
+        f"draws at 64 labels, {settled.get('share_at_128', 0):.0%} at 128; "
+        + (
+            f"{settled['within_when_settled']:.0%} of the {settled['n_settled']} settled draws were within it."
+            if settled.get("within_when_settled") is not None
+            else "none settled."
+        ),
+        f"Told 'n more labels would settle it': {forecast.get('told', 0)} draws; n more settled "
+        + (
+            f"{forecast['came_true']:.0%} of them."
+            if forecast.get("came_true") is not None
+            else "none of them."
+        ),
+    ]
+    if calibration:
+        lines += [
+            "",
+            f"Reliability of the stated chance of being within {tolerance:g} points (calibration error "
+            f"{calibration['overall']:.3f}; worst corpus "
+            f"{max(calibration['per_corpus'].values()):.3f}):",
+            "",
+            "| stated | mean stated | observed | models × draws |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r['bin']} | {r['stated']:.2f} | {r['observed']:.2f} | {r['count']} |"
+            for r in calibration["reliability"]
+        ]
+    return lines
+
+
+#: The markers around the answer benchmark's tables in a docs page.
+DOCS_START, DOCS_END = "<!-- answer-benchmark:start -->", "<!-- answer-benchmark:end -->"
+
+
+def update_docs(path: str | Path, benchmark: dict[str, Any]) -> None:
+    """Replace the text between :data:`DOCS_START` and :data:`DOCS_END` of the page ``path`` with the
+    answer benchmark's tables."""
+    from flare_core.store import atomic
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if DOCS_START not in text or DOCS_END not in text:
+        raise ValueError(f"{path} has no {DOCS_START} … {DOCS_END} section to fill")
+    before, rest = text.split(DOCS_START, 1)
+    _, after = rest.split(DOCS_END, 1)
+    atomic.write_text(path, f"{before}{DOCS_START}\n{markdown_tables(benchmark)}\n{DOCS_END}{after}")

@@ -440,12 +440,14 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     benchmark_report.docs_markers(args.docs_section)  # a bad name is refused before any work
     store = _store(args)
     if args.stage == "answer":
-        from flare_core.benchmark.answer_suite import markdown_tables
+        from flare_core.benchmark.answer_suite import markdown_tables, update_docs
         from flare_core.cli.benchmark_commands import answer_benchmark
 
         result = answer_benchmark(
             store, _names(args.corpora), _names(args.models), rejudge=args.rejudge, table_only=args.table_only
         )
+        if args.docs is not None:
+            update_docs(args.docs, result)
         print(to_json(result) if args.json else markdown_tables(result))
         return 0
 

@@ -103,14 +103,17 @@ def test_one_screen_one_truth(labelled_twice):
             if a != b and (estimates.loc[a, ["estimate", "ci_low", "ci_high"]] >= estimates.loc[b, ["estimate", "ci_low", "ci_high"]]).all():  # fmt: skip
                 assert estimates.loc[a, "p_best"] >= estimates.loc[b, "p_best"], (a, b)
 
-    # the cheapest good-enough model is within 1 point of the best with 90% chance, or the sentence says
-    # that the labels cannot tell yet
+    # the cheapest good-enough model is within the run's tolerance of the best with 90% chance, or the
+    # sentence says that the labels cannot tell yet
     cost = verdict.get("cost")
     assert cost is not None and cost["best"] == best
+    points = few["tolerance_points"]
+    assert f"within {points:g} point" in cost["sentence"]
     if cost["model"] != best:
         assert estimates.loc[cost["model"], "p_within"] >= 0.9 and few["advice"]["reason"] in (
             "sure",
             "not sure yet",
+            "too close",
         )
     cheaper = [m for m in estimates.index if m != cost["model"]]
     if cost["undecided"] is not None:
