@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flare_core.analyses.maps import _keep_umap_compiled, embedding_map  # noqa: E402
-from flare_core.store.cache import cache_root  # noqa: E402
+from flare_core.store.cache_folder import cache_root  # noqa: E402
 
 
 def stored_models(folder: Path, n_texts: int, count: int) -> dict[str, np.ndarray]:

@@ -32,7 +32,7 @@ from flare_core.analyses.label_free_rules import (
 from flare_core.answer.shipped import shipped_answer_results, shipped_results
 from flare_core.answer.stored import LabelFreeGround
 from flare_core.store.atomic import write_text
-from flare_core.store.cache import cache_root
+from flare_core.store.cache_folder import cache_root
 
 #: What a person can say the embeddings are for (New run, ``flare run --use``), in words.
 USE_WORDS = {

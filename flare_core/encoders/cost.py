@@ -28,7 +28,7 @@ import numpy as np
 
 from flare_core.checks import check_int
 from flare_core.store import atomic
-from flare_core.store.cache import cache_root
+from flare_core.store.cache_folder import cache_root
 
 MEASUREMENTS = "model_costs.json"
 _MIB = 2**20

@@ -29,7 +29,7 @@ import numpy as np
 from flare_core.checks import check_int, check_number
 from flare_core.encoders.base import EncoderBase, ModelSpec, ProgressFn, encode_in_chunks, unit_rows
 from flare_core.store import atomic
-from flare_core.store.cache import cache_root
+from flare_core.store.cache_folder import cache_root
 
 SIF_COEFFICIENT = 1e-4
 UNUSED_TOKEN = re.compile(r"\[unused\d+\]")

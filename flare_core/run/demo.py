@@ -13,7 +13,7 @@ from flare_core.data.corpus import load_corpus
 from flare_core.run import jobs
 from flare_core.run.create import create_run
 from flare_core.run.params import RunParams
-from flare_core.store.cache import cache_root
+from flare_core.store.cache_folder import cache_root
 from flare_core.store.runs import RunNotFound, RunStore
 
 DEMO_RUN_ID = "demo-bbc-openings"

@@ -20,7 +20,7 @@ from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.errors import Cancelled
 from flare_core.run.eta import embedding_cost, model_embedding_units, seconds_to_units, text_units
 from flare_core.run.params import RunParams
-from flare_core.store.cache import cache_root
+from flare_core.store.cache_folder import cache_root
 from flare_core.store.manifest import record_worker, roles, set_model
 from flare_core.store.runs import Run
 

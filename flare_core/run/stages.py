@@ -36,7 +36,7 @@ from flare_core.run.sufficiency_stage import densities_on_cuda, sufficiency_stag
 from flare_core.run.summary import summary_table
 from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
 from flare_core.run.validation_stage import run_studies
-from flare_core.store.cache import sweep_stale_scratch
+from flare_core.store.cache_folder import sweep_stale_scratch
 from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import Run
 

@@ -20,7 +20,7 @@ from flare_core.run.eta import COLLAPSE_UNIT_SECONDS, collapse_costs
 from flare_core.run.params import RunParams
 from flare_core.run.progress import no_report
 from flare_core.store import doctor
-from flare_core.store.cache import scratch_dir
+from flare_core.store.cache_folder import scratch_dir
 from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import Run, safe_name
 
@@ -221,7 +221,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def check_scratch(folder: Path | None = None) -> list[doctor.Finding]:
     """Damaged token stores in the cache's scratch folder (``folder``, default
-    :func:`~flare_core.store.cache.scratch_dir`): temporary token states of a collapse stage, left there
+    :func:`~flare_core.store.cache_folder.scratch_dir`): temporary token states of a collapse stage, left there
     by a process that stopped. ``run_id`` is ``""`` and ``file`` the damaged file's path."""
     root = folder if folder is not None else scratch_dir()
     if not any(root.rglob("meta.json")):

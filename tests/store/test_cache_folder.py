@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flare_core.store.cache import cache_root, scratch_dir, sweep_stale_scratch
+from flare_core.store.cache_folder import cache_root, scratch_dir, sweep_stale_scratch
 
 
 def test_cache_root_comes_from_the_environment_with_home_expanded(monkeypatch, tmp_path):
