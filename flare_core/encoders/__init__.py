@@ -11,9 +11,9 @@ Typical use::
 from __future__ import annotations
 
 from flare_core.encoders.base import Encoder, ModelSpec, encode_queries
-from flare_core.encoders.cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
 from flare_core.encoders.controls import TfidfSvdEncoder
 from flare_core.encoders.corpus_fitted import texts_hash
+from flare_core.encoders.embedding_cache import DEFAULT_CHUNK_SIZE, cache_key, cache_key_fields, embed
 from flare_core.encoders.precomputed import PrecomputedEncoder, load_precomputed
 from flare_core.encoders.registry import (
     BUILTIN_IDS,

@@ -242,8 +242,8 @@ def _embed_task(
     peak memory, size, bytes per vector; the figures stored with the cache entry when it was a hit).
     """
     from flare_core import encoders
-    from flare_core.encoders.cache import annotate_entry, entry_meta
     from flare_core.encoders.cost import timed_embedding
+    from flare_core.encoders.embedding_cache import annotate_entry, entry_meta
 
     started = time.perf_counter()
 

@@ -3,7 +3,7 @@ scratch space.
 
 Layout under :func:`cache_root`::
 
-    embeddings/<key>.npy|.json      the embedding cache (flare_core.encoders.cache)
+    embeddings/<key>.npy|.json      the embedding cache (flare_core.encoders.embedding_cache)
     models/<name>/                  built-in models unpacked once (flare_core.encoders.builtin)
     demo/bbc_news_openings_250.csv  the demo corpus
     judged/<key>.json               label-free rules judged on the benchmark (flare_core.answer.label_free)

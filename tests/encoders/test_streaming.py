@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from flare_core.encoders import embed, load_encoder, texts_hash
-from flare_core.encoders.cache import cache_key, cache_key_fields, cache_paths
+from flare_core.encoders.embedding_cache import cache_key, cache_key_fields, cache_paths
 
 from ._helpers import TEXTS, CountingEncoder, tiny_bert
 
