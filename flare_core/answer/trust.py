@@ -32,7 +32,7 @@ import pandas as pd
 
 STATUSES = ("pass", "warn", "fail", "not checked")
 LEVELS = ("high", "moderate", "low")
-#: Kinds of control a run can hold (see :mod:`flare_core.encoders.pool`).
+#: Kinds of control a run can hold (see :mod:`flare_core.encoders.model_pool`).
 RANDOM_WEIGHTS, ROWS_SHUFFLED = "random weights", "rows shuffled"
 
 

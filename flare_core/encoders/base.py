@@ -14,7 +14,7 @@ ProgressFn = Callable[[int, int], None]
 
 #: How a model computes its vectors.
 KINDS = ("transformer", "onnx", "compiled", "static", "corpus", "hub", "precomputed")
-#: What a model is for in a ranking (see :mod:`flare_core.encoders.pool`).
+#: What a model is for in a ranking (see :mod:`flare_core.encoders.model_pool`).
 ROLES = ("candidate", "control", "partial")
 
 

@@ -126,7 +126,7 @@ def parameter_bytes(encoder: Any) -> int:
 def model_size(model_id: str, encoder: Any = None) -> tuple[float | None, str | None]:
     """``(model_size_mib, size_from)``: the registry model's files on disk (``"files"``), else the
     parameters of the loaded ``encoder`` (``"parameters"``), else ``(None, None)``."""
-    from flare_core.encoders.pool import POOL
+    from flare_core.encoders.model_pool import POOL
 
     entry = POOL.get(model_id)
     size = files_bytes(entry.files()) if entry is not None else 0

@@ -48,7 +48,7 @@ def model_rows(device: str | None = None) -> list[dict[str, Any]]:
     ``measured``) and ``by_device``: every device kind's measurement here, and the reference figures shipped
     with the package (:data:`REFERENCE_COSTS`, their kinds marked "reference")."""
     from flare_core.encoders import is_available, list_models
-    from flare_core.encoders.pool import POOL
+    from flare_core.encoders.model_pool import POOL
 
     stored = load_measurements()
     reference = json.loads(REFERENCE_COSTS.read_text(encoding="utf-8"))["devices"]

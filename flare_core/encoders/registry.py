@@ -13,8 +13,7 @@ from urllib.parse import urlparse
 
 from flare_core.encoders.base import Encoder, ModelSpec
 from flare_core.encoders.extra_models import DISTIL_BASES, DISTIL_WIDTHS, FASTTEXT, USE
-from flare_core.encoders.offline import hub_offline
-from flare_core.encoders.pool import (
+from flare_core.encoders.model_pool import (
     DOC2VEC,
     E5,
     GLOVE,
@@ -28,6 +27,7 @@ from flare_core.encoders.pool import (
     STATIC,
     TFIDF,
 )
+from flare_core.encoders.offline import hub_offline
 from flare_core.errors import ModelUnavailable
 
 #: The first eight trained candidates: the pool the benchmark's earlier figures were measured on (kept to
