@@ -10,7 +10,7 @@ from typing import Any
 
 from flare_core.checks import check_int
 from flare_core.compute.executor import Executor, Outcome, Resources, worker_id
-from flare_core.compute.pool import ProcessPool
+from flare_core.compute.process_pool import ProcessPool
 
 
 class LocalExecutor(Executor):
