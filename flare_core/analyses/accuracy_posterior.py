@@ -43,7 +43,7 @@ DRAWS = 4000
 #: mean, relative to the candidates' mean, was 1.0 to 1.2 times (1.1 on average) what the pooled per-text
 #: covariance below predicts (root mean square 14.9 / 14.7 points at k = 16, 6.7 / 5.9 at 128, 3.6 / 3.4
 #: at 256): the sampling error is widened by that factor and nothing more is added for carrying a probe
-#: on k labels forward (``bench/few_label_prior.py``, where the values used before, 2 and 4 points,
+#: on k labels forward (``bench/studies/few_label_prior.py``, where the values used before, 2 and 4 points,
 #: are judged beside them).
 SPREAD_INFLATION = 1.1
 CARRY_ERROR_POINTS = 0.0
@@ -52,7 +52,7 @@ CARRY_REFERENCE_LABELS = 16
 #: one correlation between any two, the means over the models and pairs: every model is judged on the same
 #: texts, so their errors move together, but k texts measure M(M+1)/2 covariances too poorly to trust each
 #: one), ``"sample"`` (each covariance as measured) or ``"independent"`` (each model's own variance, no
-#: correlation). Chosen on the benchmark (``bench/few_label_prior.py``).
+#: correlation). Chosen on the benchmark (``bench/studies/few_label_prior.py``).
 ERROR_STRUCTURE = "pooled"
 #: Jeffreys' prior in texts: the per-text covariance is shrunk towards that of this many texts, half of
 #: them right, independent across models.

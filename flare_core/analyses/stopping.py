@@ -189,7 +189,7 @@ def _advice(
 
 #: No advice on search judgements settles on fewer judged queries (with a relevant document) than this.
 #: Chosen leave one corpus out among 5, 10 and 20 on the benchmark's three retrieval corpora
-#: (``bench/few_judgements.py``; 20 in all three folds): the draws settled at it were within 2 nDCG@10
+#: (``bench/studies/few_judgements.py``; 20 in all three folds): the draws settled at it were within 2 nDCG@10
 #: points in 98% / 78% / 83% of cases on chatbot-questions / bbc-titles / news-titles, against 99% / 63% /
 #: 72% at 10.
 MIN_SETTLED_QUERIES = 20

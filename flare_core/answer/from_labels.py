@@ -2,7 +2,7 @@
 labels a person gave it (:mod:`flare_core.answer.labels`), and which texts to ask about next.
 
 Everything reads the embeddings the run stored; nothing is embedded again, so an update after a batch of
-labels takes about a second (``bench/few_label_speed.py``).
+labels takes about a second (``bench/speed/few_label_speed.py``).
 
 The run's own labels are judged by the pipeline's stage ``labels`` (:mod:`flare_core.run.labels_stage`),
 which stores ``labels/comparison.parquet`` and ``labels/comparison.json``; :func:`full_label_block` reads them.

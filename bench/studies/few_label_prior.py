@@ -13,7 +13,7 @@ k = 0), how often the named model changes between consecutive batches, the calib
 chance of being within 2 points, how many draws are settled and how many of those are within 2 points,
 and how often "n more labels would settle it" came true. ``--json`` writes every figure.
 
-    .venv/bin/python bench/few_label_prior.py --root .cache/answer-benchmark --draws 20
+    .venv/bin/python bench/studies/few_label_prior.py --root .cache/answer-benchmark --draws 20
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
 from flare_core.benchmark.posterior_draws import TOLERANCE, judge_corpus, per_corpus, summary  # noqa: E402
@@ -40,6 +40,20 @@ VARIANTS = {
     "posterior, plain probe": ("benchmark", "plain", "pooled", 1.5, 0.0),
     "flat prior": ("flat", "curve", "pooled", 1.1, 0.0),
 }
+
+
+def _nested_choice(frame: pd.DataFrame) -> pd.DataFrame:
+    """For each corpus, the estimate with the fewest mean points lost (over every k) on the *other*
+    corpora, and what it lost on this one at each k: the choice among the variants judged honestly."""
+    judged = frame[(frame["k"] > 0) & (frame["method"] != "from nothing")]
+    mean = judged.groupby(["corpus", "method"])["lost"].mean().unstack()
+    rows = []
+    for corpus in mean.index:
+        chosen = mean.drop(index=corpus).mean().idxmin()
+        part = judged[(judged["corpus"] == corpus) & (judged["method"] == chosen)]
+        rows.append(part.groupby("k")["lost"].mean().rename(f"{corpus}: {chosen}"))
+    table = pd.concat(rows, axis=1)
+    return table.assign(mean=table.mean(axis=1))
 
 
 def main() -> None:
@@ -70,6 +84,7 @@ def main() -> None:
     frame = pd.DataFrame(rows)
     result = summary(frame)
     corpora = per_corpus(frame).round(2)
+    nested = _nested_choice(frame)
     by_k = pd.DataFrame(result["by_k"]).pivot(index="k", columns="method", values="mean_lost").round(2)
     within = pd.DataFrame(result["by_k"]).pivot(index="k", columns="method", values="within").round(2)
     print(f"mean points lost by k (label-free pick: {result['label_free']['mean_lost']:.2f})")
@@ -80,6 +95,8 @@ def main() -> None:
         print(key, json.dumps(result[key], default=float))
     print("calibration", {m: round(c["overall"], 3) for m, c in result["calibration"].items()})
     print(corpora.to_string())
+    print("the estimate chosen leave one corpus out (fewest points lost over k on the others), by k:")
+    print(nested.round(2).to_string())
     if args.json:
         args.json.write_text(json.dumps({"summary": result, "per_corpus": corpora.reset_index().to_dict(
             orient="records")}, indent=1, default=float))  # fmt: skip
