@@ -452,6 +452,9 @@ def few_label_estimates(
     correct = np.mean([c for c, _ in parts], axis=0)
     margin = np.mean([m for _, m in parts], axis=0)
     if prior is not None:
+        if not accuracy_posterior.EXTRAPOLATED:
+            plain = [probe_scores(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
+            correct, margin = np.mean([c for c, _ in plain], axis=0), np.mean([m for _, m in plain], axis=0)
         frame = accuracy_posterior.labelled_frame(
             prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
             n_classes=int(values.size), seed=seed,

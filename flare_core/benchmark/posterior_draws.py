@@ -17,7 +17,8 @@ inflation, carry-forward points)``; the product's is :data:`PRODUCT`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,19 +53,29 @@ def lost(oracle: pd.Series, pick: str, models: Sequence[str]) -> float:
 #: The product's variant: the benchmark's prior, the learning-curve scores and accuracy_posterior's own
 #: error model.
 PRODUCT = {
-    "posterior": ("benchmark", "curve", ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS)
-}
+    "posterior": (
+        "benchmark", "curve" if ap.EXTRAPOLATED else "plain", ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION,
+        ap.CARRY_ERROR_POINTS,
+    )
+}  # fmt: skip
 SHIPPED = "posterior"
 
 
-def _frame(prior, correct, chance, seed, variant):
+@contextlib.contextmanager
+def _constants(variant: tuple) -> Iterator[None]:
+    """accuracy_posterior's error model set to ``variant``'s for the block."""
     _, _, structure, inflation, carry = variant
     kept = ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS
     ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS = structure, inflation, carry
     try:
-        return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed)
+        yield
     finally:
         ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS = kept
+
+
+def _frame(prior, correct, chance, seed, variant):
+    with _constants(variant):
+        return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed)
 
 
 def judge_corpus(
@@ -117,21 +128,25 @@ def judge_corpus(
                 row["stated"] = [[float(p), lost(oracle, str(m), candidates)]
                                  for m, p in zip(frame["model"], frame["p_within"], strict=True)]  # fmt: skip
                 if method == SHIPPED and not row["settled"] and k in (16, 32, 64):
-                    row["more"] = forecast(priors[which], correct, tolerance_points=TOLERANCE, sure=SURE,
-                                           step=16, most=256, seed=draw)  # fmt: skip
+                    scores = correct if variant[1] == "curve" else plain
+                    with _constants(variant):
+                        row["more"] = forecast(priors[which], scores, tolerance_points=TOLERANCE, sure=SURE,
+                                               step=16, most=256, seed=draw)  # fmt: skip
                     row["more_came_true"] = _came_true(row["more"], order, k, labels, xs, priors[which],
-                                                       chance, draw)  # fmt: skip
+                                                       chance, draw, variant)  # fmt: skip
                 rows.append(row)
     return rows
 
 
-def _came_true(more, order, k, labels, xs, prior, chance, draw) -> bool | None:
+def _came_true(more, order, k, labels, xs, prior, chance, draw, variant) -> bool | None:
+    """Whether the draw, ``more`` labels later (the same seeded order), was settled."""
     if more is None or k + more > labels.shape[0]:
         return None
     picked = order[: k + more]
     _, codes = np.unique(labels[picked], return_inverse=True)
-    correct, _ = curve_scores(xs, picked, codes.reshape(-1), "ridge", seed=draw)
-    frame = estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=draw)
+    scorer = curve_scores if variant[1] == "curve" else probe_scores
+    scores, _ = scorer(xs, picked, codes.reshape(-1), "ridge", seed=draw)
+    frame = _frame(prior, scores, chance, draw, variant)
     return bool(frame["p_within"].iloc[0] >= SURE)
 
 
