@@ -50,7 +50,10 @@ def demo_params() -> RunParams:
 
 
 def ensure_demo_run(store: RunStore, *, background: bool = True) -> str:
-    """Create the demo run if it is missing and start (or restart) it unless it is done; return its id."""
+    """Create the demo run if it is missing and start (or restart) it unless it is done; return its id.
+
+    In the ``background`` it is submitted as a background run (:func:`flare_core.run.jobs.submit`): it
+    gives way to every run a person starts, waits while theirs compute, and carries on after them."""
     try:
         run = store.get(DEMO_RUN_ID)
     except RunNotFound:
@@ -63,7 +66,7 @@ def ensure_demo_run(store: RunStore, *, background: bool = True) -> str:
         return run.id
     if status != "done":
         if background:
-            jobs.start(store, run.id)
+            jobs.submit(store, run.id, background=True)
         else:
             jobs.run_in_process(run, progress_bar=True)
     return run.id

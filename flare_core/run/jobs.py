@@ -12,6 +12,10 @@ manifest: status ``queued``, a ``queue`` entry, no worker yet) and :func:`dispat
 the order they were submitted whenever a slot is free; workers dispatch when they finish, and so do the
 ``flare`` commands and the Runs page, so the queue needs no long-lived scheduler and survives restarts.
 Every process that computes a run holds the run's lock (:mod:`flare_core.store.locks`).
+
+A run submitted in the background (the demo) gives way to a person's own runs: it starts only while no
+other run executes or waits, and when one is submitted while it computes, it stops at its next unit of work
+and waits in the queue again, to carry on where it stopped once the others have finished.
 """
 
 from __future__ import annotations
@@ -94,13 +98,38 @@ def active_runs(store: RunStore) -> list[str]:
 
 
 def waiting_runs(store: RunStore) -> list[str]:
-    """Ids of runs waiting in the queue for a free slot, first to start first."""
+    """Ids of runs waiting in the queue for a free slot, first to start first: a person's runs in the order
+    they were submitted, then the background runs."""
     waiting = [
-        (m["queue"].get("submitted", 0), m["id"])
+        (bool(m.get("background")), m["queue"].get("submitted", 0), m["id"])
         for m in store.list()
         if m.get("status") == "queued" and isinstance(m.get("queue"), dict) and not m.get("pid")
     ]
-    return [run_id for _, run_id in sorted(waiting)]
+    return [run_id for _, _, run_id in sorted(waiting)]
+
+
+def background_runs(store: RunStore) -> list[str]:
+    """Ids of the background runs (the demo) that execute or wait: they give way to every other run."""
+    return [
+        m["id"]
+        for m in store.list()
+        if m.get("background")
+        and m.get("status") in ("queued", "running")
+        and (m.get("pid") or m.get("queue"))
+    ]
+
+
+def _give_way(store: RunStore) -> list[str]:
+    """Ask every executing background run to stop at its next unit of work and wait in the queue again
+    (the caller holds the store lock); returns their ids."""
+    asked = []
+    for run_id in active_runs(store):
+        run = store.get(run_id)
+        if run.manifest.get("background") and not run.manifest.get("giving_way"):
+            run.update(giving_way=True)
+            run.request_cancel()
+            asked.append(run_id)
+    return asked
 
 
 def queue_position(store: RunStore, run_id: str) -> int | None:
@@ -109,8 +138,11 @@ def queue_position(store: RunStore, run_id: str) -> int | None:
     return waiting.index(run_id) + 1 if run_id in waiting else None
 
 
-def submit(store: RunStore, run_id: str) -> dict[str, Any]:
+def submit(store: RunStore, run_id: str, *, background: bool = False) -> dict[str, Any]:
     """Put ``run_id`` in the job queue and start it at once if a slot is free.
+
+    A ``background`` run (the demo) starts only while no other run executes or waits; a run submitted
+    otherwise makes executing background runs give way (they stop at their next unit of work and wait).
 
     Runs beyond ``max_concurrent_jobs()`` wait (status ``queued``, no worker) and are started in the order
     they were submitted as running ones finish, by whichever ``flare`` command, worker or dashboard page
@@ -130,7 +162,11 @@ def submit(store: RunStore, run_id: str) -> dict[str, Any]:
             raise ValueError(f"run {run.id} is already done; nothing to start")
         if run.cancel_requested():
             run.artefact(CANCEL_FLAG).unlink(missing_ok=True)
-        run.update(status="queued", pid=None, error=None, queue={"submitted": time.time_ns()})
+        run.update(
+            status="queued", pid=None, error=None, queue={"submitted": time.time_ns()}, background=background
+        )
+        if not background:
+            _give_way(store)
         _dispatch_locked(store)
     manifest = run.manifest
     if manifest.get("pid"):
@@ -176,12 +212,18 @@ def dispatch(store: RunStore) -> list[str]:
 
 def _dispatch_locked(store: RunStore) -> list[str]:
     started: list[str] = []
-    free = max_concurrent_jobs() - len(active_runs(store))
-    for run_id in waiting_runs(store):
+    active = active_runs(store)
+    free = max_concurrent_jobs() - len(active)
+    waiting = waiting_runs(store)
+    background = {m["id"] for m in store.list() if m.get("background")}
+    others = [r for r in active + waiting if r not in background]
+    for run_id in waiting:
         if free <= 0:
             break
         try:
             run = store.get(run_id)
+            if run_id in background and others:
+                continue  # the demo waits while a person's run executes or waits
             if locks.live_owner(run.path) is not None:
                 continue  # someone resumes it in the foreground
             _launch(store, run)
@@ -231,6 +273,8 @@ def cancel(store: RunStore, run_id: str) -> None:
     if run.status in FINISHED:
         return
     with locks.store_lock(store.root):
+        if run.manifest.get("giving_way"):  # cancelled while giving way: cancelled, not queued again
+            run.update(giving_way=None)
         run.request_cancel()
         if run.status == "queued" and not _alive(run) and locks.live_owner(run.path) is None:
             run.update(status="cancelled", queue=None, finished=utc_now())
@@ -296,7 +340,11 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
             compute_stages(run, progress_bar=progress_bar)
             run.update(status="done", finished=utc_now(), progress=None)
         except (Cancelled, KeyboardInterrupt):
-            run.update(status="cancelled", finished=utc_now())
+            if run.manifest.get("giving_way"):  # a background run stopped for a person's run: it waits again
+                run.artefact(CANCEL_FLAG).unlink(missing_ok=True)
+                run.update(status="queued", pid=None, giving_way=None, queue={"submitted": time.time_ns()})
+            else:
+                run.update(status="cancelled", finished=utc_now())
         except BaseException as exc:  # noqa: BLE001 - every failure must be recorded on the run
             if reserve is not None:  # a full disk: free the reserve so that the failure can be recorded
                 reserve.unlink(missing_ok=True)
