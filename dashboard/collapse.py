@@ -15,6 +15,7 @@ from dashboard.common import (
 )
 from dashboard.findings import show_page_verdict
 from dashboard.session import texts_shown
+from dashboard.tables import show_table
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.glossary import explain
@@ -40,7 +41,7 @@ st.caption(
     help=explain("socm"),
 )
 with st.expander("Summary per model (every figure)"):
-    st.dataframe(summary, hide_index=True)
+    show_table(summary)
 download_csv(summary, f"{run.id}-collapse-summary")
 models = summary["model"].tolist()
 corpus = load_corpus_frame(run.id)
@@ -72,9 +73,8 @@ k = min(len(pairs), 20)
 if len(pairs) > 5:
     k = st.slider("How many", 5, min(len(pairs), 100), k)
 top = most_collapsed_pairs(pairs, texts, k)
-event = st.dataframe(
+event = show_table(
     top,
-    hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
     key="top-pairs",

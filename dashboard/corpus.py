@@ -17,6 +17,7 @@ from dashboard.common import (
 )
 from dashboard.findings import show_page_verdict
 from dashboard.session import texts_shown
+from dashboard.tables import show_table
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.page_verdicts import corpus_verdict
@@ -51,7 +52,7 @@ if has_labels:
 
 st.subheader("Embeddings")
 embedding_stats = embedding_table(run)
-st.dataframe(embedding_stats, hide_index=True)
+show_table(embedding_stats)
 download_csv(embedding_stats, f"{run.id}-embedding-stats")
 
 st.subheader("Embedding map (UMAP)")
@@ -93,9 +94,8 @@ for column, model_id in zip(st.columns(max(len(chosen), 1)), chosen, strict=Fals
         ]
         if selected:
             st.caption(f"{len(selected)} selected texts")
-            st.dataframe(
+            show_table(
                 corpus.iloc[selected][
                     ["id"] + (["text"] if with_texts else []) + (["label"] if has_labels else [])
-                ],
-                hide_index=True,
+                ]
             )

@@ -1,5 +1,6 @@
 """Check with a few labels: name the categories, label the texts the product chooses, and watch the answer
-settle. The labels are saved with the run after each batch (they survive a restart, travel in bundles and
+settle; or, for search, check with a few searches: type queries and tick the documents that answer them. The
+labels and judgements are saved with the run after each batch (they survive a restart, travel in bundles and
 appear in the report)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import escape, open_analysis_page, show_labels_table, show_verdict
+from dashboard.common import current_run, escape, show_labels_table, show_verdict, status_banner
 from dashboard.session import current_access
 from flare_core.answer import few_judgements as fj
 from flare_core.answer import from_judgements
@@ -22,7 +23,32 @@ from flare_core.view.verdict import labels_table, map_drawing_words
 #: The choice in the table for a text the person cannot or will not label.
 SKIP = "skip / unsure"
 
-run = open_analysis_page("Check with a few labels")
+#: The page's title for each way of checking.
+TITLES = {False: "Check with a few labels", True: "Check with a few searches"}
+SEARCH_CHOICE, LABEL_CHOICE = "search queries", "categories of texts"
+
+title = st.empty()  # the title says which check this is, once the run is known
+run = current_run()
+if run is None:
+    title.title(TITLES[False])
+    st.stop()
+judged = fj.load_search_judgements(run)
+labels = label_store.load_labels(run)
+access = current_access()
+editable = access.allows("label", run.id)
+
+
+def searching_by_default() -> bool:
+    """Whether this run is checked with searches unless its owner picks otherwise: its use is search, or
+    queries were judged and no text labelled."""
+    use = str(run.manifest.get("params", {}).get("use") or "unsure")
+    return use == "search" or (fj.has_search_judgements(run) and not labels.entries)
+
+
+chosen = st.session_state.get(f"mode-{run.id}") if editable else None
+searching = chosen == SEARCH_CHOICE if chosen else searching_by_default()
+title.title(TITLES[searching])
+status_banner(run)
 corpus = run.manifest["corpus"]
 if corpus.get("has_labels"):
     st.success(
@@ -37,15 +63,23 @@ if not any(m.get("status") == "done" and m.get("role") == "candidate" for m in r
 drawing = map_drawing_words(run.manifest, effective_status(run), answered=load_verdict(run) is not None)
 if drawing:
     st.caption(escape(drawing))
-labels = label_store.load_labels(run)
-access = current_access()
-editable = access.allows("label", run.id)
-if editable:
+if searching and editable:
+    st.markdown(
+        "A few searches settle which model finds what you look for in *your* documents. Type a query you would "
+        "search for (or pick one drafted from your texts), then read the documents the models find and tick "
+        "those that answer it: after each query the chances below are updated, and the answer tells you when "
+        "more searches would no longer change it."
+    )
+elif searching:
+    st.markdown(
+        "A few searches settle which model finds what people look for in these documents. This page shows what "
+        "the searches judged for this run say so far; only the run's owner can add searches."
+    )
+elif editable:
     st.markdown(
         "A few labels settle which model is best for *your* texts. Name the categories, then label the texts "
         "the product picks, a batch at a time: after each batch the chances below are updated, and the answer "
-        "tells you when more labels would no longer change it. For search, give a few queries instead and mark "
-        "which of the documents the models find answer them."
+        "tells you when more labels would no longer change it."
     )
 else:
     st.markdown(
@@ -167,20 +201,19 @@ def answer_step() -> None:
 def search_mode() -> bool:
     """Whether this page judges search queries (the run's use is search, or queries were judged and no text
     labelled), or labels categories; the owner may switch."""
-    use = str(run.manifest.get("params", {}).get("use") or "unsure")
-    default = use == "search" or (fj.has_search_judgements(run) and not labels.entries)
+    default = searching_by_default()
     if not editable:
         return default
     choice = st.radio(
         "Check with",
-        ["categories of texts", "search queries"],
+        [LABEL_CHOICE, SEARCH_CHOICE],
         index=1 if default else 0,
         horizontal=True,
         key=f"mode-{run.id}",
         help="Categories: label texts by kind. Search queries: give a few queries and mark which of the "
         "documents the models find answer them.",
     )
-    return choice == "search queries"
+    return choice == SEARCH_CHOICE
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -241,31 +274,16 @@ def judge_step() -> None:
     docs = fj.pooled_documents(run, [query], judged)
     st.caption(
         f"{len(docs)} documents: those any model ranks in its top 10 for this query, in a shuffled order that "
-        "does not say which model found which. Tick the ones that answer the query. A document left unticked "
-        "counts as not relevant, and so does one nobody judged (as in TREC pooling)."
+        "does not say which model found which. Read each one and tick those that answer the query. A document "
+        "left unticked counts as not relevant, and so does one nobody judged (as in TREC pooling)."
     )
-    edited = st.data_editor(
-        docs[["doc_row", "text"]].assign(relevant=docs["relevant"] == "1"),
-        hide_index=True,
-        height=35 * len(docs) + 40,  # every pooled document in view, none hidden below a scroll
-        disabled=["doc_row", "text"],
-        column_config={
-            "doc_row": st.column_config.NumberColumn(
-                "row", width=50, help="The document's row in your corpus."
-            ),
-            "text": st.column_config.TextColumn("document", width="large"),
-            "relevant": st.column_config.CheckboxColumn("relevant", width=80),
-        },
-        key=f"pool-{run.id}-{query}-{judged.batches}",
-    )
-    relevant = int(edited["relevant"].sum())
+    ticked = pooled_list(docs, query)
+    relevant = sum(ticked.values())
     if st.button(
         f"Save the judgements of {escape(query)} ({relevant} relevant)", type="primary", key="save-judgements"
     ):
         access.require("label", run.id)
-        given = [
-            (query, int(r), int(bool(v))) for r, v in zip(edited["doc_row"], edited["relevant"], strict=True)
-        ]
+        given = [(query, row, int(answers)) for row, answers in ticked.items()]
         try:
             fj.add_judgements(run, given, source="page")
         except ValueError as exc:
@@ -275,6 +293,23 @@ def judge_step() -> None:
             st.session_state.pop(f"focus-{run.id}", None)
             st.toast(f"Saved {len(given)} judgement(s) of {escape(query)}, {relevant} relevant.")
             st.rerun()
+
+
+def pooled_list(docs: pd.DataFrame, query: str) -> dict[int, bool]:
+    """Each pooled document of ``query`` in full, wrapped, with a box to tick when it answers the query (ticked
+    when it was judged relevant before); returns each document's row and whether it is ticked."""
+    ticked = {}
+    for n, doc in enumerate(docs.itertuples(index=False), start=1):
+        row = int(doc.doc_row)
+        with st.container(border=True, key=f"pooled-{n}"):
+            st.caption(f"Document {n} · row {row} of your corpus")
+            st.markdown(escape(doc.text))
+            ticked[row] = st.checkbox(
+                f"Document {n} answers the query",
+                value=str(doc.relevant) not in ("", "0"),
+                key=f"pool-{run.id}-{query}-{judged.batches}-{row}",
+            )
+    return ticked
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -307,7 +342,6 @@ def search_answer_step() -> None:
         )
 
 
-judged = fj.load_search_judgements(run)
 if search_mode():
     if editable:
         queries_step()

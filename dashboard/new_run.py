@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from typing import Any
 
 import streamlit as st
 
-from dashboard.common import escape, follow_run, show_started, store
+from dashboard.common import escape, follow_run, store
 from dashboard.session import current_access
 from flare_core.answer.label_free import USE_WORDS
-from flare_core.errors import CorpusError
+from flare_core.errors import CorpusError, RunNotFound
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
 from flare_core.run.eta import describe_duration, expected_embedding_seconds
@@ -24,9 +27,71 @@ from flare_core.run.precheck import (
     precheck_judgements,
     precheck_model_ids,
 )
+from flare_core.view.results import run_words
 
 MAX_UPLOAD_MB = max_upload_mb()
 MAX_ROWS = int(os.environ.get("FLARE_MAX_ROWS", "200000"))
+#: The estimator choices in words (the names stay in the help).
+ESTIMATOR_WORDS = {
+    "both": "both (surest)",
+    "flow": "flows (slower, finer)",
+    "gmm": "mixtures (fast, rougher)",
+}
+#: The runs this session started from the page: what was started (:func:`start_signature`) -> run id.
+STARTED = "new-run-started"
+#: The run this session started last, shown at the top of the page until another is started.
+LAST_STARTED = "new-run-last-started"
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def file_digest(file_id: str, _content: bytes) -> str:
+    """The sha256 of an uploaded file's bytes, once per upload."""
+    return hashlib.sha256(_content).hexdigest()
+
+
+def start_signature(files: list[Any], settings: dict[str, Any]) -> str:
+    """What a Start would start: the bytes of the uploaded ``files`` (the corpus, judgements, queries,
+    embeddings) and every setting of the form, as one digest; the run's name is left out."""
+    digests = [file_digest(f.file_id, f.getvalue()) for f in files if f is not None]
+    return hashlib.sha256(json.dumps([digests, settings], default=str).encode("utf-8")).hexdigest()
+
+
+def started_before(signature: str) -> dict | None:
+    """The manifest of the run this session already started with ``signature``, None when none (or it was
+    deleted since)."""
+    run_id = st.session_state.get(STARTED, {}).get(signature)
+    try:
+        return store().get(run_id).manifest if run_id else None
+    except (RunNotFound, ValueError):
+        return None
+
+
+def started_panel() -> None:
+    """The run this session started last, for as long as the session lasts (a rerun, a run changing
+    status, another page and back): its name, short id and time, where it is, and a link to it."""
+    run_id = st.session_state.get(LAST_STARTED)
+    if not run_id:
+        return
+    try:
+        run = store().get(run_id)
+    except (RunNotFound, ValueError):
+        return
+    status = jobs.effective_status(run)
+    where = {
+        "queued": "It waits for a free slot and starts by itself.",
+        "running": "It runs in the background: you can leave this page.",
+        "done": "It has finished.",
+    }.get(status, f"It is {status}.")
+    n_texts = run.manifest.get("corpus", {}).get("n_texts") or 0
+    st.success(
+        f"Started: **{escape(run_words(run.manifest))}** with {n_texts:,} texts. {where}",
+        icon=":material/rocket_launch:",
+    )
+    left, right = st.columns(2)
+    left.page_link(
+        "dashboard/overview.py", label="Open it", icon=":material/insights:", query_params={"run": run_id}
+    )
+    right.page_link("dashboard/runs.py", label="Open Runs", icon=":material/history:")
 
 
 def show_check(slot, check: FieldCheck | None) -> None:
@@ -67,8 +132,10 @@ def show_expected_time(models: list[str], texts: list[str]) -> None:
         )
     elif unmeasured:
         st.caption(
-            "The models' speed has not been measured on this machine yet: `flare models --measure` measures it "
-            "(a few minutes), and this page then shows the expected embedding time."
+            "How long embedding will take is not known yet: the models' speed has not been measured on this "
+            "machine.",
+            help="Measure it once, in a terminal, with `flare models --measure` (a few minutes); this page "
+            "then shows the expected embedding time.",
         )
 
 
@@ -76,7 +143,7 @@ st.title("New run")
 if not current_access().allows("start"):
     st.info("Runs cannot be started from a shared link.")
     st.stop()
-show_started()
+started_panel()
 
 st.markdown(
     "Upload a corpus (CSV, TSV, Parquet or JSONL) with one text per row. Labels are optional: "
@@ -143,15 +210,18 @@ with st.expander("Search judgements (optional): which of these documents answer 
 st.subheader("Models")
 available, missing = available_models()
 models = st.multiselect(
-    "Built-in models and controls",
+    "Built-in models",
     available,
     default=[
         m
         for m in ("all-MiniLM-L6-v2", "glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256")
         if m in available
     ],
-    help="Controls (TF-IDF + SVD, a random-init transformer) show what 'no semantic knowledge' scores. "
-    "Untick them all to rank only your own embeddings.",
+    help="The models to compare. tfidf-svd-256 is a simple candidate that only counts words (TF-IDF "
+    "compressed by SVD): a model that understands text should beat it. Two controls built to know nothing are "
+    "added to every run (random-minilm-l6, a transformer with random weights; shuffled-glove-6b-50d, GloVe "
+    "with its rows shuffled): they show where no knowledge lands and are never recommended. Untick every "
+    "model here to rank only your own embeddings.",
 )
 if missing:
     st.caption(f"Not installed here: {', '.join(missing)}")
@@ -189,10 +259,13 @@ use = st.radio(
 
 with st.expander("Analysis settings"):
     estimator = st.radio(
-        "Information-sufficiency estimator",
+        "How to measure what the models know about each other",
         list(ESTIMATOR_CHOICES),
+        format_func=lambda e: ESTIMATOR_WORDS.get(e, e),
         horizontal=True,
-        help="flow: FLARE's normalizing flows (slower, more accurate); gmm: EMIR's Gaussian mixtures (fast).",
+        help="Information sufficiency IS(U→V): how much one model's embedding of a text tells about another's. "
+        "Estimated with FLARE's normalizing flows (flow: slower, more accurate), EMIR's Gaussian mixtures "
+        "(gmm: fast, rougher) or both (each checks the other).",
     )
     flow_preset = st.radio(
         "Estimator settings",
@@ -202,13 +275,27 @@ with st.expander("Analysis settings"):
         help="default: the settings the validity benchmark ranked best (embeddings whitened to 32 "
         "dimensions); fast: smaller flows and fewer epochs, for a first look; paper: FLARE's flow at 128 "
         "dimensions with KNIFE's mixtures, as the papers describe them (it ranked models less well on the "
-        "benchmark). README, 'Estimator presets'.",
+        "benchmark). The docs' Methods page, 'Estimator presets'.",
     )
     references = st.multiselect(
-        "Reference models (IS targets only, not ranked)", [m for m in available if m not in models]
+        "Models to compare against, not ranked",
+        [m for m in available if m not in models],
+        help="Reference models: only targets V of IS(U→V), what the candidates are asked to predict; they are "
+        "never ranked or recommended.",
     )
-    collapse = st.checkbox("Mean-pooling collapse (SOCM) and layer-wise concentration", value=True)
-    collapse_texts = st.number_input("Texts for SOCM (all pairs among them)", 2, 2000, 200)
+    collapse = st.checkbox(
+        "Check what averaging the words of a text hides, and how each layer packs them",
+        value=True,
+        help="Mean-pooling collapse (SOCM: second-order collapse by mean pooling) and layer-wise "
+        "concentration, for the transformer models.",
+    )
+    collapse_texts = st.number_input(
+        "Texts compared two by two for that check",
+        2,
+        2000,
+        200,
+        help="SOCM is computed for every pair among this many texts (200 texts: 19,900 pairs).",
+    )
     max_rows = st.number_input("Use at most this many texts (seeded sample; 0 = all)", 0, 1_000_000, 0)
     seed = st.number_input("Seed", 0, 2**31 - 1, 0)
     workers = st.number_input(
@@ -293,7 +380,27 @@ if not (models or embedding_rows):
 elif blocked:
     st.caption("Start is available once the problems marked above are fixed.")
 
-if st.button("Start run", type="primary", disabled=bool(blocked)):
+signature = start_signature(
+    [upload, qrels_upload, queries_upload, *(f for f, _, _ in embedding_rows)],
+    {
+        "text": text_column, "label": label_column, "pairs": pair_columns, "max_rows": max_rows, "seed": seed,
+        "models": models, "estimator": estimator, "preset": flow_preset, "references": references,
+        "collapse": collapse, "collapse_texts": collapse_texts, "workers": workers, "use": use,
+        "doc_id": doc_id_column, "embeddings": [n for _, n, _ in embedding_rows],
+    },
+)  # fmt: skip
+again = started_before(signature)
+if again is not None:
+    st.caption(
+        f":material/block: You already started this file with these settings: {escape(run_words(again))}. "
+        "Change the file or a setting to start another run."
+    )
+if jobs.background_runs(store()):
+    st.caption(
+        ":material/pause_circle: The demo run gives way to yours: when you start a run it pauses, and it "
+        "carries on once your runs have finished."
+    )
+if st.button("Start run", type="primary", disabled=bool(blocked) or again is not None):
     if corpus is None:
         st.stop()
     current_access().require("start")
@@ -319,4 +426,6 @@ if st.button("Start run", type="primary", disabled=bool(blocked)):
     else:
         message = f"Run `{run.id}` is queued, position {submitted['position']}: it starts when a running one finishes."
     follow_run(run.id, message)
+    st.session_state.setdefault(STARTED, {})[signature] = run.id
+    st.session_state[LAST_STARTED] = run.id
     st.rerun()

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.common import escape
 from dashboard.session import SHARE_PARAM, current_access, store
+from dashboard.tables import show_table
 from flare_core.errors import AccessDenied
 from flare_core.store import shares
 from flare_core.store.access import Access
@@ -62,7 +63,7 @@ def share_links_panel(run: Run) -> None:
     table = pd.DataFrame([link.public() for link in links])
     table["shows"] = table.pop("texts").map({True: "texts and figures", False: "figures only"})
     table["expires"] = table["expires"].fillna("never")
-    st.dataframe(table[["prefix", "shows", "created", "expires", "state"]], hide_index=True)
+    show_table(table[["prefix", "shows", "created", "expires", "state"]])  # dates as dates
     active = [link.prefix for link in links if link.state() == "active"]
     if active:
         left, right = st.columns([3, 1])

@@ -13,6 +13,7 @@ from dashboard.common import (
     run_version,
 )
 from dashboard.findings import show_page_verdict, verdict_box
+from dashboard.tables import show_table
 from flare_core.view import figures
 from flare_core.view.glossary import explain
 from flare_core.view.page_verdicts import floor_sentence, generalisation_sentence, sufficiency_verdict
@@ -69,7 +70,15 @@ download_csv(view.nodes, f"{run.id}-{estimator}-graph-nodes")
 
 st.subheader("Every pair of models", help=explain("delta_emp"))
 columns = [c for c in pairs.columns if c not in ("seconds",)]
-st.dataframe(pairs[columns], hide_index=True)
+show_table(
+    pairs[columns],
+    columns={
+        "source": st.column_config.TextColumn("from model", help="U: the model whose embedding is known."),
+        "target": st.column_config.TextColumn(
+            "about model", help="V: the model whose embedding is predicted."
+        ),
+    },
+)
 download_csv(pairs, f"{run.id}-{estimator}-pairs")
 gap = generalisation_sentence(pairs)
 if gap:
@@ -79,4 +88,4 @@ if held:
     st.caption(held, help=explain("is_raw"))
 if not frames["all_scores"].empty:
     with st.expander("Every score variant (mean, median, trimmed mean, unnormalised, conditional-only)"):
-        st.dataframe(pd.DataFrame(frames["all_scores"]), hide_index=True)
+        show_table(pd.DataFrame(frames["all_scores"]))

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.common import escape
+from dashboard.tables import show_table
 from flare_core.store.runs import Run
 from flare_core.view import answer_figures
 from flare_core.view.tradeoff import cheapest_sentence, cost_table, tradeoff_view
@@ -45,4 +46,4 @@ def show_quality_cost(run: Run, quality: pd.DataFrame | None = None) -> None:
             "what the process held before loading; size of the model's files (or, for models fitted on the "
             "corpus, of their parameters); bytes per vector at float32 and at int8."
         )
-        st.dataframe(cost_table(view["costs"]), hide_index=True)
+        show_table(cost_table(view["costs"]))

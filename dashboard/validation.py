@@ -15,6 +15,7 @@ from dashboard.common import (
     show_verdict,
 )
 from dashboard.findings import show_page_verdict
+from dashboard.tables import show_table
 from flare_core.answer.labels import load_labels
 from flare_core.answer.shipped import shipped_results
 from flare_core.answer.stored import load_verdict
@@ -23,8 +24,10 @@ from flare_core.view import figures
 from flare_core.view.glossary import explain, label
 from flare_core.view.page_verdicts import MIN_CHECK_LABELS, few_labels_check, validation_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations, search_judged
-from flare_core.view.tables import shown_frame
 from flare_core.view.verdict import labels_given_words
+
+#: How a score combines its targets, in words.
+AGGREGATION_WORDS = {"median": "median", "mean": "mean", "trim10": "trimmed mean (10%)"}
 
 run = open_analysis_page("Validation")
 version = run_version(run)
@@ -55,29 +58,24 @@ if shipped:
             "order, 0 is no better than chance); simply preferring the model with the widest embedding agreed "
             f"at ρ = {means['dim']:.2f}. Where the checks above fail, treat the ranking as a first sort."
         )
-        st.dataframe(results_frame(shipped), hide_index=True)
+        show_table(results_frame(shipped))
 
 st.subheader("Do the label-free scores agree with the labels?")
 few = verdict.get("few_labels") or {}
 if correlations is None and few_check and int(few.get("n_labels") or 0) >= MIN_CHECK_LABELS:
     st.markdown(escape(few_check))
     scores = {r["model"]: r.get("score") for r in verdict.get("ranking") or []}
-    st.dataframe(
-        shown_frame(
-            pd.DataFrame(
-                [
-                    {
-                        "model": r["model"],
-                        "label-free score": scores.get(r["model"]),
-                        f"estimated accuracy from {few['n_labels']} labels": f"{100 * r['estimate']:.0f}%",
-                    }
-                    for r in sorted(
-                        few.get("estimates") or [], key=lambda r: -(scores.get(r["model"]) or -1e9)
-                    )
-                ]
-            )
-        ),
-        hide_index=True,
+    show_table(
+        pd.DataFrame(
+            [
+                {
+                    "model": r["model"],
+                    "label-free score": scores.get(r["model"]),
+                    f"estimated accuracy from {few['n_labels']} labels": f"{100 * r['estimate']:.0f}%",
+                }
+                for r in sorted(few.get("estimates") or [], key=lambda r: -(scores.get(r["model"]) or -1e9))
+            ]
+        )
     )
 elif correlations is None:
     if few_check:
@@ -100,8 +98,10 @@ else:
         "Statistic", ["spearman_rho", "pearson_r", "kendall_tau"], horizontal=True, format_func=label
     )
     st.plotly_chart(figures.correlation_heatmap(headline_correlations(correlations), statistic), key="corr")
-    with st.expander("All correlations, every score variant (n_models = number of models)"):
-        st.dataframe(shown_frame(correlations), hide_index=True)
+    with st.expander("All correlations, every score variant"):
+        show_table(
+            correlations.assign(**{c: correlations[c].map(label) for c in ("label_free", "downstream")})
+        )
     download_csv(correlations, f"{run.id}-correlations")
     summary = load_frame(run.id, version, "summary.parquet")
     if summary is not None:
@@ -162,7 +162,11 @@ if estimators:
     aggregation = load_frame(run.id, version, "validation", f"{estimator}_aggregation.parquet")
     if aggregation is not None:
         st.markdown("**Aggregation** (median is the default)")
-        st.dataframe(shown_frame(aggregation), hide_index=True)
+        show_table(
+            aggregation.assign(
+                aggregation=aggregation["aggregation"].map(lambda a: AGGREGATION_WORDS.get(a, a))
+            )
+        )
 shuffle = load_frame(run.id, version, "validation", "shuffle.parquet")
 if shuffle is not None:
     st.plotly_chart(

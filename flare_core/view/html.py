@@ -12,7 +12,14 @@ import numpy as np
 import pandas as pd
 
 from flare_core.store.texts import TextMatcher
-from flare_core.view.tables import BLANK, settings_frame, value_words
+from flare_core.view.tables import (
+    BLANK,
+    number_words,
+    settings_frame,
+    shown_columns,
+    shown_frame,
+    value_words,
+)
 
 MAX_TABLE_ROWS = 200
 
@@ -55,18 +62,24 @@ def _cell(value: Any) -> tuple[str, bool]:
     if isinstance(value, int | np.integer):
         return f"{int(value):,}" if abs(int(value)) >= 10_000 else str(int(value)), True
     if isinstance(value, float | np.floating):
-        return f"{float(value):.4g}", True
+        return number_words(value), True
     if isinstance(value, dict | list | tuple | np.ndarray):
         return escape(value_words(value)), False
     return escape(value), False
 
 
 def table(frame: pd.DataFrame, max_rows: int = MAX_TABLE_ROWS) -> str:
-    """An HTML table of ``frame`` (headers and cells escaped, floats to 4 significant digits)."""
+    """An HTML table of ``frame`` as a page shows it (:mod:`flare_core.view.tables`): headings in words
+    with their symbol as a tooltip, numbers to 3 significant figures, dates as dates; escaped."""
     if frame is None or frame.empty:
         return '<p class="missing">(empty table)</p>'
-    shown = frame.head(max_rows)
-    head = "".join(f"<th>{escape(c)}</th>" for c in shown.columns)
+    shown = shown_frame(frame.head(max_rows))
+    head = "".join(
+        f'<th title="{escape(c.help)}">{escape(c.heading)}</th>'
+        if c.help
+        else f"<th>{escape(c.heading)}</th>"
+        for c in shown_columns(shown)
+    )
     rows = []
     for record in shown.itertuples(index=False, name=None):
         cells = []

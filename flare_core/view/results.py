@@ -4,7 +4,8 @@ and the pages), and preparing what each chart shows."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from flare_core.analyses.graph import ORDERS
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES, estimator_label
 from flare_core.answer.stored import load_verdict
 from flare_core.store.runs import Run, RunStore, safe_name
+from flare_core.view.tables import date_words, number_words
 
 HEATMAP_ORDERS = ORDERS  # the orders the IS heatmap offers (see is_graph_view)
 
@@ -154,11 +156,24 @@ def collapse_pairs(run: Run, model_id: str) -> pd.DataFrame | None:
 RANKING_COLUMNS = ["rank", "model", "role", "score", "likely between", "notes"]
 
 
-def ranking_table(summary: pd.DataFrame, verdict: dict[str, Any] | None = None) -> pd.DataFrame:
+def ranking_table(
+    summary: pd.DataFrame, verdict: dict[str, Any] | None = None, empty: Mapping[str, int] | None = None
+) -> pd.DataFrame:
     """What a reader decides with, one row per model in ranking order: ``rank``, ``model``, ``role``,
     ``score`` (FLARE's when the run has it, else EMIR's), ``likely between`` (its 95% interval in words)
     and ``notes`` on how far to trust the place (ties with the leader, controls, models not scored).
-    ``verdict`` (the stored ``verdict.json``) adds the recommendation and where each control would rank."""
+    ``verdict`` (the stored ``verdict.json``) adds the recommendation and where each control would rank;
+    ``empty`` (:func:`empty_vectors`) the texts a model gave empty vectors."""
+    frame = _ranking_rows(summary, verdict)
+    if empty:
+        frame["notes"] = [
+            "; ".join(n for n in (note, empty_vector_note(int(empty.get(m) or 0))) if n)
+            for m, note in zip(frame["model"], frame["notes"], strict=True)
+        ]
+    return frame
+
+
+def _ranking_rows(summary: pd.DataFrame, verdict: dict[str, Any] | None) -> pd.DataFrame:
     estimator = next((e for e in ESTIMATOR_NAMES if f"{e}_score" in summary.columns), None)
     if estimator is None:
         frame = summary[["model"]].assign(role=summary.get("role"), rank=None, score=np.nan)
@@ -178,7 +193,7 @@ def ranking_table(summary: pd.DataFrame, verdict: dict[str, Any] | None = None) 
     frame["rank"] = pd.array([None] * len(frame), dtype="Int64")
     frame.loc[ranked, "rank"] = np.arange(1, int(ranked.sum()) + 1)
     frame["likely between"] = [
-        f"{lo:.3f} to {hi:.3f}" if np.isfinite([lo, hi]).all() else ""
+        f"{number_words(lo)} to {number_words(hi)}" if np.isfinite([lo, hi]).all() else ""
         for lo, hi in zip(frame["low"], frame["high"], strict=True)
     ]
     verdict = verdict or {}
@@ -251,9 +266,27 @@ def headline_correlations(table: pd.DataFrame) -> pd.DataFrame:
     return table[rank.notna()].iloc[np.argsort(rank[rank.notna()].to_numpy(), kind="stable")]
 
 
+_GENERATED_ID = re.compile(r"\d{8}-\d{6}-([0-9a-f]{6})")
+
+
+def short_run_id(run_id: str) -> str:
+    """What tells a run apart at a glance: the random end of an id made by ``new_run_id`` ("a1b2c3" of
+    "20261127-235254-a1b2c3"), an id of another form (the demo's) whole."""
+    match = _GENERATED_ID.fullmatch(str(run_id))
+    return match[1] if match else str(run_id)
+
+
+def run_words(manifest: Mapping[str, Any]) -> str:
+    """A run as a person tells it from others: its name, short id and when it was created ("reviews
+    (a1b2c3, 27 Nov 2026, 23:52 UTC)")."""
+    name = manifest.get("name") or manifest.get("id")
+    return f"{name} ({short_run_id(manifest.get('id', ''))}, {date_words(manifest.get('created'))})"
+
+
 def runs_table(store: RunStore) -> list[dict[str, Any]]:
-    """One row per stored run, newest first: id, name, status in words ("done, with problems" when a stage
-    failed), texts, models, created, stage, progress, problems (one sentence per failed stage)."""
+    """One row per stored run, newest first: id, short id, name, status in words ("done, with problems"
+    when a stage failed), texts, models, created, stage, progress, problems (one sentence per failed
+    stage)."""
     from flare_core.run.jobs import effective_status
     from flare_core.run.outcomes import problem_sentences, status_words
 
@@ -263,6 +296,7 @@ def runs_table(store: RunStore) -> list[dict[str, Any]]:
         rows.append(
             {
                 "id": manifest["id"],
+                "run": short_run_id(manifest["id"]),
                 "name": manifest.get("name"),
                 "status": status_words(manifest, effective_status(store.get(manifest["id"]))),
                 "texts": manifest.get("corpus", {}).get("n_texts"),
@@ -409,9 +443,45 @@ MODEL_COLUMNS = {
 }
 
 
-def models_table(models: list[dict[str, Any]]) -> pd.DataFrame:
+def models_table(models: list[dict[str, Any]], empty: Mapping[str, int] | None = None) -> pd.DataFrame:
     """The run's models (the manifest's ``models`` list) as a table with headings in words; fields a
-    run did not record are left out."""
+    run did not record are left out. With ``empty`` (:func:`empty_vectors`) and a model that gave a text
+    an empty vector, a ``notes`` column (the second) says so on its row."""
     frame = pd.DataFrame(models)
     present = [c for c in MODEL_COLUMNS if c in frame.columns]
-    return frame[present].rename(columns=MODEL_COLUMNS)
+    table = frame[present].rename(columns=MODEL_COLUMNS)
+    if empty and any(empty.values()) and "id" in frame.columns:
+        notes = [empty_vector_note(int(empty.get(m) or 0)) for m in frame["id"]]
+        table.insert(1, "notes", notes)  # beside the model's name, not past its long version
+    return table
+
+
+def empty_vectors(run: Run) -> dict[str, int]:
+    """How many texts each embedded model of ``run`` gave an empty (all-zero) vector: a static model, or
+    TF-IDF, that knows none of a text's words. Models with none are left out."""
+    found = {}
+    for model in run.manifest["models"]:
+        if model.get("status") != "done" or not run.embedding_path(model["id"]).exists():
+            continue
+        x = run.load_embeddings(model["id"], mmap=True)
+        zero = int(np.count_nonzero(~np.any(np.asarray(x) != 0, axis=1)))
+        if zero:
+            found[model["id"]] = zero
+    return found
+
+
+def empty_vector_note(n: int) -> str:
+    """A ranking or model row's note on ``n`` texts with empty vectors ("" for none)."""
+    if n <= 0:
+        return ""
+    return "1 text got an empty vector" if n == 1 else f"{n:,} texts got empty vectors"
+
+
+def empty_vector_sentence(model: str, n: int) -> str:
+    """``n`` texts with empty vectors from ``model``, in words ("3 texts had no known words for
+    tfidf-svd-256: it gave them empty vectors.")."""
+    if n <= 0:
+        return ""
+    them = "it gave it an empty vector" if n == 1 else "it gave them empty vectors"
+    had = "1 text had" if n == 1 else f"{n:,} texts had"
+    return f"{had} no known words for {model}: {them}."

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from flare_core.answer.decide import chance_words, pending_candidates, pending_words
+from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import has_grounds, has_trust
 from flare_core.view.results import labels_words
 
@@ -40,6 +41,11 @@ BASIS_WORDS = {
     "label-free": "Provisional, without labels",
     "unranked": "Nothing to choose between",
 }
+#: The same for an answer from search judgements.
+SEARCH_BASIS_WORDS = {
+    "labels": "Decided by your search judgements",
+    "few labels": "From your judgements so far",
+}
 
 
 @dataclass(frozen=True)
@@ -60,10 +66,13 @@ class VerdictView:
     next_step: str = ""
     map_sentence: str = ""
     cost_sentence: str = ""
+    searched: bool = False
 
     @property
     def basis_words(self) -> str:
-        return BASIS_WORDS.get(self.basis or "", "")
+        """The answer's ground in words: "From your labels so far", or "… judgements …" for search."""
+        words = SEARCH_BASIS_WORDS if self.searched else BASIS_WORDS
+        return words.get(self.basis or "", BASIS_WORDS.get(self.basis or "", ""))
 
 
 def verdict_view(verdict: dict[str, Any]) -> VerdictView:
@@ -87,8 +96,10 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
     basis = verdict.get("basis")
     tone = "success" if verdict.get("settled") else "info"
     map_sentence = " ".join(p for p in (verdict.get("map_headline"), verdict.get("map_summary")) if p)
+    block = verdict.get({"labels": "labels", "few labels": "few_labels"}.get(basis or "", "")) or {}
     return VerdictView(
         tone=tone, basis=basis, next_step=str(verdict.get("next_step") or ""),
+        searched=block.get("metric") == SEARCH_METRIC,
         map_sentence=map_sentence if basis != "unranked" else "",
         cost_sentence=str((verdict.get("cost") or {}).get("sentence") or ""), **common,
     )  # fmt: skip

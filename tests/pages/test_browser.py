@@ -193,14 +193,14 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
         models = form.locator("[data-testid='stMultiSelect']").first
         models.locator("input").click()
         for _ in range(20):  # untick every built-in model
-            if models.inner_text().strip() == "Built-in models and controls":
+            if models.inner_text().strip() == "Built-in models":
                 break
             form.keyboard.press("Backspace")
             form.wait_for_timeout(200)
         form.keyboard.press("Escape")
-        assert models.inner_text().strip() == "Built-in models and controls"  # no model left
+        assert models.inner_text().strip() == "Built-in models"  # no model left
         form.get_by_text("Analysis settings").click()
-        form.get_by_text("gmm", exact=True).first.click()
+        form.get_by_text("mixtures (fast, rougher)", exact=True).first.click()
         form.get_by_label("Run name").fill("embeddings only")
         form.get_by_label("Run name").press("Tab")
         start = form.get_by_role("button", name="Start run")
@@ -209,7 +209,7 @@ def test_embeddings_only_run_started_on_new_run_is_followed_live(
             form.wait_for_timeout(50)
         assert start.is_enabled()
         start.click()
-        form.get_by_text("started with 50 texts").first.wait_for(timeout=60_000)
+        form.get_by_text("with 50 texts").first.wait_for(timeout=60_000)
         (run_id,) = {m["id"] for m in browser_store.list()} - before
         run = browser_store.get(run_id)
         assert [(m["id"], m["kind"]) for m in run.manifest["models"] if m["role"] == "candidate"] == [

@@ -42,19 +42,14 @@ def _answer(page) -> str:
 
 
 def _tick(page, query: str, rows: list[int]) -> None:
-    """Tick the relevant box of the pooled list's rows ``rows`` (positions), each until the save button
-    counts it. A toggle is not idempotent, so a tick is made again only while the page still counts one
-    fewer once it has settled (a busy machine missed the click), after Escape has closed any cell overlay."""
-    grid = page.locator('[data-testid="stDataFrameResizable"]').first
-    grid.wait_for(timeout=60_000)
-    box = grid.bounding_box()
+    """Tick the box of the pooled list's documents ``rows`` (positions), each until the save button counts
+    it. A toggle is not idempotent, so a tick is made again only while the page still counts one fewer once
+    it has settled (a busy machine missed the click)."""
     for count, position in enumerate(rows, start=1):
         counted = page.get_by_role("button", name=f"Save the judgements of {query} ({count} relevant)")
         fewer = page.get_by_role("button", name=f"Save the judgements of {query} ({count - 1} relevant)")
         for _attempt in range(3):
-            page.keyboard.press("Escape")
-            # click the row's relevant box itself: a click on a text cell can open its overlay instead
-            page.mouse.click(box["x"] + box["width"] - 108, box["y"] + 35 + 35 * position + 17)
+            page.get_by_text(f"Document {position + 1} answers the query", exact=True).click()
             with contextlib.suppress(PlaywrightTimeout):
                 counted.wait_for(timeout=45_000)
                 break

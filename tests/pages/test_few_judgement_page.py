@@ -1,6 +1,7 @@
 """*Check with a few labels* for search, through Streamlit's AppTest on a label-free run of real static
 models: a query typed and added, its pooled documents listed without saying which model found which, the
-answer from the judgements shown on the same page, and nothing on screen reads 'None', 'nan' or JSON."""
+answer from the judgements shown on the same page, and nothing on screen reads 'None', 'nan' or JSON. The
+page speaks of searches (its title, its opening) and shows each pooled document whole beside its box."""
 
 from __future__ import annotations
 
@@ -31,28 +32,40 @@ def test_a_typed_query_is_pooled_judged_and_answered_on_the_page(tmp_path, unlab
     at.query_params["run"] = run.id
     at.run()
     at.switch_page("dashboard/labels.py").run()
+    assert at.title[0].value == "Check with a few labels"
     at.radio(key=f"mode-{run.id}").set_value("search queries").run()
-    assert "Add a query to start." in page_texts(at)
+    assert at.title[0].value == "Check with a few searches"
+    assert "Add a query to start." in page_texts(at) and "Name the categories" not in page_texts(at)
     at.text_input(key=f"query-{run.id}").input("the football team won the match").run()
     at.button(key="add-query").click().run()
     assert not at.exception, [e.value for e in at.exception]
     judged = fj.load_search_judgements(run)
     assert judged.ids == ["q1"] and judged.queries["source"].tolist() == ["typed"]
-    pool = [f.value for f in at.dataframe if "relevant" in f.value.columns][0]
-    assert list(pool.columns) == ["doc_row", "text", "relevant"] and not pool["relevant"].any()
-    assert sorted(pool["doc_row"]) == sorted(judged.pool("q1"))
+    boxes = _pool_boxes(at, run.id)
+    assert sorted(boxes) == sorted(judged.pool("q1")) and not any(boxes.values())
+    texts = run.corpus_frame()["text"]
+    shown_words = " ".join(page_texts(at).split())
+    assert all(" ".join(str(texts[r]).split()) in shown_words for r in boxes)  # each document whole
     assert "does not say which model found which" in page_texts(at)
     # judged as the page's save button does; the list then shows them ticked, saving it again changes
     # nothing, and the page shows the answer from the judgements
-    texts = run.corpus_frame()["text"]
     fj.add_judgements(run, [("q1", r, int("sport" in texts[r].lower() or "match" in texts[r].lower()))
                             for r in judged.pool("q1")])  # fmt: skip
     at.run()
-    shown = [f.value for f in at.dataframe if "relevant" in f.value.columns][0]
     latest = fj.load_search_judgements(run).latest()["q1"]
-    assert {int(r): int(v) for r, v in zip(shown["doc_row"], shown["relevant"], strict=True)} == latest
+    assert {r: int(v) for r, v in _pool_boxes(at, run.id).items()} == latest
     at.button(key="save-judgements").click().run()
     assert fj.load_search_judgements(run).batches == 1
     text = page_texts(at)
     assert "after 1 judged query" in text and "judge 19 more queries" in text.lower()
     assert not RAW.search(text), RAW.search(text)
+    assert "From your judgements so far" in text and "From your labels so far" not in text
+
+
+def _pool_boxes(at, run_id: str) -> dict[int, bool]:
+    """The pooled documents' boxes of query q1 on the page: each document's row and whether it is ticked."""
+    return {
+        int(box.key.rsplit("-", 1)[1]): box.value
+        for box in at.checkbox
+        if box.key and box.key.startswith(f"pool-{run_id}-q1-")
+    }

@@ -89,7 +89,7 @@ def test_judgements_on_the_new_run_page_are_checked_and_stored(app, tmp_path):
         models = page.locator("[data-testid='stMultiSelect']").first
         models.locator("input").click()
         for _ in range(20):  # untick every built-in model, then choose two static ones
-            if models.inner_text().strip() == "Built-in models and controls":
+            if models.inner_text().strip() == "Built-in models":
                 break
             page.keyboard.press("Backspace")
             page.wait_for_timeout(200)
@@ -100,10 +100,10 @@ def test_judgements_on_the_new_run_page_are_checked_and_stored(app, tmp_path):
         page.keyboard.press("Escape")
         assert all(m in models.inner_text() for m in STATIC)
         page.get_by_text("Analysis settings").click()
-        page.get_by_text("gmm", exact=True).first.click()
+        page.get_by_text("mixtures (fast, rougher)", exact=True).first.click()
         assert _start_enabled(page)
         page.get_by_role("button", name="Start run").click()
-        page.get_by_text("started with 30 texts").first.wait_for(timeout=60_000)
+        page.get_by_text("with 30 texts").first.wait_for(timeout=60_000)
         (summary,) = store.list()
         run = store.get(summary["id"])
         assert run.load_frame(JUDGEMENTS)["relevance"].tolist() == [2, 1] * 12

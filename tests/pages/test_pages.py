@@ -118,7 +118,7 @@ def test_layers_and_validation_pages(open_page, labelled_run):
     corpora = [r["corpus"] for r in shipped_results()["corpora"]]  # the benchmark that ships: one row each
     assert shipped["corpus"].tolist() == corpora and "ranking vs labels (ρ)" in shipped.columns
     assert {"label_free", "downstream", "spearman_rho", "kendall_tau"} <= set(correlations.columns)
-    assert "accuracy" in set(correlations["downstream"])
+    assert "classification accuracy" in set(correlations["downstream"])  # the scores in words
     assert any("rest on only 4 models, and so are greyed out" in w.value for w in at.warning)
 
 

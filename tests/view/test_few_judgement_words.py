@@ -46,3 +46,14 @@ def test_validation_checks_the_map_against_the_judged_queries():
     )
     assert "The map's leader, noise, is not the one your judgements favour: clear." in check
     assert few_labels_check(_verdict(4)).startswith("Your 4 judged queries are too few to check the order")
+
+
+def test_an_answer_from_judged_searches_is_not_said_to_come_from_labels():
+    from flare_core.view.verdict import verdict_view
+
+    searched = {**_verdict(), "version": 3, "headline": "h", "trust": {"level": "low", "checks": []}}
+    assert verdict_view(searched).basis_words == "From your judgements so far"
+    labelled = {**searched, "few_labels": {**searched["few_labels"], "metric": "accuracy"}}
+    assert verdict_view(labelled).basis_words == "From your labels so far"
+    decided = {**searched, "basis": "labels", "labels": {"metric": "ndcg@10"}}
+    assert verdict_view(decided).basis_words == "Decided by your search judgements"

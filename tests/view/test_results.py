@@ -176,7 +176,7 @@ def test_ranking_table_keeps_what_a_reader_decides_with():
     assert list(table.columns) == ["rank", "model", "role", "score", "likely between", "notes"]
     assert list(table["model"]) == ["a", "b", "c", "ctrl", "gone"]
     assert list(table["rank"][:3]) == [1, 2, 3] and table["rank"][3:].isna().all()
-    assert list(table["likely between"][:3]) == ["0.250 to 0.350", "0.150 to 0.260", "0.010 to 0.080"]
+    assert list(table["likely between"][:3]) == ["0.25 to 0.35", "0.15 to 0.26", "0.01 to 0.08"]
     assert list(table["notes"]) == [
         "leads the label-free map",
         "the map cannot tell it from its leader",  # b's interval reaches 0.26, above a's lower end 0.25
@@ -248,3 +248,31 @@ def test_models_table_names_the_columns_in_words_and_skips_what_was_not_recorded
     table = results.models_table(models)
     assert list(table.columns) == ["model", "role", "kind", "dimensions", "seconds to embed"]
     assert table["model"].tolist() == ["a", "b"] and table["dimensions"].tolist() == [50, 384]
+
+
+def test_empty_vectors_are_said_on_the_models_rows_and_in_words(run):
+    """Issue 52: a model that gave texts empty vectors is named where its results are (only the Corpus
+    page's 'zero rows' column said it)."""
+    assert results.empty_vectors(run) == {"b": 5}
+    assert results.empty_vector_sentence("tfidf-svd-256", 3) == (
+        "3 texts had no known words for tfidf-svd-256: it gave them empty vectors."
+    )
+    assert (
+        results.empty_vector_sentence("m", 1)
+        == "1 text had no known words for m: it gave it an empty vector."
+    )
+    assert results.empty_vector_sentence("m", 0) == ""
+    summary = _summary()
+    table = results.ranking_table(summary, {}, {"b": 5, "ctrl": 1})
+    notes = dict(zip(table["model"], table["notes"], strict=True))
+    assert notes["b"] == "the map cannot tell it from its leader; 5 texts got empty vectors"
+    assert notes["ctrl"] == "control, should rank last; 1 text got an empty vector" and notes["c"] == ""
+    models = results.models_table(run.manifest["models"], results.empty_vectors(run))
+    assert dict(zip(models["model"], models["notes"], strict=True))["b"] == "5 texts got empty vectors"
+    assert "notes" not in results.models_table(run.manifest["models"], {})
+
+
+def test_a_run_reads_as_its_name_short_id_and_time():
+    manifest = {"id": "20261127-235254-a1b2c3", "name": "reviews", "created": "2026-11-27T23:52:54+00:00"}
+    assert results.run_words(manifest) == "reviews (a1b2c3, 27 Nov 2026, 23:52 UTC)"
+    assert results.short_run_id("demo-bbc-openings") == "demo-bbc-openings"
