@@ -377,7 +377,9 @@ def _sections(
     run: Run, results: dict[str, Any], texts: CorpusTexts, max_points: int
 ) -> Iterable[tuple[str, str, str]]:
     yield "recommendation", "Recommendation", _recommendation(results, texts)
-    yield "ranking", "Ranking", _ranking(results)
+    empty = run_results.empty_vectors(run)  # said where the models' results are, as on the Overview
+    said = "".join(f"<p>{escape(run_results.empty_vector_sentence(m, n))}</p>" for m, n in empty.items())
+    yield "ranking", "Ranking", said + _ranking(results)
     yield "quality-cost", "Quality against cost", _quality_cost(run)
     yield "sufficiency", "Information sufficiency", _sufficiency(run, results)
     yield "collapse", "Mean-pooling collapse (SOCM)", _collapse(run, results, texts, max_points)

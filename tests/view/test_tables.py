@@ -127,3 +127,20 @@ def test_every_column_of_a_stored_runs_tables_has_words(labelled_run, tmp_path):
             if column.kind == "number":  # each figure has at most 3 significant ones
                 long = [v for v in shown[column.name] if np.isfinite(v) and float(f"{v:.3g}") != v]
                 assert not long, (name, column.name, long)
+
+
+@pytest.mark.slow
+def test_the_report_says_which_model_gave_texts_empty_vectors(labelled_run, tmp_path):
+    from flare_core.view.report import build_report
+
+    store = RunStore(tmp_path / "runs")
+    shutil.copytree(labelled_run.path, store.root / labelled_run.id)
+    run = store.get(labelled_run.id)
+    assert "no known words" not in build_report(run)
+    path = run.embedding_path("tfidf-svd-256")
+    vectors = np.load(path)
+    vectors[[0, 1, 2]] = 0.0
+    np.save(path, vectors)
+    assert "<p>3 texts had no known words for tfidf-svd-256: it gave them empty vectors.</p>" in build_report(
+        run
+    )
