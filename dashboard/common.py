@@ -100,7 +100,7 @@ def run_picker() -> None:
         _watch_live_runs(live)
 
 
-@st.fragment(run_every=3.0)
+@access_fragment(run_every=3.0)
 def _watch_live_runs(live: tuple[tuple[str, str], ...]) -> None:
     """While runs in the picker are queued or running: redraw the whole app (the picker's statuses with it)
     as soon as one of them changes status, whichever page is open."""
@@ -148,6 +148,15 @@ def current_run() -> Run | None:
     except (RunNotFound, ValueError) as exc:
         st.error(escape(exc))
         return None
+
+
+def reopen_run(run_id: str) -> Run:
+    """``run_id`` opened again through the store of this session's access (inside a fragment, whose page
+    opened it before); a run gone since then makes the whole page run again, which says so."""
+    try:
+        return store().get(run_id)
+    except RunNotFound:
+        st.rerun(scope="app")  # raises: nothing after it runs
 
 
 def run_version(run: Run) -> str:
@@ -237,7 +246,7 @@ def _finished_stages(manifest: dict[str, Any]) -> tuple[str, ...]:
 @access_fragment(run_every=3.0)
 def _follow(run_id: str, seen: tuple[str, ...]) -> None:
     """While a run works: redraw the whole page when one of its stages lands or the run ends."""
-    run = store().get(run_id)
+    run = reopen_run(run_id)
     if _finished_stages(run.manifest) != seen or effective_status(run) not in ("queued", "running"):
         st.rerun()
 

@@ -10,6 +10,7 @@ from dashboard.common import (
     download_csv,
     escape,
     load_frame,
+    reopen_run,
     run_version,
     show_labels_table,
     show_verdict,
@@ -35,8 +36,10 @@ live = status in ("queued", "running")
 
 
 @access_fragment(run_every=3.0 if live else None)
-def answer() -> None:
-    """The status and the verdict; while the run works, redrawn every 3 s (a provisional verdict first)."""
+def answer(run_id: str) -> None:
+    """The status and the verdict; while the run works, redrawn every 3 s (a provisional verdict first).
+    The run is opened again in each of its runs, through the store of the access checked then."""
+    run = reopen_run(run_id)
     now = effective_status(run)
     if live and now not in ("queued", "running"):
         st.rerun()  # the run has ended: draw the whole page with its final results
@@ -47,7 +50,7 @@ def answer() -> None:
         st.caption(escape(drawing))
 
 
-answer()
+answer(run.id)
 verdict = load_verdict(run)
 said = labels_table(verdict) if verdict and has_grounds(verdict) else None
 if said is not None and not said.empty:

@@ -51,6 +51,7 @@ def stages_in_order(manifest: dict) -> list[tuple[str, dict]]:
 
 @access_fragment(run_every=2.0)
 def live_runs() -> None:
+    access = current_access()  # as checked for this run of the fragment, not as the page began
     if access.allows("start"):
         jobs.dispatch(store())  # start runs waiting in the queue when a slot is free
     rows = runs_table(store())

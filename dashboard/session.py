@@ -10,12 +10,15 @@ change what the session presents, never what a credential gives. Every page read
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable
+import secrets
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import streamlit as st
+from streamlit.logger import get_logger
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from flare_core.edge import OWNER_SESSIONS
@@ -26,6 +29,7 @@ SHARE_PARAM = "share"
 OWNER_PARAM = "owner"
 _ACCESS = "flare-access"
 _CREDENTIAL = "flare-credential"
+_LOGGER = get_logger("flare.dashboard")
 
 
 def _truthy(name: str) -> bool:
@@ -91,10 +95,14 @@ def _hold(access: Access) -> None:
 
 
 def access_fragment(run_every: float | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``st.fragment(run_every=...)`` whose every run first checks the session's access again: a share
-    link revoked or expired since the page was drawn gets the plain refusal in the fragment's place
-    instead of its content, and the refusal page at its next full run. Every fragment of the dashboard is
-    made with this."""
+    """``st.fragment(run_every=...)`` whose every run first decides the session's access afresh (a share
+    link revoked or expired since the page was drawn, or a link's run deleted, is refused) and draws the
+    fragment only while the session may read; the fragment reads what it shows through :func:`store` in
+    that run, never through objects its page captured before. The first refused run makes the whole app
+    run again: the refusal page, which has no fragments, so the page's timers (``run_every``) stop; any
+    later fragment run draws the plain refusal in the fragment's place and nothing else. An error inside
+    the fragment is shown plainly with an id, its traceback kept in the server's log
+    (:func:`errors_shown_plainly`). Every fragment of the dashboard is made with this."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
@@ -102,14 +110,35 @@ def access_fragment(run_every: float | None = None) -> Callable[[Callable[..., A
             held = current_access()
             now = resolve_access(root_store(), mode=owner_mode(), held=held)
             if now != held:
-                _hold(now)  # the next full run shows the refusal page
+                _hold(now)
+            if now.role == "none":
+                if held.role != "none":  # refused on this run: the whole page becomes the refusal page
+                    st.rerun(scope="app")
                 refusal_message(now)
                 st.stop()
-            return func(*args, **kwargs)
+            with errors_shown_plainly(func.__name__):
+                return func(*args, **kwargs)
 
         return st.fragment(checked, run_every=run_every)
 
     return decorate
+
+
+@contextlib.contextmanager
+def errors_shown_plainly(where: str) -> Iterator[None]:
+    """Run the block; an uncaught error in it is shown to the person as one plain sentence with an id to
+    quote (no traceback, no type, no server path), and written with its traceback and that id to the
+    server's log (logger ``flare.dashboard``). ``st.stop()`` and ``st.rerun()`` pass through."""
+    try:
+        yield
+    except Exception:  # noqa: BLE001 - every error of a page; Streamlit's own stop and rerun are not Exceptions
+        error_id = secrets.token_hex(4)
+        _LOGGER.error("error %s in %s", error_id, where, exc_info=True)
+        st.error(
+            f"Something went wrong on this page. The error is recorded with the id {error_id}: give this id "
+            "to the owner of this dashboard.",
+            icon=":material/error:",
+        )
 
 
 def credential_query() -> str:
