@@ -175,11 +175,13 @@ def app_command(
     otherwise watch the run store, whose files change all through a run. The server settings of
     ``.streamlit/config.toml`` are repeated here so that they hold wherever ``flare app`` starts:
     XSRF protection and CORS on, uploads limited to what the New run page reads, static file serving
-    off (nothing of the run store is ever served as a file), and, on an address others can reach,
-    error details kept in the server's log instead of the browser. ``allowed_hosts`` (the names of
-    :func:`flare_core.edge.server_names`) go to Streamlit's own Host check of its WebSocket
-    (``server.allowedHosts``); ``app_server.py`` checks every request against them. On every interface
-    (``["*"]``) the check is ``app_server.py``'s alone, as it accepts any IP address there too.
+    off (nothing of the run store is ever served as a file), and error details kept in the server's log
+    instead of the browser (``client.showErrorDetails`` ``none``: whoever opens the page, owner or viewer,
+    sees no traceback, type or server path; the pages show a plain sentence with an id to quote).
+    ``allowed_hosts`` (the names of :func:`flare_core.edge.server_names`) go to Streamlit's own Host
+    check of its WebSocket (``server.allowedHosts``); ``app_server.py`` checks every request against them.
+    On every interface (``["*"]``) the check is ``app_server.py``'s alone, as it accepts any IP address
+    there too.
     Streamlit's full garbage collection after every script run is off (``runner.postScriptGC``): with
     the models' libraries loaded it held the interpreter for 0.1 to 0.3 s after each page of each
     session, while the other sessions' pages waited; Python's own collector still runs as objects pile up.
@@ -194,8 +196,7 @@ def app_command(
     cmd += ["--runner.postScriptGC", "false"]
     for name in allowed_hosts or ():
         cmd += ["--server.allowedHosts", name]
-    if not is_local_address(host):
-        cmd += ["--client.showErrorDetails", "none"]
+    cmd += ["--client.showErrorDetails", "none"]
     # an address of its own, so that Streamlit never looks the machine's external IP up on the network
     cmd += ["--browser.serverAddress", shown_host(host)]
     # the tables' own "Download as CSV" writes formulas as they are: the pages' Download CSV neutralises them

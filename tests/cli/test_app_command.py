@@ -43,7 +43,7 @@ def test_the_dashboard_listens_on_this_machine_unless_told_otherwise(monkeypatch
     assert _option(cmd, "--server.enableXsrfProtection") == "true" == _option(cmd, "--server.enableCORS")
     assert _option(cmd, "--server.enableStaticServing") == "false"
     assert _option(cmd, "--runner.postScriptGC") == "false"  # no full collection after every page
-    assert _option(cmd, "--client.showErrorDetails") is None  # on this machine the owner sees the details
+    assert _option(cmd, "--client.showErrorDetails") == "none"  # tracebacks go to the server's log only
     exposed = app_command(APP, port=8600, host="0.0.0.0")
     assert _option(exposed, "--server.address") == "0.0.0.0"
     assert _option(exposed, "--client.showErrorDetails") == "none"
@@ -92,6 +92,8 @@ def test_the_repository_config_holds_the_settings_of_an_exposed_server():
     assert config["enableXsrfProtection"] is True and config["enableCORS"] is True
     assert config["enableStaticServing"] is False
     assert config["allowedHosts"] == ["127.0.0.1", "localhost", "::1"]  # `streamlit run app.py` too
+    client = tomllib.loads((APP.parent / ".streamlit" / "config.toml").read_text())["client"]
+    assert client["showErrorDetails"] == "none"
 
 
 def test_the_server_answers_to_its_own_names_and_those_the_owner_adds(tmp_path, capsys, monkeypatch):
