@@ -17,14 +17,21 @@ from dashboard.common import (
     status_banner,
 )
 from dashboard.session import access_fragment
+from dashboard.tables import show_table
 from dashboard.tradeoff import show_quality_cost
 from flare_core.answer.labels import load_labels
 from flare_core.answer.stored import VERDICT_FILE, has_grounds, load_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import figures
 from flare_core.view.glossary import explain
-from flare_core.view.results import models_table, ranking_table, search_judged
-from flare_core.view.tables import settings_frame, shown_frame
+from flare_core.view.results import (
+    empty_vector_sentence,
+    empty_vectors,
+    models_table,
+    ranking_table,
+    search_judged,
+)
+from flare_core.view.tables import NUMBER_FORMAT, settings_frame, shown_frame
 from flare_core.view.verdict import labels_given_words, labels_table, map_drawing_words
 
 st.title("Overview")
@@ -33,6 +40,12 @@ if run is None:
     st.stop()
 status = effective_status(run)
 live = status in ("queued", "running")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def empty_counts(run_id: str, version: str) -> dict[str, int]:
+    """The texts each model of the run gave an empty vector (once per version of its manifest)."""
+    return empty_vectors(reopen_run(run_id))
 
 
 @access_fragment(run_every=3.0 if live else None)
@@ -45,6 +58,8 @@ def answer(run_id: str) -> None:
         st.rerun()  # the run has ended: draw the whole page with its final results
     status_banner(run)
     show_verdict(run)
+    for model, n in empty_counts(run.id, run_version(run)).items():
+        st.caption(f":material/warning: {escape(empty_vector_sentence(model, n))}")
     drawing = map_drawing_words(run.manifest, now, answered=run.has(VERDICT_FILE))
     if drawing:
         st.caption(escape(drawing))
@@ -71,14 +86,13 @@ if summary is None:
 else:
     st.subheader("The label-free ranking: how much each model tells about the others", help=explain("nats"))
     sort_by = next((c for c in ("flow_score", "gmm_score") if c in summary), "model")
-    ranking = ranking_table(summary, verdict)
+    ranking = ranking_table(summary, verdict, empty_counts(run.id, version))
     shown_ranking = shown_frame(ranking)  # a control without a score reads "—"
     score_help = f"{explain(sort_by)} In nats per dimension."
-    st.dataframe(
-        shown_ranking,
-        hide_index=True,
-        column_config={
-            "score": st.column_config.NumberColumn("score", help=score_help, format="%.3f")
+    show_table(
+        ranking,
+        columns={
+            "score": st.column_config.NumberColumn("score", help=score_help, format=NUMBER_FORMAT)
             if pd.api.types.is_numeric_dtype(shown_ranking["score"])
             else st.column_config.TextColumn("score", help=score_help),
             "likely between": st.column_config.TextColumn("likely between", help=explain("ci")),
@@ -87,14 +101,7 @@ else:
     )
     table = summary.sort_values(sort_by, ascending=sort_by == "model").reset_index(drop=True)
     with st.expander("All columns"):
-        shown = shown_frame(table)  # a column with a gap (a control's score): in words, "—" for the gap
-        help_columns = {
-            c: st.column_config.NumberColumn(c, help=explain(c), format="%.4g")
-            if c in shown.select_dtypes("number").columns
-            else st.column_config.TextColumn(c, help=explain(c))
-            for c in table.select_dtypes("number").columns
-        }
-        st.dataframe(shown, hide_index=True, column_config=help_columns)
+        show_table(table)  # headings in words, the stored names in their help; a gap reads "—"
     download_csv(table, f"{run.id}-ranking")
     if sort_by != "model":
         estimator = sort_by.split("_")[0]
@@ -109,15 +116,9 @@ else:
 show_quality_cost(run)
 
 st.subheader("Models")
-st.dataframe(shown_frame(models_table(manifest["models"])), hide_index=True)
+show_table(models_table(manifest["models"], empty_counts(run.id, version)))
 left, right = st.columns(2)
 with left.expander("Parameters and seeds"):
-    st.dataframe(
-        settings_frame({"parameters": manifest.get("params"), "seeds": manifest.get("seeds")}),
-        hide_index=True,
-    )
+    show_table(settings_frame({"parameters": manifest.get("params"), "seeds": manifest.get("seeds")}))
 with right.expander("Versions and timings (seconds)"):
-    st.dataframe(
-        settings_frame({"versions": manifest.get("versions"), "timings": manifest.get("timings")}),
-        hide_index=True,
-    )
+    show_table(settings_frame({"versions": manifest.get("versions"), "timings": manifest.get("timings")}))

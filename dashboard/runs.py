@@ -9,9 +9,11 @@ import streamlit as st
 from dashboard.common import STATUS_ICONS, escape, store
 from dashboard.session import access_fragment, credential_query, current_access
 from dashboard.sharing import build_and_offer, bundle_bytes, report_bytes, share_links_panel
+from dashboard.tables import show_table
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
-from flare_core.view.results import runs_table
+from flare_core.view.results import run_words, runs_table
+from flare_core.view.tables import date_words
 
 access = current_access()
 st.title("Runs")
@@ -58,9 +60,14 @@ def live_runs() -> None:
     for _, message in store().unreadable():  # damaged runs are left out of the table: say which and why
         st.warning(escape(message))
     waiting = jobs.waiting_runs(store())
+    giving_way = set(jobs.background_runs(store()))  # the demo: it waits while a run of yours works
     for row in rows:
         if row["id"] in waiting:
-            row["stage"] = f"queued, position {waiting.index(row['id']) + 1}"
+            row["stage"] = (
+                "paused: carries on when your runs have finished"
+                if row["id"] in giving_way
+                else f"queued, position {waiting.index(row['id']) + 1}"
+            )
     if not rows:
         st.info("No runs yet.")
         return
@@ -70,24 +77,21 @@ def live_runs() -> None:
         manifest = run.manifest
         with st.container(border=True):
             st.markdown(f"**{STATUS_ICONS[row['status']]} {escape(row['name'])}** · `{row['id']}`")
-            st.caption(escape(progress_sentence(manifest)))
+            st.caption(f"Started {date_words(row['created'])}. {escape(progress_sentence(manifest))}")
             for stage, info in stages_in_order(manifest):
                 total = max(int(info.get("total") or 1), 1)
                 done = min(int(info.get("done") or 0), total)
                 st.progress(done / total, text=escape(stage_words(stage, done, total)))
             models = pd.DataFrame(manifest.get("models", []))
             if not models.empty:
-                st.dataframe(
-                    models[[c for c in ("id", "role", "status", "dim", "error") if c in models]],
-                    hide_index=True,
-                )
+                shown = models[[c for c in ("id", "role", "status", "dim", "error") if c in models]]
+                show_table(shown.rename(columns={"id": "model"}))
             workers = manifest.get("workers") or {}
             if workers:
                 st.caption("Worker processes: units each one finished, and the last one")
-                st.dataframe(
+                show_table(
                     worker_table(workers),
-                    hide_index=True,
-                    column_config={k: st.column_config.Column(v) for k, v in WORKER_COLUMNS.items()},
+                    columns={k: st.column_config.Column(v) for k, v in WORKER_COLUMNS.items()},
                 )
             if access.allows("cancel", row["id"]) and st.button("Cancel", key=f"cancel-{row['id']}"):
                 access.require("cancel", row["id"])
@@ -99,13 +103,25 @@ def live_runs() -> None:
         for s, row in zip(frame["stage"], rows, strict=True)
     ]
     frame["link"] = "/?run=" + frame["id"] + credential_query()
-    st.dataframe(
+    frame["started"] = frame["created"]  # when the run was made: runs of one name told apart by it
+    show_table(
         frame[
-            ["name", "status", "problems", "texts", "models", "created", "stage", "progress", "link", "id"]
+            [
+                "name",
+                "started",
+                "run",
+                "status",
+                "problems",
+                "texts",
+                "models",
+                "stage",
+                "progress",
+                "link",
+                "id",
+            ]
         ],
-        hide_index=True,
-        column_config={
-            "link": st.column_config.LinkColumn("link", display_text="open"),
+        columns={
+            "link": st.column_config.LinkColumn("open", display_text="open"),
             "problems": st.column_config.TextColumn("problems", width="large"),
         },
     )
@@ -131,7 +147,11 @@ def share_panel() -> None:
     if not run_id:
         return
     run = store().get(run_id)
-    st.subheader("Share this run")
+    st.subheader(f"Share {escape(run.manifest.get('name') or run.id)}")
+    st.caption(
+        f"The run {escape(run_words(run.manifest))}, chosen in the sidebar: choose another there to share it "
+        "instead. Links, the report and the bundle below are of this run only."
+    )
     share_links_panel(run)
     strip = st.checkbox("Leave the corpus texts out of the report and bundle", value=False)
     left, right = st.columns(2)

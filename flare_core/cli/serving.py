@@ -99,7 +99,7 @@ def cmd_app(args: argparse.Namespace) -> int:
         from flare_core.run.demo import ensure_demo_run
 
         run_id = ensure_demo_run(store, background=True)
-        print(f"demo run: {run_id}", file=sys.stderr)
+        print(f"demo run: {run_id} (it pauses while a run you start works)", file=sys.stderr)
     generated = token != os.environ.get("FLARE_OWNER_TOKEN")
     viewer_only = _truthy_in(env, "FLARE_VIEWER_ONLY")
     for line in start_lines(args.host, args.port, token, generated=generated, viewer_only=viewer_only):
