@@ -108,6 +108,18 @@ def waiting_runs(store: RunStore) -> list[str]:
     return [run_id for _, _, run_id in sorted(waiting)]
 
 
+#: What the cancel flag of a background run says when it was asked to give way (a cancel says a time).
+GIVE_WAY = "give way"
+
+
+def giving_way(run: Run) -> bool:
+    """Whether ``run`` was asked to stop for a person's run and wait again (not to be cancelled)."""
+    try:
+        return run.artefact(CANCEL_FLAG).read_text() == GIVE_WAY
+    except OSError:
+        return False
+
+
 def background_runs(store: RunStore) -> list[str]:
     """Ids of the background runs (the demo) that execute or wait: they give way to every other run."""
     return [
@@ -125,9 +137,9 @@ def _give_way(store: RunStore) -> list[str]:
     asked = []
     for run_id in active_runs(store):
         run = store.get(run_id)
-        if run.manifest.get("background") and not run.manifest.get("giving_way"):
-            run.update(giving_way=True)
-            run.request_cancel()
+        if run.manifest.get("background") and not run.cancel_requested():
+            # the cancel flag says why, in its own file: the worker rewrites its manifest all the while
+            atomic.write_text(run.artefact(CANCEL_FLAG), GIVE_WAY)
             asked.append(run_id)
     return asked
 
@@ -273,9 +285,7 @@ def cancel(store: RunStore, run_id: str) -> None:
     if run.status in FINISHED:
         return
     with locks.store_lock(store.root):
-        if run.manifest.get("giving_way"):  # cancelled while giving way: cancelled, not queued again
-            run.update(giving_way=None)
-        run.request_cancel()
+        run.request_cancel()  # over a request to give way: cancelled, not queued again
         if run.status == "queued" and not _alive(run) and locks.live_owner(run.path) is None:
             run.update(status="cancelled", queue=None, finished=utc_now())
 
@@ -340,9 +350,9 @@ def run_in_process(run: Run, *, progress_bar: bool = False) -> str:
             compute_stages(run, progress_bar=progress_bar)
             run.update(status="done", finished=utc_now(), progress=None)
         except (Cancelled, KeyboardInterrupt):
-            if run.manifest.get("giving_way"):  # a background run stopped for a person's run: it waits again
+            if giving_way(run):  # a background run stopped for a person's run: it waits again
                 run.artefact(CANCEL_FLAG).unlink(missing_ok=True)
-                run.update(status="queued", pid=None, giving_way=None, queue={"submitted": time.time_ns()})
+                run.update(status="queued", pid=None, queue={"submitted": time.time_ns()})
             else:
                 run.update(status="cancelled", finished=utc_now())
         except BaseException as exc:  # noqa: BLE001 - every failure must be recorded on the run

@@ -47,7 +47,7 @@ def test_a_person_submitting_a_run_makes_the_demo_give_way(tmp_path, monkeypatch
         mine = store.create({"name": "mine"})
         assert jobs.submit(store, mine.id)["run_id"] == mine.id
         assert no_launch == [mine.id]  # a slot was free: the person's run starts at once
-        assert demo_run.cancel_requested() and demo_run.manifest["giving_way"] is True
+        assert demo_run.cancel_requested() and jobs.giving_way(demo_run)  # its flag says why
         assert jobs.background_runs(store) == [demo_run.id]
     finally:
         proc.kill()
@@ -77,8 +77,8 @@ def test_a_waiting_demo_starts_only_once_no_other_run_executes_or_waits(tmp_path
 def test_a_demo_that_gives_way_waits_again_instead_of_ending_cancelled(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs")
     run = store.create({"name": "demo", "params": {}})
-    run.update(background=True, giving_way=True)
-    run.request_cancel()
+    run.update(background=True)
+    (run.path / CANCEL_FLAG).write_text(jobs.GIVE_WAY)
 
     def stopped(run, progress_bar=False):
         raise Cancelled("cancelled at a checkpoint")
@@ -87,12 +87,14 @@ def test_a_demo_that_gives_way_waits_again_instead_of_ending_cancelled(tmp_path,
     monkeypatch.setattr(jobs, "_reserve_space", lambda run: None)
     assert jobs.run_in_process(run) == "queued"
     manifest = run.manifest
-    assert manifest["queue"]["submitted"] > 0 and not manifest.get("giving_way") and not manifest.get("pid")
+    assert manifest["queue"]["submitted"] > 0 and not manifest.get("pid") and not jobs.giving_way(run)
     assert not run.artefact(CANCEL_FLAG).exists() and jobs.waiting_runs(store) == [run.id]
     # cancelled by its owner while it gives way: it ends cancelled, not queued again
     other = store.create({"name": "demo 2", "params": {}})
-    other.update(background=True, giving_way=True, status="running")
+    other.update(background=True, status="running")
+    (other.path / CANCEL_FLAG).write_text(jobs.GIVE_WAY)
     jobs.cancel(store, other.id)
+    assert other.cancel_requested() and not jobs.giving_way(other)
     assert jobs.run_in_process(other) == "cancelled"
 
 
