@@ -59,9 +59,8 @@ PRIOR_TEXTS = 2.0
 PRIOR_PIECES = 40
 #: A model is good enough when its accuracy is at most this many points below the best model's.
 GOOD_ENOUGH_POINTS = 1.0
-#: The tolerances a person may choose for "good enough", in points; the product's default is the middle one.
-TOLERANCES = (1.0, 2.0, 5.0)
-DEFAULT_TOLERANCE = 2.0
+#: The tolerances of "good enough" a person may choose, in points, and the product's default.
+TOLERANCES, DEFAULT_TOLERANCE = (1.0, 2.0, 5.0), 2.0
 #: The chance at which a statement about a model is made: "within 1 point of the best" (good enough, and
 #: the stopping advice's "settled") needs at least this chance.
 SURE = 0.9
@@ -439,22 +438,20 @@ def few_label_estimates(
     many classes of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count
     that does not match, or fewer than two classes.
 
-    With a ``prior`` (:class:`~flare_core.analyses.accuracy_posterior.AccuracyPrior`), the same matrix
-    updates it instead (:func:`~flare_core.analyses.accuracy_posterior.labelled_frame`): every column
+    With a ``prior`` (:class:`~flare_core.analyses.accuracy_posterior.AccuracyPrior`), the per-text scores
+    (carried along the curve only as ``accuracy_posterior.EXTRAPOLATED`` says) update it instead (:func:`~flare_core.analyses.accuracy_posterior.labelled_frame`): every column
     comes from that one posterior, ``p_within`` at ``tolerance_points``, with its forecast of the labels
     that would settle the choice in ``attrs["more_labels"]``.
     """
     tolerance_points = check_tolerance(tolerance_points)
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
-    scorer = curve_scores if EXTRAPOLATE else probe_scores
+    extrapolate = EXTRAPOLATE if prior is None else accuracy_posterior.EXTRAPOLATED
+    scorer = curve_scores if extrapolate else probe_scores
     parts = [scorer(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
     correct = np.mean([c for c, _ in parts], axis=0)
     margin = np.mean([m for _, m in parts], axis=0)
     if prior is not None:
-        if not accuracy_posterior.EXTRAPOLATED:
-            plain = [probe_scores(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
-            correct, margin = np.mean([c for c, _ in plain], axis=0), np.mean([m for _, m in plain], axis=0)
         frame = accuracy_posterior.labelled_frame(
             prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
             n_classes=int(values.size), seed=seed,

@@ -170,34 +170,36 @@ def rule_order(scores: pd.DataFrame, use: str) -> tuple[str, list[str]]:
     return rule, order
 
 
-def prior_cases() -> list[dict[str, Any]]:
-    """The classification corpora the few-label prior learns from: the shipped answer benchmark's (every
-    corpus, every candidate), else the shipped benchmark's."""
+def prior_cases() -> list[list[dict[str, Any]]]:
+    """The classification corpora the few-label prior may learn from, in order of preference: the shipped
+    answer benchmark's (every corpus, every candidate, the geometric scores), then the shipped benchmark's
+    (fewer corpora, but information sufficiency too)."""
+    out = []
     for shipped in (shipped_answer_results(), shipped_results()):
         cases = benchmark_cases(shipped.get("corpora", []), "classifier") if shipped else []
         if cases:
-            return cases
-    return []
+            out.append(cases)
+    return out
 
 
 def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
     """What the product knows of the candidates (``scores``' index) before the first label: the shipped
-    benchmark's record, in classifier accuracy, of the candidate at each place of the rule the provisional
-    choice follows (:func:`~flare_core.analyses.accuracy_posterior.prior_by_rank`), so that with no label
-    the posterior names the provisional choice. Candidates the rule cannot score come last. Every model
-    alike (:meth:`AccuracyPrior.flat`) without a shipped benchmark."""
+    benchmarks' record, in classifier accuracy, of the candidate at each place of the rule the provisional
+    choice follows (:func:`~flare_core.analyses.accuracy_posterior.prior_by_rank`; the first of
+    :func:`prior_cases` that scores that rule), so that with no label the posterior names the provisional
+    choice. Candidates the rule cannot score come last. Every model alike (:meth:`AccuracyPrior.flat`)
+    without a record of the rule."""
     rule, order = rule_order(scores, use)
     order += [m for m in scores.index if m not in order]
-    cases = prior_cases()
-    words = (
-        f"the record of {RULES[rule][0]} on {len(cases)} public corpora"
-        if rule in RULES
-        else f"the rule {rule}"
-    )
-    try:
-        return prior_by_rank(cases, rule, order, words=words)
-    except ValueError:
-        return AccuracyPrior.flat(order)
+    words = RULES[rule][0] if rule in RULES else f"the rule {rule}"
+    for cases in prior_cases():
+        try:
+            return prior_by_rank(
+                cases, rule, order, words=f"the record of {words} on {len(cases)} public corpora"
+            )
+        except ValueError:  # these corpora have no score of this rule
+            continue
+    return AccuracyPrior.flat(order)
 
 
 def _score(scores: pd.DataFrame, rule: str, model: str) -> float:

@@ -52,7 +52,7 @@ def test_the_prior_learns_from_the_shipped_answer_benchmark_first(tmp_path, monk
     path = tmp_path / "answer_benchmark.json"
     path.write_text(json.dumps({"corpora": corpora}))
     monkeypatch.setattr(shipped, "SHIPPED_ANSWER_RESULTS", path)
-    assert [c["case"] for c in label_free.prior_cases()] == [
+    assert [c["case"] for c in label_free.prior_cases()[0]] == [
         "a (classifier)",
         "b (classifier)",
         "c (classifier)",

@@ -90,3 +90,19 @@ def test_summary_chooses_rules_leave_one_corpus_out_by_hand():
     text = markdown_tables({"corpora": [dict(r, task="t", n_texts=2, best="wide") for r in records],
                             "models": ["wide", "mid", "narrow"], "summary": summary})  # fmt: skip
     assert "| classifier |" in text and json.dumps(summary)  # plain JSON, as shipped
+
+
+def test_the_docs_print_the_shipped_answer_benchmark():
+    from pathlib import Path
+
+    from flare_core.answer.shipped import SHIPPED_ANSWER_RESULTS
+    from flare_core.benchmark.answer_suite import DOCS_END, DOCS_START
+
+    shipped = json.loads(SHIPPED_ANSWER_RESULTS.read_text(encoding="utf-8"))
+    page = (Path(__file__).resolve().parents[2] / "docs" / "answer-benchmark.md").read_text(encoding="utf-8")
+    printed = page.split(DOCS_START, 1)[1].split(DOCS_END, 1)[0].strip()
+    assert printed == markdown_tables(shipped).strip()
+    # every corpus judged, with its source and licence; the few-label record beside the label-free pick
+    assert len(shipped["corpora"]) >= 7 and all(r["source"] and r["licence"] for r in shipped["corpora"])
+    assert {r["method"] for r in shipped["few_labels"]["by_k"]} == {"posterior", "from nothing"}
+    assert shipped["summary"]["control_recommended"] == 0
