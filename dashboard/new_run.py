@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any
 
 import streamlit as st
@@ -239,8 +240,11 @@ uploads = st.file_uploader(
 embedding_rows = []
 for upload_file in uploads or []:
     name_field, status_field = st.columns([1, 2])
+    # a label is markdown and also the field's accessible name: a plain file name goes in as it is (so a
+    # screen reader and a person read the same name), any other is escaped
+    plain = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9 .-]*", upload_file.name) is not None
     embedding_name = name_field.text_input(
-        f"Name of {escape(upload_file.name)}",
+        f"Name of {upload_file.name if plain else escape(upload_file.name)}",
         os.path.splitext(upload_file.name)[0],
         key=f"embedding-name-{upload_file.file_id}",
     )

@@ -17,9 +17,9 @@ from flare_core.store.runs import RunStore
 from flare_core.view.results import run_results, runs_table
 
 try:
-    from tests.support import flare_here
+    from tests.support import flare_here, shown
 except ImportError:  # pytest put tests/ itself on sys.path
-    from support import flare_here  # type: ignore[no-redef]
+    from support import flare_here, shown  # type: ignore[no-redef]
 
 STATIC = ["glove-6b-50d", "tokenlearn-static-64d", "tfidf-svd-256"]
 
@@ -126,8 +126,8 @@ def _app(store: RunStore, query: dict[str, str], page: str | None = None):
 def _runs_page_says(store: RunStore, run_id: str, sentence: str) -> None:
     """The Runs page names the failed stage in words for ``run_id`` and offers to try it again."""
     at = _app(store, {"run": run_id}, page="dashboard/runs.py")
-    shown = "\n".join(str(c.value) for c in at.caption)
-    assert sentence in shown and f"flare resume {run_id}" in shown
+    words = "\n".join(shown(c.value) for c in at.caption)
+    assert sentence in words and f"flare resume {run_id}" in words
     assert any(b.label == "Try the failed stages again" for b in at.button)
 
 
@@ -138,5 +138,5 @@ def _share_link_says(store: RunStore, run_id: str, sentence: str) -> None:
 
     token, _ = create_link(store, run_id)
     at = _app(store, {"share": token})
-    assert any(sentence in str(w.value) for w in at.warning), [w.value for w in at.warning]
+    assert any(sentence in shown(w.value) for w in at.warning), [w.value for w in at.warning]
     assert not [b.label for b in at.button if "Try the failed stages" in b.label or "Delete" in b.label]
