@@ -91,7 +91,10 @@ def _open(page, url: str, title: str) -> None:
 
 
 def _grids(page) -> list[dict]:
-    page.wait_for_timeout(500)  # the grids draw their rows after the script has finished
+    """Every grid of the page, once one has drawn its rows (they are drawn after the script has finished,
+    later on a loaded machine), then half a second for the others."""
+    page.wait_for_function(f"() => ({GRIDS})().some(g => g.rows.length > 0)", timeout=30_000)
+    page.wait_for_timeout(500)
     return page.evaluate(GRIDS)
 
 
