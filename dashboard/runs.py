@@ -12,6 +12,7 @@ from dashboard.sharing import build_and_offer, bundle_bytes, report_bytes, share
 from dashboard.tables import show_table
 from flare_core.run import jobs
 from flare_core.run.progress import progress_sentence, stage_words
+from flare_core.store.access import Access
 from flare_core.view.results import run_words, runs_table
 from flare_core.view.tables import date_words
 
@@ -51,6 +52,34 @@ def stages_in_order(manifest: dict) -> list[tuple[str, dict]]:
     ]
 
 
+def _live_run_box(row: dict, access: Access) -> None:
+    """One working run: its name, progress per stage, models, workers, and Cancel for who may."""
+    run = store().get(row["id"])
+    manifest = run.manifest
+    with st.container(border=True):
+        st.markdown(f"**{STATUS_ICONS[row['status']]} {escape(row['name'])}** · `{row['id']}`")
+        st.caption(f"Started {date_words(row['created'])}. {escape(progress_sentence(manifest))}")
+        for stage, info in stages_in_order(manifest):
+            total = max(int(info.get("total") or 1), 1)
+            done = min(int(info.get("done") or 0), total)
+            st.progress(done / total, text=escape(stage_words(stage, done, total)))
+        models = pd.DataFrame(manifest.get("models", []))
+        if not models.empty:
+            shown = models[[c for c in ("id", "role", "status", "dim", "error") if c in models]]
+            show_table(shown.rename(columns={"id": "model"}))
+        workers = manifest.get("workers") or {}
+        if workers:
+            st.caption("Worker processes: units each one finished, and the last one")
+            show_table(
+                worker_table(workers),
+                columns={k: st.column_config.Column(v) for k, v in WORKER_COLUMNS.items()},
+            )
+        if access.allows("cancel", row["id"]) and st.button("Cancel", key=f"cancel-{row['id']}"):
+            access.require("cancel", row["id"])
+            jobs.cancel(store(), row["id"])
+            st.toast(f"Cancellation requested for {row['id']}")
+
+
 @access_fragment(run_every=2.0)
 def live_runs() -> None:
     access = current_access()  # as checked for this run of the fragment, not as the page began
@@ -73,30 +102,7 @@ def live_runs() -> None:
         return
     active = [r for r in rows if r["status"] in ("queued", "running")]
     for row in active:
-        run = store().get(row["id"])
-        manifest = run.manifest
-        with st.container(border=True):
-            st.markdown(f"**{STATUS_ICONS[row['status']]} {escape(row['name'])}** · `{row['id']}`")
-            st.caption(f"Started {date_words(row['created'])}. {escape(progress_sentence(manifest))}")
-            for stage, info in stages_in_order(manifest):
-                total = max(int(info.get("total") or 1), 1)
-                done = min(int(info.get("done") or 0), total)
-                st.progress(done / total, text=escape(stage_words(stage, done, total)))
-            models = pd.DataFrame(manifest.get("models", []))
-            if not models.empty:
-                shown = models[[c for c in ("id", "role", "status", "dim", "error") if c in models]]
-                show_table(shown.rename(columns={"id": "model"}))
-            workers = manifest.get("workers") or {}
-            if workers:
-                st.caption("Worker processes: units each one finished, and the last one")
-                show_table(
-                    worker_table(workers),
-                    columns={k: st.column_config.Column(v) for k, v in WORKER_COLUMNS.items()},
-                )
-            if access.allows("cancel", row["id"]) and st.button("Cancel", key=f"cancel-{row['id']}"):
-                access.require("cancel", row["id"])
-                jobs.cancel(store(), row["id"])
-                st.toast(f"Cancellation requested for {row['id']}")
+        _live_run_box(row, access)
     frame = pd.DataFrame(rows)
     frame["stage"] = [
         stage_words(s) if s and row["id"] not in waiting else s

@@ -109,17 +109,17 @@ def judge_corpus(
             values, codes = np.unique(labels[picked], return_inverse=True)
             if values.size < 2:
                 continue
-            correct, _ = curve_scores(xs, picked, codes.reshape(-1), "ridge", seed=draw)
-            plain, _ = probe_scores(xs, picked, codes.reshape(-1), "ridge", seed=draw)
+            # each kind of per-text scores once, and only those the variants read (the curve costs more)
+            scored = {kind: scorer(xs, picked, codes.reshape(-1), "ridge", seed=draw)[0]
+                      for kind, scorer in (("curve", curve_scores), ("plain", probe_scores))
+                      if any(v[1] == kind for v in variants.values())}  # fmt: skip
             old = few_label_estimates(xs, picked, labels[picked].tolist(), seed=draw)
             pick = str(old["model"].iloc[0])
             rows.append({"corpus": name, "draw": draw, "k": k, "method": "from nothing", "pick": pick,
                          "lost": lost(oracle, pick, candidates), "rule": rule})  # fmt: skip
             for method, variant in variants.items():
                 which = variant[0]
-                frame = _frame(
-                    priors[which], correct if variant[1] == "curve" else plain, chance, draw, variant
-                )
+                frame = _frame(priors[which], scored[variant[1]], chance, draw, variant)
                 pick = str(frame["model"].iloc[0])
                 row = {"corpus": name, "draw": draw, "k": k, "method": method, "pick": pick,
                        "lost": lost(oracle, pick, candidates), "rule": rule,
@@ -128,9 +128,8 @@ def judge_corpus(
                 row["stated"] = [[float(p), lost(oracle, str(m), candidates)]
                                  for m, p in zip(frame["model"], frame["p_within"], strict=True)]  # fmt: skip
                 if method == SHIPPED and not row["settled"] and k in (16, 32, 64):
-                    scores = correct if variant[1] == "curve" else plain
                     with _constants(variant):
-                        row["more"] = forecast(priors[which], scores, tolerance_points=TOLERANCE, sure=SURE,
+                        row["more"] = forecast(priors[which], scored[variant[1]], tolerance_points=TOLERANCE, sure=SURE,
                                                step=16, most=256, seed=draw)  # fmt: skip
                     row["more_came_true"] = _came_true(row["more"], order, k, labels, xs, priors[which],
                                                        chance, draw, variant)  # fmt: skip
