@@ -48,14 +48,21 @@ class TfidfSvdEncoder(CorpusFittedEncoder):
 
         if len(texts) < 2:
             raise ValueError(f"tfidf-svd needs at least 2 texts to fit, got {len(texts)}")
-        min_df = (
-            2 if len(texts) >= 50 else 1
-        )  # hapaxes carry no shared direction; dropping them speeds the SVD
-        vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=min_df, max_features=50_000, dtype=np.float64)
-        try:
-            tfidf = vectorizer.fit_transform(texts)  # (n, V) sparse
-        except ValueError as exc:  # empty vocabulary
-            raise ValueError(f"tfidf-svd cannot be fitted: {exc}") from None
+        # hapaxes carry no shared direction, so dropping them speeds the SVD; a corpus of distinct words
+        # (a word-similarity list) has nothing but hapaxes, and keeps them
+        tfidf, vectorizer = None, None
+        for min_df in (2, 1) if len(texts) >= 50 else (1,):
+            vectorizer = TfidfVectorizer(
+                sublinear_tf=True, min_df=min_df, max_features=50_000, dtype=np.float64
+            )
+            try:
+                tfidf = vectorizer.fit_transform(texts)  # (n, V) sparse
+            except ValueError as exc:  # empty vocabulary
+                if min_df == 1:
+                    raise ValueError(f"tfidf-svd cannot be fitted: {exc}") from None
+                continue
+            if tfidf.shape[1] >= 2:
+                break
         n_features = tfidf.shape[1]
         if n_features < 2:
             raise ValueError(f"tfidf-svd needs at least 2 distinct terms in the corpus, got {n_features}")

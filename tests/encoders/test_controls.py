@@ -29,6 +29,19 @@ def test_tfidf_fitted_on_corpus_texts():
     assert not unknown.any()
 
 
+def test_tfidf_fits_a_list_of_distinct_words_by_keeping_the_hapaxes():
+    # 60 distinct words, each seen once: dropping words seen once (min_df=2) would leave no vocabulary
+    words = [f"word{i:02d}" for i in range(60)]
+    enc = load_encoder("tfidf-svd-256", corpus_texts=words)
+    assert len(enc.vectorizer.vocabulary_) == 60
+    emb = enc.encode(words)
+    assert emb.shape == (60, 59)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    # distinct words share no term, so TF-IDF cannot relate them: their cosines are all but zero
+    cosines = emb @ emb.T
+    assert np.abs(cosines[~np.eye(60, dtype=bool)]).max() < 0.2
+
+
 def test_tfidf_fits_on_first_encode_and_revision_names_the_fit():
     enc = load_encoder("tfidf-svd-256")
     assert enc.spec.dim is None and "fit:encoded-texts" in enc.spec.revision
