@@ -34,13 +34,9 @@ from flare_core.benchmark.posterior_draws import TOLERANCE, judge_corpus, per_co
 #: Every estimate judged: the product's and the alternatives it was chosen against.
 VARIANTS = {
     # name: (prior, per-text scores, error structure, inflation of the labels' error, carry-forward points)
-    "posterior": ("benchmark", "plain", "pooled", 1.5, 0.0),
-    "posterior, error widened 1.0": ("benchmark", "plain", "pooled", 1.0, 0.0),
-    "posterior, error widened 1.2": ("benchmark", "plain", "pooled", 1.2, 0.0),
-    "posterior, learning curve": ("benchmark", "curve", "pooled", 1.1, 0.0),
-    "posterior, error as before": ("benchmark", "curve", "pooled", 2.0, 4.0),
-    "posterior, sample covariance": ("benchmark", "curve", "sample", 1.1, 0.0),
-    "flat prior": ("flat", "plain", "pooled", 1.5, 0.0),
+    "posterior": ("benchmark", "plain", "pooled", 1.0, 0.0),
+    "posterior, with each model's record": ("with models", "plain", "pooled", 1.0, 0.0),
+    "flat prior": ("flat", "plain", "pooled", 1.0, 0.0),
 }
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import estimate_frame, forecast, prior_by_rank
@@ -78,6 +79,39 @@ def _frame(prior, correct, chance, seed, variant):
         return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed)
 
 
+def prior_with_models(
+    cases: Sequence[Mapping[str, Any]], base: ap.AccuracyPrior, *, least: int = 3
+) -> ap.AccuracyPrior:
+    """``base`` (a prior by rank) joined with each candidate's own record on the benchmark ``cases``: a
+    candidate judged on at least ``least`` cases stood, on each, some points above the mean of the
+    candidates the case shares with ``base``; the mean of those standings (its spread widened as
+    :func:`~flare_core.analyses.accuracy_posterior.rank_record`'s, for one more corpus) is a second, independent reading of its standing, and
+    the two are weighted by their precisions. A candidate the benchmark never judged keeps ``base``'s. An alternative
+    judged beside the product's prior (``bench/studies/few_label_prior.py``), not the product's."""
+    models = list(base.models)
+    standings: dict[str, list[float]] = {m: [] for m in models}
+    for case in cases:
+        shared = [m for m in models if m in set(case["models"])]
+        oracle = case["oracle"].reindex(shared).astype(float).dropna()
+        if len(oracle) < 2:
+            continue
+        for m, value in (oracle - oracle.mean()).items():
+            standings[m].append(float(value))
+    mean, sd = base.mean.copy(), base.sd.copy()
+    for i, m in enumerate(models):
+        seen = np.asarray(standings[m])
+        n = seen.size
+        if n < max(least, 2):
+            continue
+        widen = np.sqrt(1.0 + 1.0 / n) * stats.t.ppf(ap.ONE_SD, n - 1) / stats.norm.ppf(ap.ONE_SD)
+        own_sd = max(widen * float(seen.std(ddof=1)), ap.MIN_SD_POINTS / 100.0)
+        w_base, w_own = base.sd[i] ** -2, own_sd**-2
+        mean[i] = (w_base * base.mean[i] + w_own * seen.mean()) / (w_base + w_own)
+        sd[i] = (w_base + w_own) ** -0.5
+    source = f"{base.source}, joined with each model's own record"
+    return ap.AccuracyPrior(tuple(models), mean - mean.mean(), sd, base.level_mean, base.level_sd, source)
+
+
 def judge_corpus(
     root: str,
     name: str,
@@ -93,8 +127,9 @@ def judge_corpus(
     rule = choose_rule(cases, GEOMETRIC_RULES)
     candidates = record["candidates"]
     ranked = ranked_by(record_table(record).loc[candidates], rule)
-    priors = {"benchmark": prior_by_rank(cases, rule, ranked).reordered(candidates),
-              "flat": ap.AccuracyPrior.flat(candidates)}  # fmt: skip
+    by_rank = prior_by_rank(cases, rule, ranked).reordered(candidates)
+    priors = {"benchmark": by_rank, "flat": ap.AccuracyPrior.flat(candidates),
+              "with models": prior_with_models(cases, by_rank)}  # fmt: skip
     kept = load_kept(root, name, candidates)
     xs = {m: np.asarray(kept.embeddings[m], dtype=np.float64) for m in candidates}
     labels = kept.bench.frame["label"].astype(str).to_numpy()
@@ -127,6 +162,7 @@ def judge_corpus(
                 row["settled"] = bool(row["p_within"] >= SURE)
                 row["stated"] = [[float(p), lost(oracle, str(m), candidates)]
                                  for m, p in zip(frame["model"], frame["p_within"], strict=True)]  # fmt: skip
+                row["order"] = [str(m) for m in frame["model"]]
                 if method == SHIPPED and not row["settled"] and k in (16, 32, 64):
                     with _constants(variant):
                         row["more"] = forecast(priors[which], scored[variant[1]], tolerance_points=TOLERANCE, sure=SURE,
