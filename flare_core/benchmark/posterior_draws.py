@@ -11,7 +11,7 @@ k, the mean points lost and the share within :data:`TOLERANCE` points, how often
 between batches, the calibration of the stated chance of being within the tolerance, how many draws are
 settled and how many of those are within it, and how often "n more labels would settle it" came true.
 
-A variant is ``(prior: "benchmark" or "flat", per-text scores: "curve" or "plain", error structure,
+A variant is ``(prior: "benchmark", "flat", "with models" or "benchmark x<f>" (spreads times f), per-text scores: "curve" or "plain", error structure,
 inflation, carry-forward points)``; the product's is :data:`PRODUCT`.
 """
 
@@ -130,6 +130,12 @@ def judge_corpus(
     by_rank = prior_by_rank(cases, rule, ranked).reordered(candidates)
     priors = {"benchmark": by_rank, "flat": ap.AccuracyPrior.flat(candidates),
               "with models": prior_with_models(cases, by_rank)}  # fmt: skip
+    for which in {v[0] for v in variants.values()} - set(priors):  # "<prior> x<f>": its spreads times f
+        base, factor = which.rsplit(" x", 1)
+        p = priors[base]
+        priors[which] = ap.AccuracyPrior(
+            p.models, p.mean, float(factor) * p.sd, p.level_mean, p.level_sd, p.source
+        )
     kept = load_kept(root, name, candidates)
     xs = {m: np.asarray(kept.embeddings[m], dtype=np.float64) for m in candidates}
     labels = kept.bench.frame["label"].astype(str).to_numpy()
