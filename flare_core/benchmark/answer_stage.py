@@ -17,6 +17,7 @@ reads them again instead of embedding (``flare benchmark --stage answer --rejudg
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,10 @@ def roles_of(models: Sequence[str]) -> dict[str, str]:
 def judge_kept(kept: KeptCorpus, *, seed: int = 0) -> dict[str, Any]:
     """The answer record of one kept corpus: ``corpus``, ``task``, ``oracle`` (its main column),
     ``n_texts``, ``candidates``, ``controls``, ``best`` (the oracle's best candidate), ``table`` (one row
-    per model: every oracle column, every label-free score, ``role``, ``embed_seconds``) and, for a
-    classification corpus, ``n_classes``."""
+    per model: every oracle column, every label-free score, ``role``, ``embed_seconds``), ``cleaning``
+    (what reading the corpus dropped), ``judge_seconds`` and, for a classification corpus,
+    ``n_classes``."""
+    start = time.perf_counter()
     bench, embeddings = kept.bench, kept.embeddings
     kind = bench.oracle
     if kind == "classification":
@@ -86,6 +89,8 @@ def judge_kept(kept: KeptCorpus, *, seed: int = 0) -> dict[str, Any]:
         record["n_classes"] = int(bench.frame["label"].astype(str).nunique())
     if kind == "retrieval":
         record["n_queries"] = int(bench.judgements["query_id"].nunique())
+    record["cleaning"] = bench.cleaning
+    record["judge_seconds"] = round(time.perf_counter() - start, 1)
     return record
 
 

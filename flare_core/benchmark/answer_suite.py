@@ -68,6 +68,7 @@ def run_answer_benchmark(
         bench = load_benchmark_corpus(name, seed=seed)
         embed_corpus(bench, models, root, seed=seed, log=log)
         record = judged_record(root, name, seed=seed, again=rejudge)
+        record["cleaning"] = bench.cleaning
         record["seconds"] = round(time.perf_counter() - start, 1)
         records.append(record)
         if log is not None:
@@ -149,7 +150,9 @@ def _controls_picked(cases: list[dict[str, Any]], records: Sequence[dict[str, An
 
 def per_corpus_table(benchmark: dict[str, Any]) -> pd.DataFrame:
     """One row per corpus: ``corpus``, ``task``, ``oracle``, ``n_texts``, ``best``, its oracle value, the
-    width rule's pick and its points lost, and the seconds its answer stage took."""
+    width rule's pick and its points lost, what reading it dropped (``dropped``, in words), and the
+    seconds its models took to embed it (``embed_seconds``, summed) and its judging took
+    (``judge_seconds``; NaN when not recorded)."""
     rows = []
     for record in benchmark["corpora"]:
         table = pd.DataFrame(record["table"]).set_index("model")
@@ -159,9 +162,23 @@ def per_corpus_table(benchmark: dict[str, Any]) -> pd.DataFrame:
         rows.append(
             {"corpus": record["corpus"], "task": record["task"], "oracle": record["oracle"],
              "n_texts": record["n_texts"], "best": record["best"], "best_value": float(oracle.max()),
-             "widest_lost": float(lost), "seconds": record.get("seconds")}
+             "widest_lost": float(lost), "dropped": dropped_words(record.get("cleaning") or {}),
+             "embed_seconds": float(table["embed_seconds"].astype(float).sum())
+             if "embed_seconds" in table else float("nan"),
+             "judge_seconds": float(record.get("judge_seconds") or "nan")}
         )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def dropped_words(cleaning: dict[str, int]) -> str:
+    """What reading a corpus dropped, in words ("12 repeats, 1 with two labels"); "nothing" when nothing
+    was, "–" when it was not recorded."""
+    if not cleaning:
+        return "–"
+    parts = [f"{cleaning[key]:,} {words}" for key, words in
+             (("empty", "empty"), ("duplicates", "repeats"), ("two_labels", "with two labels"))
+             if cleaning.get(key)]  # fmt: skip
+    return ", ".join(parts) or "nothing"
 
 
 def markdown_tables(benchmark: dict[str, Any]) -> str:
@@ -189,12 +206,13 @@ def markdown_tables(benchmark: dict[str, Any]) -> str:
         )
     lines += ["", f"A control picked by a rule: {summary['control_recommended']} times.", ""]
     table = per_corpus_table(benchmark)
-    lines += ["| corpus | task | oracle | texts | best | its value | widest lost | seconds |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += ["| corpus | task | oracle | texts | dropped | best | its value | widest lost | embed s | judge s |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for row in table.itertuples(index=False):
+        embed, judge = ("–" if np.isnan(v) else f"{v:.0f}" for v in (row.embed_seconds, row.judge_seconds))
         lines.append(
-            f"| {row.corpus} | {row.task} | {row.oracle} | {row.n_texts:,} | {row.best} | {row.best_value:.3f} "
-            f"| {row.widest_lost:.1f} | {row.seconds or 0:.0f} |"
+            f"| {row.corpus} | {row.task} | {row.oracle} | {row.n_texts:,} | {row.dropped} | {row.best} "
+            f"| {row.best_value:.3f} | {row.widest_lost:.1f} | {embed} | {judge} |"
         )
     if benchmark.get("few_labels"):
         lines += ["", *few_label_lines(benchmark["few_labels"])]

@@ -3,7 +3,8 @@ that a change in how the answer is judged re-judges the corpora without embeddin
 
 Layout under ``root`` (``<runs>/benchmark/embeddings`` by default)::
 
-    <corpus>/corpus.json        name, task, oracle, source, licence, the seed and the build's size
+    <corpus>/corpus.json        name, task, oracle, source, licence, the seed, the build's size and what
+                                reading it dropped (empty texts, repeats, texts seen with two labels)
     <corpus>/frame.csv          the texts (and labels) as sampled
     <corpus>/pairs.csv          a similarity corpus's scored pairs (i, j, score)
     <corpus>/judgements.csv     a retrieval corpus's judgements
@@ -77,6 +78,7 @@ def _write_corpus(folder: Path, bench: BenchmarkCorpus, seed: int) -> None:
         "oracle": bench.oracle,
         "seed": seed,
         "n_texts": len(bench.frame),
+        "cleaning": bench.cleaning,
     }
     atomic.write_json(folder / "corpus.json", meta)
 
@@ -167,6 +169,7 @@ def load_kept(root: str | Path, corpus: str, models: Sequence[str] | None = None
     meta = json.loads((folder / "corpus.json").read_text(encoding="utf-8"))
     frame = pd.read_csv(folder / "frame.csv", keep_default_na=False, na_values=[""])
     frame["text"] = frame["text"].astype(str)
+    frame.attrs["cleaning"] = meta.get("cleaning", {})
     pairs = pd.read_csv(folder / "pairs.csv") if (folder / "pairs.csv").is_file() else None
     judged = pd.read_csv(folder / "judgements.csv") if (folder / "judgements.csv").is_file() else None
     if judged is not None:

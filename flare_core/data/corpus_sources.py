@@ -44,6 +44,11 @@ class BenchmarkCorpus:
     judgements: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
+    def cleaning(self) -> dict[str, int]:
+        """What reading the corpus dropped (:func:`cleaned_frame`'s counts); empty when not recorded."""
+        return dict(self.frame.attrs.get("cleaning", {}))
+
+    @property
     def oracle(self) -> str:
         """What judges the candidates: "classification", "similarity" or "retrieval"."""
         if self.judgements is not None:
@@ -65,14 +70,32 @@ def clean_texts(texts: pd.Series) -> pd.Series:
     return texts.astype(str).map(lambda t: " ".join(t.split()))
 
 
-def sample_frame(frame: pd.DataFrame, seed: int, limit: int = MAX_TEXTS) -> pd.DataFrame:
-    """Texts de-duplicated and non-empty, then a seeded sample of at most ``limit`` rows (kept in order)."""
+def cleaned_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Texts cleaned (:func:`clean_texts`), the empty ones dropped and each repeated text kept once, with
+    its first label, as a person's corpus is read with duplicates dropped; (N rows ``text``, ``label``) ->
+    (M rows) and what was done, in counts: ``read``, ``empty`` (dropped), ``duplicates`` (repeats
+    dropped) and ``two_labels`` (texts seen with more than one label, of which the first is kept)."""
     frame = frame.assign(text=clean_texts(frame["text"]))
-    frame = frame[frame["text"].str.len() > 0].drop_duplicates("text").reset_index(drop=True)
+    empty = frame["text"].str.len() == 0
+    kept = frame[~empty]
+    labelled = kept["label"].notna()
+    two_labels = int((kept[labelled].groupby("text")["label"].nunique() > 1).sum()) if labelled.any() else 0
+    out = kept.drop_duplicates("text").reset_index(drop=True)
+    counts = {"read": len(frame), "empty": int(empty.sum()), "duplicates": len(kept) - len(out),
+              "two_labels": two_labels}  # fmt: skip
+    return out, counts
+
+
+def sample_frame(frame: pd.DataFrame, seed: int, limit: int = MAX_TEXTS) -> pd.DataFrame:
+    """Texts de-duplicated and non-empty (:func:`cleaned_frame`), then a seeded sample of at most
+    ``limit`` rows (kept in order); what the cleaning did is in ``attrs["cleaning"]``."""
+    frame, counts = cleaned_frame(frame)
     if len(frame) > limit:
         rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=limit, replace=False))
         frame = frame.iloc[rows].reset_index(drop=True)
-    return frame[["text", "label"]]
+    frame = frame[["text", "label"]].copy()
+    frame.attrs["cleaning"] = counts
+    return frame
 
 
 def retrieval_sample(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import pandas as pd
 import pytest
 
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, load_benchmark_corpus
@@ -31,3 +32,21 @@ def test_commons_speeches_are_long_conservative_and_labour_speeches():
 
 def test_the_new_corpora_are_registered():
     assert {"health-tweets", "commons-speeches"} <= set(BENCHMARK_CORPORA)
+
+
+def test_reading_a_corpus_drops_empty_texts_and_repeats_and_says_so():
+    from flare_core.data.corpus_sources import sample_frame
+
+    raw = pd.DataFrame(
+        {
+            "text": ["a  cat", "", "   ", "a cat", "a dog", "a dog", "a fish", "a bird"],
+            "label": ["x", "x", "y", "x", "x", "y", "y", "x"],
+        }
+    )
+    frame = sample_frame(raw, seed=0, limit=3)
+    # "a  cat" and "a cat" are one text once spaces are made single; "a dog" is seen as x and as y
+    assert frame.attrs["cleaning"] == {"read": 8, "empty": 2, "duplicates": 2, "two_labels": 1}
+    assert len(frame) == 3 and frame["text"].is_unique
+    whole = sample_frame(raw, seed=0)
+    assert whole["text"].tolist() == ["a cat", "a dog", "a fish", "a bird"]
+    assert whole.loc[whole["text"] == "a dog", "label"].item() == "x"  # the first label is kept
