@@ -300,8 +300,9 @@ def ray_executor():
         ("gmm", QUICK_GMM),
         ("flow", TINY_FLOW),
         ("flow", dataclasses.replace(TINY_FLOW, batch_conditionals=2)),  # arrays nested in a group task
+        ("flow", dataclasses.replace(TINY_FLOW, batch_conditionals=2, batch_targets=3)),  # and in a batch
     ],
-    ids=["gmm", "flow", "flow-batched"],
+    ids=["gmm", "flow", "flow-batched", "flow-all-targets"],
 )
 def test_ray_matrix_equals_local_matrix(ray_executor, tmp_path, estimator, config):
     pool = _pool()
@@ -513,7 +514,15 @@ def test_process_pool_refuses_tasks_it_cannot_send():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator,config", [("gmm", QUICK_GMM), ("flow", TINY_FLOW)], ids=["gmm", "flow"])
+@pytest.mark.parametrize(
+    "estimator,config",
+    [
+        ("gmm", QUICK_GMM),
+        ("flow", TINY_FLOW),
+        ("flow", dataclasses.replace(TINY_FLOW, batch_conditionals=2, batch_targets=3)),
+    ],
+    ids=["gmm", "flow", "flow-all-targets"],
+)
 def test_process_pool_matrix_equals_serial_matrix(process_pool, tmp_path, estimator, config):
     serial = _serial(estimator, config, seed=3)
     events: list[dict] = []

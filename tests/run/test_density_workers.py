@@ -65,7 +65,7 @@ def test_a_resumed_run_trains_as_its_stored_units_were_trained(tmp_path):
     tiny = FlowConfig(n_transforms=1, hidden_features=8, rank=2, max_epochs=1, max_epochs_conditional=1)
     assert sufficiency_stage.stored_options(tmp_path) == {}  # nothing stored yet: the run's own rule
     sufficiency_matrix(pool, config=tiny, store_dir=tmp_path)
-    stored = {"batch_conditionals": 1, "even_batches": True, "fused_adam": True}
+    stored = {"batch_conditionals": 1, "batch_targets": 1, "even_batches": True, "fused_adam": True}
     assert sufficiency_stage.stored_options(tmp_path) == stored
     automatic = RunParams(MODELS, device="cpu")
     assert sufficiency_stage.conditionals_per_model(automatic, 2, stored=1) == 1
@@ -76,7 +76,12 @@ def test_a_resumed_run_trains_as_its_stored_units_were_trained(tmp_path):
         del manifest["config"][key]
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     earlier = sufficiency_stage.stored_options(tmp_path)
-    assert earlier == {"batch_conditionals": 1, "even_batches": False, "fused_adam": False}
+    assert earlier == {
+        "batch_conditionals": 1,
+        "batch_targets": 1,
+        "even_batches": False,
+        "fused_adam": False,
+    }
     config = FlowEstimator().run_config("default", **earlier)
     assert sufficiency_matrix(pool, config=dataclasses.replace(tiny, **earlier), store_dir=tmp_path)
     assert (config.even_batches, config.fused_adam) == (False, False)

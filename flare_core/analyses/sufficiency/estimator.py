@@ -28,6 +28,10 @@ from flare_core.checks import check_matrix
 from flare_core.device import pick_device
 
 TrainingArray = np.ndarray | StandardizedRows
+#: What a batch of conditionals needs of one target: ``(marginal, [(u_train, u_val, seed), ...], v_train, v_val)``.
+TargetSources = tuple[
+    nn.Module | None, list[tuple[TrainingArray, TrainingArray, int]], TrainingArray, TrainingArray
+]
 
 
 class Estimator(ABC):
@@ -139,6 +143,20 @@ class Estimator(ABC):
     ) -> list[FitOutcome]:
         """Fit p(v | u_k) for each ``(u_train_k, u_val_k, seed_k)`` together (when ``group_size`` > 1)."""
         raise NotImplementedError(f"the {self.name} estimator trains its conditionals one by one")
+
+    def targets_per_batch(self, config: Any) -> int:
+        """How many targets' conditional groups are trained together in one task (1: each target alone)."""
+        return 1
+
+    def fit_conditional_batch(
+        self,
+        groups: list[TargetSources],
+        config: Any,
+    ) -> list[list[FitOutcome]]:
+        """Fit the conditionals of several targets of one width together (when ``targets_per_batch`` > 1):
+        each group is ``(marginal, sources, v_train, v_val)`` as in :meth:`fit_conditional_group`; returns
+        one list of outcomes per group, in order."""
+        raise NotImplementedError(f"the {self.name} estimator trains the conditionals of each target alone")
 
     def evaluates_on_training_rows(self, config: Any) -> bool:
         """Whether NLLs are measured on the training rows (no validation split), as EMIR does."""

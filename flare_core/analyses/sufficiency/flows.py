@@ -19,10 +19,14 @@ import torch
 from nflows.flows.base import Flow
 from torch import nn
 
-from flare_core.analyses.sufficiency._batched import fit_conditionals_batched
+from flare_core.analyses.sufficiency._batched import (
+    TargetGroup,
+    fit_conditionals_across_targets,
+    fit_conditionals_batched,
+)
 from flare_core.analyses.sufficiency._rows import StandardizedRows, as_training_data
 from flare_core.analyses.sufficiency._training import FitOutcome, _train
-from flare_core.analyses.sufficiency.estimator import Estimator, TrainingArray
+from flare_core.analyses.sufficiency.estimator import Estimator, TargetSources, TrainingArray
 from flare_core.analyses.sufficiency.flow_model import (
     FlowConfig,
     _build_flow,
@@ -37,7 +41,7 @@ from flare_core.device import seed_everything
 __all__ = ["FlowConfig", "FlowEstimator"]
 
 #: The configuration fields a run sets besides the preset (a resumed run: as its stored units were trained).
-RUN_OPTIONS = ("autocast", "batch_conditionals", "even_batches", "fused_adam")
+RUN_OPTIONS = ("autocast", "batch_conditionals", "batch_targets", "even_batches", "fused_adam")
 
 
 def _fit_marginal(
@@ -146,7 +150,8 @@ class FlowEstimator(Estimator):
 
     The conditional's initial model (equal to the marginal) is a candidate for the kept weights, so the
     validation IS is never negative by more than rounding. With ``batch_conditionals`` > 1 the
-    conditionals of one target are trained together as one vmapped model (:mod:`._batched`).
+    conditionals of one target are trained together as one vmapped model (:mod:`._batched`), and with
+    ``batch_targets`` > 1 those of several targets of one width too.
     """
 
     name = "flow"
@@ -191,6 +196,20 @@ class FlowEstimator(Estimator):
     ) -> list[FitOutcome]:
         assert isinstance(marginal, Flow)
         return fit_conditionals_batched(marginal, sources, v_train, v_val, config)
+
+    def targets_per_batch(self, config: FlowConfig) -> int:
+        return config.batch_targets
+
+    def fit_conditional_batch(
+        self,
+        groups: list[TargetSources],
+        config: FlowConfig,
+    ) -> list[list[FitOutcome]]:
+        targets = []
+        for marginal, sources, v_train, v_val in groups:
+            assert isinstance(marginal, Flow)
+            targets.append(TargetGroup(marginal, sources, v_train, v_val))
+        return fit_conditionals_across_targets(targets, config)
 
     def _marginal_features(self, marginal: nn.Module | None) -> int | None:
         if not isinstance(marginal, Flow):

@@ -29,9 +29,11 @@ from flare_core.analyses.sufficiency.result import (
 )
 from flare_core.analyses.sufficiency.unit_store import UnitStore
 from flare_core.analyses.sufficiency.units import (
+    ConditionalBatchUnit,
     ConditionalGroupUnit,
     ConditionalUnit,
     MarginalUnit,
+    conditional_batch_task,
     conditional_group_task,
     conditional_task,
     marginal_task,
@@ -82,12 +84,14 @@ class MatrixRun:
         estimator = get_estimator(inputs.estimator)
         self.uses_marginal = estimator.uses_marginal
         self.group = estimator.group_size(inputs.config)
+        self.targets_per_batch = estimator.targets_per_batch(inputs.config)
         self.n_val = len(inputs.val_idx)
         self.total = sum(1 + len(srcs) for _, srcs in plan)
         self.done = 0
         self.marginals: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
         self.pairs: dict[tuple[str, str], tuple[dict[str, Any], np.ndarray]] = {}
         self.failures: list[dict[str, Any]] = []
+        self.blocked: set[Unit] = set()
         self.handles: dict[str, tuple[Any, Any]] = {}
         self.states: dict[str, Any] = {}
         self.pairs_left = {t: len(srcs) for t, srcs in plan}
@@ -95,8 +99,11 @@ class MatrixRun:
     # -- the plan --------------------------------------------------------------------------------------
 
     def units(self) -> list[Unit]:
-        """Every target's marginal, then its conditionals (one per pair, or in groups of ``batch_conditionals``)."""
+        """Every target's marginal, then its conditionals (one per pair, or in groups of ``batch_conditionals``,
+        or with ``batch_targets`` > 1 such groups of several targets of one width together)."""
         units: list[Unit] = [MarginalUnit(t) for t, _ in self.plan]
+        if self.targets_per_batch > 1:
+            return units + self._batch_units()
         for target, srcs in self.plan:
             if self.group > 1:
                 units += [
@@ -105,6 +112,22 @@ class MatrixRun:
                 ]
             else:
                 units += [ConditionalUnit(s, target) for s in srcs]
+        return units
+
+    def _batch_units(self) -> list[Unit]:
+        """The targets of each width (in plan order) in runs of ``batch_targets``; the i-th unit of a run
+        holds the i-th group of ``batch_conditionals`` sources of each of its targets."""
+        by_width: dict[int, list[tuple[str, list[str]]]] = {}
+        for target, srcs in self.plan:
+            by_width.setdefault(self.inputs.dims[target], []).append((target, srcs))
+        units: list[Unit] = []
+        per = self.targets_per_batch
+        for plans in by_width.values():
+            for run in (plans[a : a + per] for a in range(0, len(plans), per)):
+                starts = range(0, max(len(srcs) for _, srcs in run), self.group)
+                for a in starts:
+                    groups = tuple((t, tuple(srcs[a : a + self.group])) for t, srcs in run if srcs[a:])
+                    units.append(ConditionalBatchUnit(groups))
         return units
 
     # -- UnitHandler -----------------------------------------------------------------------------------
@@ -119,6 +142,13 @@ class MatrixRun:
             return None
         if isinstance(unit, ConditionalUnit):
             return None if self._resumed_pair(unit.source, unit.target) else unit
+        if isinstance(unit, ConditionalBatchUnit):
+            groups = tuple(
+                (target, tuple(s for s in sources if not self._resumed_pair(s, target)))
+                for target, sources in unit.groups
+            )
+            groups = tuple((target, sources) for target, sources in groups if sources)
+            return ConditionalBatchUnit(groups) if groups else None
         assert isinstance(unit, ConditionalGroupUnit)
         todo = tuple(s for s in unit.sources if not self._resumed_pair(s, unit.target))
         return ConditionalGroupUnit(unit.target, todo) if todo else None
@@ -136,6 +166,8 @@ class MatrixRun:
                 inputs.device,
             )
             return Task(marginal_task, args, inputs.resources)
+        if isinstance(unit, ConditionalBatchUnit):
+            return self._batch_task(unit)
         marginal_seed = _derive_seed(seed, "marginal", unit.target)
         if isinstance(unit, ConditionalGroupUnit):
             v_tr, v_va = self._data(unit.target)
@@ -170,6 +202,17 @@ class MatrixRun:
         )
         return Task(conditional_task, args, inputs.resources)
 
+    def _batch_task(self, unit: ConditionalBatchUnit) -> Task:
+        inputs, seed = self.inputs, self.inputs.seed
+        layout, arrays = [], []
+        for target, sources in unit.groups:
+            pair_seeds = [_derive_seed(seed, "conditional", source, target) for source in sources]
+            layout.append((inputs.dims[target], _derive_seed(seed, "marginal", target), pair_seeds))
+            state = self._state(target) if self.uses_marginal else None
+            arrays += [*self._data(target), state, *[h for source in sources for h in self._data(source)]]
+        args = (inputs.estimator, inputs.config, layout, inputs.device, *arrays)
+        return Task(conditional_batch_task, args, inputs.resources)
+
     def finish(self, unit: Unit, outcome: Outcome) -> None:
         """Store and record a unit the executor finished, or its failure."""
         if not outcome.ok:
@@ -190,6 +233,13 @@ class MatrixRun:
             if self.uses_marginal and self.pairs_left[target]:
                 self.states[target] = self.executor.put(fit["state"])
             self._marginal_done(target, record, fit["logp_val"], resumed=False, outcome=outcome)
+        elif isinstance(unit, ConditionalBatchUnit):
+            first = True
+            for (target, sources), fits in zip(unit.groups, fit, strict=True):
+                for source, pair_fit in zip(sources, fits, strict=True):
+                    # the worker ran one unit for the batch: count it (and its time) once
+                    self._pair_fitted(source, target, pair_fit, outcome if first else None)
+                    first = False
         elif isinstance(unit, ConditionalGroupUnit):
             for k, (source, pair_fit) in enumerate(zip(unit.sources, fit, strict=True)):
                 # the worker ran one unit for the group: count it (and its time) once
@@ -371,10 +421,18 @@ class MatrixRun:
         error = outcome.error
         assert error is not None
         if isinstance(error, DependencyFailed):  # a pair whose target's marginal failed
-            assert isinstance(unit, ConditionalUnit | ConditionalGroupUnit)
-            why = f"the marginal of {unit.target!r} failed ({_error_text(error.error)})"
-            for source in _sources(unit):
-                self._fail("conditional", source, unit.target, why)
+            if unit in self.blocked:  # a batch of targets two of whose marginals failed: recorded once
+                return
+            self.blocked.add(unit)
+            assert isinstance(error.unit, MarginalUnit)
+            failed = error.unit.target
+            why = f"the marginal of {failed!r} failed ({_error_text(error.error)})"
+            for source, target in _pairs(unit):
+                if target == failed:
+                    self._fail("conditional", source, target, why)
+                else:  # batched with the failed target's pairs: not trained, retried by a resume
+                    self._pair_finished(target)
+                    self._fail("conditional", source, target, f"batched with the pairs of {failed!r}: {why}")
             return
         if self.on_error == "raise":
             raise error
@@ -382,10 +440,9 @@ class MatrixRun:
         if isinstance(unit, MarginalUnit):
             self._fail("marginal", None, unit.target, text, outcome)
             return
-        assert isinstance(unit, ConditionalUnit | ConditionalGroupUnit)
-        for source in _sources(unit):
-            self._pair_finished(unit.target)
-            self._fail("conditional", source, unit.target, text, outcome)
+        for source, target in _pairs(unit):
+            self._pair_finished(target)
+            self._fail("conditional", source, target, text, outcome)
 
     def _fail(
         self, stage: str, source: str | None, target: str, error: str, outcome: Outcome | None = None
@@ -394,8 +451,14 @@ class MatrixRun:
         self._report(stage, source, target, False, error, outcome)
 
 
-def _sources(unit: ConditionalUnit | ConditionalGroupUnit) -> tuple[str, ...]:
-    return unit.sources if isinstance(unit, ConditionalGroupUnit) else (unit.source,)
+def _pairs(unit: Unit) -> list[tuple[str, str]]:
+    """The (source, target) pairs whose conditionals ``unit`` trains."""
+    if isinstance(unit, ConditionalBatchUnit):
+        return [(source, target) for target, sources in unit.groups for source in sources]
+    if isinstance(unit, ConditionalGroupUnit):
+        return [(source, unit.target) for source in unit.sources]
+    assert isinstance(unit, ConditionalUnit)
+    return [(unit.source, unit.target)]
 
 
 def _streams(x: np.ndarray, stream: bool | None) -> bool:

@@ -22,7 +22,13 @@ from flare_core.store import atomic
 
 # configuration fields added after stores were first written, with the value those stores were trained with
 _ADDED_DEFAULTS = {
-    "flow": {"autocast": False, "batch_conditionals": 1, "even_batches": False, "fused_adam": False},
+    "flow": {
+        "autocast": False,
+        "batch_conditionals": 1,
+        "batch_targets": 1,
+        "even_batches": False,
+        "fused_adam": False,
+    },
     "gmm": {"covariance": "diagonal", "input_norm": True, "warm_start": False, "skip": False, "init": "rows"},
 }
 _CHUNK_ROWS = 8192

@@ -2,8 +2,10 @@
 
 A target's :class:`MarginalUnit` comes first; each pair's :class:`ConditionalUnit` (or, with
 ``batch_conditionals`` > 1, a :class:`ConditionalGroupUnit` of several sources of one target) requires
-it. Each task is a pure function of the standardised arrays, the config and its seeds, so it computes
-the same numbers in any process, on any executor.
+it; with ``batch_targets`` > 1 a :class:`ConditionalBatchUnit` trains a group of sources of each of
+several targets of one width together and requires each of their marginals. Each task is a pure
+function of the standardised arrays, the config and its seeds, so it computes the same numbers in any
+process, on any executor.
 """
 
 from __future__ import annotations
@@ -47,6 +49,17 @@ class ConditionalGroupUnit(Unit):
 
     def requires(self) -> tuple[Unit, ...]:
         return (MarginalUnit(self.target),)
+
+
+@dataclass(frozen=True)
+class ConditionalBatchUnit(Unit):
+    """Train the conditionals of several targets (each ``(target, sources)`` of ``groups``: the target
+    given each of its sources) as one batched model (flows); requires every target's marginal."""
+
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def requires(self) -> tuple[Unit, ...]:
+        return tuple(MarginalUnit(target) for target, _ in self.groups)
 
 
 def _task_device(device: str | torch.device | None) -> torch.device:
@@ -143,3 +156,34 @@ def conditional_group_task(
     triples = [(sources[2 * k], sources[2 * k + 1], seed) for k, seed in enumerate(pair_seeds)]
     outcomes = est.fit_conditional_group(marginal, triples, v_train, v_val, config)
     return [_fit_summary(outcome) for outcome in outcomes]
+
+
+def conditional_batch_task(
+    estimator: str,
+    config: Any,
+    layout: list[tuple[int, int, list[int]]],
+    device: str | torch.device | None,
+    *arrays: Any,
+) -> list[list[dict[str, Any]]]:
+    """Train the conditionals of several targets together (``Estimator.fit_conditional_batch``).
+
+    ``layout`` holds one ``(d_target, marg_seed, pair_seeds)`` per target; ``arrays`` is, target after
+    target, ``v_train, v_val, marginal_state`` and then ``u_train_k, u_val_k`` per pair seed (flat, so
+    that a remote executor resolves every shared array). Returns, per target, one fit summary per pair.
+    """
+    _quiet_readonly_arrays()
+    expected = sum(3 + 2 * len(seeds) for _, _, seeds in layout)
+    if len(arrays) != expected:
+        raise ValueError(f"expected {expected} arrays, got {len(arrays)}")
+    est = get_estimator(estimator)
+    dev = _task_device(device)
+    groups, at = [], 0
+    for d_target, marg_seed, pair_seeds in layout:
+        v_train, v_val, state = arrays[at : at + 3]
+        marginal = est.restore_marginal(state, d_target, config, marg_seed, dev)
+        at += 3
+        sources = [(arrays[at + 2 * k], arrays[at + 2 * k + 1], seed) for k, seed in enumerate(pair_seeds)]
+        at += 2 * len(pair_seeds)
+        groups.append((marginal, sources, v_train, v_val))
+    outcomes = est.fit_conditional_batch(groups, config)
+    return [[_fit_summary(outcome) for outcome in group] for group in outcomes]
