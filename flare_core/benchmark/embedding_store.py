@@ -99,6 +99,7 @@ def embed_corpus(
 
     A corpus-fitted model (TF-IDF, doc2vec, fastText) is fitted on the corpus's texts, as in a run."""
     from flare_core import encoders
+    from flare_core.encoders.embedding_cache import supports_max_length
 
     check_int(max_length, "max_length", min_value=1)
     folder = Path(root) / bench.name
@@ -120,7 +121,7 @@ def embed_corpus(
             continue
         start = time.perf_counter()
         encoder = encoders.load_encoder(model, device=device, corpus_texts=texts)
-        kwargs = {"max_length": max_length} if "max_length" in _encode_arguments(encoder) else {}
+        kwargs = {"max_length": max_length} if supports_max_length(encoder) else {}
         vectors = np.asarray(encoder.encode(texts, batch_size=batch_size, **kwargs), dtype=np.float32)
         if queries:
             asked = encoders.encode_queries(encoder, queries, batch_size=batch_size)
@@ -138,15 +139,6 @@ def embed_corpus(
         if log is not None:
             log(f"{bench.name}: {model} {vectors.shape} in {took[model]:.1f} s")
     return took
-
-
-def _encode_arguments(encoder: object) -> set[str]:
-    import inspect
-
-    try:
-        return set(inspect.signature(encoder.encode).parameters)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        return set()
 
 
 def kept_models(root: str | Path, corpus: str) -> list[str]:

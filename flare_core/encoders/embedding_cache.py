@@ -88,7 +88,8 @@ def annotate_entry(
         atomic.write_json(sidecar, {**meta, **extra})
 
 
-def _supports_max_length(encoder: Encoder) -> bool:
+def supports_max_length(encoder: Encoder) -> bool:
+    """Whether ``encoder.encode`` takes ``max_length`` (named, or through ``**kwargs``)."""
     try:
         params = inspect.signature(encoder.encode).parameters
     except (TypeError, ValueError):
@@ -174,7 +175,7 @@ def embed(
         chunk_size = max(len(items), 1)
     kwargs: dict[str, object] = {"batch_size": batch_size}
     if max_length is not None:
-        if not _supports_max_length(encoder):
+        if not supports_max_length(encoder):
             raise ValueError(f"encoder {encoder.spec.id!r} does not accept max_length")
         kwargs["max_length"] = max_length
 
