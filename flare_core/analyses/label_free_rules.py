@@ -77,7 +77,27 @@ def rule_scores(table: pd.DataFrame, rule: str) -> pd.Series:
     missing = [c for c in needed if c not in table]
     if missing:
         return pd.Series(np.nan, index=table.index)
-    return RULES[rule][1](table.astype({c: float for c in needed})).astype(float)
+    scores = RULES[rule][1](table.astype({c: float for c in needed})).astype(float)
+    return _readers_first(scores, table) if LANGUAGE_GUARD else scores
+
+
+#: Whether a model that cannot read the corpus's writing (``table["reads_corpus"] == 0``: one trained on
+#: English only, on texts that are not; one that splits at spaces, on Chinese) comes after every model
+#: that can, whatever the rule says. Judged on the answer benchmark against no guard (the docs'
+#: answer-benchmark page, "the language guard").
+LANGUAGE_GUARD = True
+
+
+def _readers_first(scores: pd.Series, table: pd.DataFrame) -> pd.Series:
+    """``scores`` with the models that cannot read the corpus moved below every one that can, in their
+    own order; unchanged when the table does not say, or when no model (or every model) can read it."""
+    if "reads_corpus" not in table:
+        return scores
+    cannot = table["reads_corpus"].astype(float).eq(0.0) & scores.notna()
+    if not cannot.any() or (cannot | scores.isna()).all():
+        return scores
+    span = float(scores.max() - scores.min())
+    return scores.where(~cannot, scores - (span + 1.0))
 
 
 def ranked_by(table: pd.DataFrame, rule: str) -> list[str]:

@@ -55,13 +55,16 @@ _OWN_TASK = {"search": "ndcg_at_10"}
 def benchmark_cases(records: list[dict[str, Any]], use: str) -> list[dict[str, Any]]:
     """The benchmark's corpora as cases of ``use`` (see the module docstring): each with its label-free
     ``table`` (index: model), the use's ``oracle`` and the trained ``models``. Search is judged on the
-    retrieval corpora alone when the benchmark has one, by the proxies of the other corpora otherwise.
-    "unsure" gives every case of every use."""
+    retrieval corpora alone when the benchmark has one, by the proxies of the other corpora otherwise;
+    grouping on the corpora whose texts group by class (a record's ``groups_by_class``) when the records
+    say which. "unsure" gives every case of every use."""
     if use == "unsure":
         return [case for u in _ORACLES for case in benchmark_cases(records, u)]
     own = _OWN_TASK.get(use)
     if own is not None and any(record.get("oracle") == own for record in records):
         records = [record for record in records if record.get("oracle") == own]
+    if use == "grouping" and any("groups_by_class" in record for record in records):
+        records = [record for record in records if record.get("groups_by_class")]
     cases = []
     for record in records:
         table = pd.DataFrame(record["table"]).set_index("model")
@@ -149,15 +152,31 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
     rule, order = rule_order(scores, use)
     if not order:
         return None
+    cannot = _cannot_read(scores)
     return {
         "use": use,
         "use_words": USE_WORDS[use],
         "rule": rule,
-        "rule_words": RULES[rule][0],
+        "rule_words": RULES[rule][0]
+        + (
+            ", among the models that can read your texts (the others were trained on other languages)"
+            if cannot
+            else ""
+        ),
+        "cannot_read": cannot,
         "choice": order[0],
         "short_list": order[:SHORT_LIST],
         "odds": {k: v for k, v in odds.items() if k not in ("per_case", "rules")},
     }
+
+
+def _cannot_read(scores: pd.DataFrame) -> list[str]:
+    """The candidates that cannot read the corpus's writing, when some can (the rules rank them last)."""
+    if "reads_corpus" not in scores:
+        return []
+    reading = scores["reads_corpus"].astype(float)
+    cannot = reading.index[reading.eq(0.0)].tolist()
+    return cannot if len(cannot) < len(reading) else []
 
 
 def rule_order(scores: pd.DataFrame, use: str) -> tuple[str, list[str]]:

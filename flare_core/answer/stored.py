@@ -132,6 +132,7 @@ class LabelFreeGround(TypedDict):
     use_words: str
     rule: str
     rule_words: str
+    cannot_read: list[str]  # candidates that cannot read the corpus's writing (ranked last by the rule)
     choice: str
     short_list: list[str]
     odds: dict[str, Any]

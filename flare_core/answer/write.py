@@ -10,6 +10,9 @@ batch of labels. It holds the run's labels lock, so that an answer never misses 
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -31,6 +34,7 @@ from flare_core.answer.stored import (
     save_verdict,
 )
 from flare_core.data.judgements import JUDGEMENTS
+from flare_core.data.language import corpus_writing, reads
 from flare_core.store.runs import Run
 
 #: Geometry columns a label-free rule reads, with the sign that makes higher better.
@@ -39,7 +43,10 @@ _GEOMETRY = {"effective_rank": 1.0, "uniformity": -1.0, "isoscore": 1.0}
 
 def label_free_scores(run: Run) -> pd.DataFrame:
     """One row per embedded candidate (index: model): ``dim`` and every label-free score the run has
-    (``flow``, ``gmm``, ``effective_rank``, ``uniformity`` negated, ``isoscore``), higher better."""
+    (``flow``, ``gmm``, ``effective_rank``, ``uniformity`` negated, ``isoscore``), higher better, and
+    ``reads_corpus`` (1.0 when the model can read the writing of the run's texts, 0.0 when it cannot,
+    NaN when either is not known; the writing in ``attrs["writing"]``; from what each model's embedding
+    record says it reads, so a run embedded before the records said so has none)."""
     models = [m for m in run.manifest["models"] if m.get("status") == "done" and m.get("role") == "candidate"]
     table = pd.DataFrame(
         {"dim": [float(m.get("dim") or np.nan) for m in models]}, index=[m["id"] for m in models]
@@ -53,7 +60,22 @@ def label_free_scores(run: Run) -> pd.DataFrame:
         for column, sign in _GEOMETRY.items():
             if column in geometry:
                 table[column] = sign * geometry[column].reindex(table.index).astype(float)
+    known = {str(m["id"]): str(m.get("reads") or "unknown") for m in models}
+    if len(table) and run.has("corpus.parquet") and set(known.values()) != {"unknown"}:
+        corpus = run.artefact("corpus.parquet")
+        writing = _writing(corpus, corpus.stat().st_mtime_ns)
+        readable = {m: reads(known[m], writing) if known[m] != "unknown" else None for m in table.index}
+        table["reads_corpus"] = [np.nan if readable[m] is None else float(readable[m]) for m in table.index]
+        table.attrs["writing"] = writing
     return table
+
+
+@functools.lru_cache(maxsize=32)
+def _writing(corpus: Path, stamp: int) -> str | None:
+    """Which writing the texts of the ``corpus`` file are in (read once per file and ``stamp``, its
+    modification time)."""
+    texts = pd.read_parquet(corpus, columns=["text"])["text"].head(2000)
+    return corpus_writing(texts.fillna("").astype(str).tolist())
 
 
 def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:

@@ -22,10 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from flare_core.analyses.validity import baseline_scores, oracle_scores, retrieval_oracle
 from flare_core.benchmark.embedding_store import KeptCorpus, load_kept
+from flare_core.encoders.registry import reads_corpus
 from flare_core.store import atomic
 
 #: Each corpus kind's oracle columns, the first the one the answer is judged by.
@@ -68,6 +70,8 @@ def judge_kept(kept: KeptCorpus, *, seed: int = 0) -> dict[str, Any]:
     table["oracle"] = table[ORACLE_COLUMNS[kind][0]]
     if kind == "classification":
         table["oracle_knn"], table["oracle_vmeasure"] = table["knn_accuracy"], table["v_measure"]
+    writing, reading = reads_corpus(list(table.index), bench.frame["text"].astype(str).tolist())
+    table["reads_corpus"] = [reading[m] for m in table.index]
     role = roles_of(list(embeddings))
     table["role"] = [role[m] for m in table.index]
     table["embed_seconds"] = [kept.seconds.get(m, float("nan")) for m in table.index]
@@ -89,6 +93,7 @@ def judge_kept(kept: KeptCorpus, *, seed: int = 0) -> dict[str, Any]:
         record["n_classes"] = int(bench.frame["label"].astype(str).nunique())
     if kind == "retrieval":
         record["n_queries"] = int(bench.judgements["query_id"].nunique())
+    record["writing"] = writing
     record["cleaning"] = bench.cleaning
     record["judge_seconds"] = round(time.perf_counter() - start, 1)
     return record
@@ -102,10 +107,23 @@ def judged_record(root: str | Path, corpus: str, *, seed: int = 0, again: bool =
     if path.is_file() and not again:
         record = json.loads(path.read_text(encoding="utf-8"))
         if sorted(r["model"] for r in record["table"]) == sorted(kept.embeddings):
+            if "writing" not in record:  # judged before the records said which models read the corpus
+                record = _with_reading(record, kept)
+                atomic.write_json(path, record)
             return record
     record = judge_kept(kept, seed=seed)
     atomic.write_json(path, record)
     return record
+
+
+def _with_reading(record: dict[str, Any], kept: KeptCorpus) -> dict[str, Any]:
+    """``record`` with its corpus's ``writing`` and each model's ``reads_corpus`` (read from the texts and
+    the models' specs: nothing is judged again)."""
+    models = [row["model"] for row in record["table"]]
+    writing, reading = reads_corpus(models, kept.bench.frame["text"].astype(str).tolist())
+    rows = [{**row, "reads_corpus": None if np.isnan(reading[row["model"]]) else reading[row["model"]]}
+            for row in record["table"]]  # fmt: skip
+    return {**record, "table": rows, "writing": writing}
 
 
 def record_table(record: dict[str, Any]) -> pd.DataFrame:

@@ -33,7 +33,7 @@ from flare_core.benchmark.answer_stage import judged_record
 from flare_core.benchmark.embedding_store import embed_corpus
 from flare_core.benchmark.posterior_draws import judge_all, per_corpus
 from flare_core.benchmark.posterior_draws import summary as posterior_summary
-from flare_core.data.benchmark_corpora import load_benchmark_corpus
+from flare_core.data.benchmark_corpora import GROUPED_BY_CLASS, load_benchmark_corpus
 
 ANSWER_BENCHMARK_VERSION = 1
 #: The label-free rules the answer stage can judge (no information sufficiency without the IS stage).
@@ -69,6 +69,8 @@ def run_answer_benchmark(
         embed_corpus(bench, models, root, seed=seed, log=log)
         record = judged_record(root, name, seed=seed, again=rejudge)
         record["cleaning"] = bench.cleaning
+        if record["oracle"] == "accuracy":
+            record["groups_by_class"] = name in GROUPED_BY_CLASS
         record["seconds"] = round(time.perf_counter() - start, 1)
         records.append(record)
         if log is not None:
@@ -100,6 +102,14 @@ def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[
             continue
         out["scores"] += _score_rows(cases, use, seed)
         loco = leave_one_corpus_out(cases, GEOMETRIC_RULES)
+        # the same procedure on the same corpora with no record of which models read which texts
+        unguarded = leave_one_corpus_out(
+            [
+                {**case, "table": case["table"].drop(columns="reads_corpus", errors="ignore")}
+                for case in cases
+            ],
+            GEOMETRIC_RULES,
+        )
         out["rules"][use] = {
             "chosen_on_all": loco["final"],
             "mean_lost": loco["mean_lost"],
@@ -107,6 +117,7 @@ def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[
             "cases": loco["cases"],
             "per_case": loco["rows"],
             "single_rules": rule_table(cases, GEOMETRIC_RULES).to_dict(orient="records"),
+            "without_language_guard": {key: unguarded[key] for key in ("final", "mean_lost", "worst_lost")},
         }
         out["control_recommended"] += _controls_picked(cases, records)
     return out
@@ -196,13 +207,16 @@ def markdown_tables(benchmark: dict[str, Any]) -> str:
             )
         lines.append("")
     lines += [
-        "| use | rule chosen on all | mean lost | worst lost | cases |",
-        "| --- | --- | --- | --- | --- |",
+        "| use | rule chosen on all | mean lost | worst lost | cases | without the language guard: mean | worst |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for use, rule in summary["rules"].items():
+        plain = rule.get("without_language_guard") or {}
+        before = (f"{plain['mean_lost']:.1f} | {plain['worst_lost']:.1f}" if plain.get("mean_lost") is not None
+                  else "– | –")  # fmt: skip
         lines.append(
             f"| {use} | {rule['chosen_on_all']} | {rule['mean_lost']:.1f} | {rule['worst_lost']:.1f} | "
-            f"{rule['cases']} |"
+            f"{rule['cases']} | {before} |"
         )
     lines += ["", f"A control picked by a rule: {summary['control_recommended']} times.", ""]
     table = per_corpus_table(benchmark)

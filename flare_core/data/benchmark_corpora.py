@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_choice, check_int
-from flare_core.data.classification_corpora import CLASSIFICATION_CORPORA
+from flare_core.data.classification_corpora import CLASSIFICATION_CORPORA, GROUPING_CORPORA
 from flare_core.data.corpus_sources import (
     JUDGEMENT_COLUMNS,
     MAX_QUERIES,
@@ -265,6 +265,10 @@ BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {
     **CLASSIFICATION_CORPORA,
     **PAIR_AND_SEARCH_CORPORA,
 }
+#: The classification corpora whose classes are topics, so that their texts group by class: grouping (the
+#: V-measure of k-means) is judged on these alone. The others' classes are a judgement of the text
+#: (sentiment, spam), its author or outlet, or partly its form (question types).
+GROUPED_BY_CLASS = ("bbc-news", *GROUPING_CORPORA)
 
 
 def load_benchmark_corpus(name: str, seed: int = 0) -> BenchmarkCorpus:

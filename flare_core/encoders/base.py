@@ -16,6 +16,9 @@ ProgressFn = Callable[[int, int], None]
 KINDS = ("transformer", "onnx", "compiled", "static", "corpus", "hub", "precomputed")
 #: What a model is for in a ranking (see :mod:`flare_core.encoders.model_pool`).
 ROLES = ("candidate", "control", "partial")
+#: Which texts a model reads: English only, any language written with spaces between words (a model
+#: fitted on the corpus's words), many languages and scripts, or not known.
+READS = ("english", "spaced", "many", "unknown")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class ModelSpec:
     applicable (``layers`` for static models). ``revision`` identifies the weights (package version,
     or a hash of local files) and is part of every embedding-cache key. ``role`` is one of
     :data:`ROLES` and ``family`` groups models that share an architecture or training recipe.
+    ``reads`` is one of :data:`READS`: which texts the model was made to read (see
+    :func:`flare_core.data.language.reads`).
     """
 
     id: str
@@ -39,10 +44,13 @@ class ModelSpec:
     revision: str
     role: str = "candidate"
     family: str = ""
+    reads: str = "unknown"
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if self.reads not in READS:
+            raise ValueError(f"reads must be one of {READS}, got {self.reads!r}")
 
 
 @runtime_checkable

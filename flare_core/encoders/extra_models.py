@@ -121,7 +121,7 @@ def _distil_revision(base: DistilBase, width: int) -> str:
 
 def distil_spec(base: DistilBase, width: int) -> ModelSpec:
     return ModelSpec(
-        id=base.distil_id(width), dim=width, layers=None, max_tokens=512, kind="static",
+        id=base.distil_id(width), reads="english", dim=width, layers=None, max_tokens=512, kind="static",
         family="Model2Vec static", source=f"distilled here from {base.model} (Model2Vec recipe)",
         licence=base.licence,
         description=f"{base.model} distilled to a static {width}-d token table (Model2Vec: PCA, SIF "
@@ -173,7 +173,7 @@ def use_resources() -> Path | None:
 
 def use_spec() -> ModelSpec:
     return ModelSpec(
-        id=USE, dim=512, layers=None, max_tokens=None, kind="compiled",
+        id=USE, reads="many", dim=512, layers=None, max_tokens=None, kind="compiled",
         family="Universal Sentence Encoder", source=f"pypi:{USE_PACKAGE}", licence="Apache-2.0",
         description="Google universal-sentence-encoder-multilingual v3 (DAN + CNN n-grams, SentencePiece "
         "128k) in numpy, unit-norm",

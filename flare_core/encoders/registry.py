@@ -60,6 +60,20 @@ def get_spec(model_id: str) -> ModelSpec:
     return POOL[model_id].make_spec()
 
 
+def reads_corpus(model_ids: Sequence[str], texts: Sequence[str]) -> tuple[str | None, dict[str, float]]:
+    """The writing of ``texts`` (:func:`flare_core.data.language.corpus_writing`) and, for each model id,
+    whether it can read it: 1.0 or 0.0, NaN when either is not known (an id outside the registry, or a
+    writing the texts do not tell)."""
+    from flare_core.data.language import corpus_writing, reads
+
+    writing = corpus_writing(texts)
+    out = {}
+    for model_id in model_ids:
+        can = reads(POOL[model_id].make_spec().reads, writing) if model_id in POOL else None
+        out[str(model_id)] = float("nan") if can is None else float(can)
+    return writing, out
+
+
 #: organisation/name, as on the Hugging Face hub
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 

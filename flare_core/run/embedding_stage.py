@@ -272,6 +272,7 @@ def _embed_task(
         "source": spec.source,
         "revision": spec.revision,
         "layers": spec.layers,
+        "reads": spec.reads,
         "seconds": round(time.perf_counter() - started, 3),
         **cost,
         "device": str(getattr(encoder, "device", None) or device or "cpu"),

@@ -86,3 +86,17 @@ def test_one_case_alone_leaves_nothing_to_choose_a_rule_on():
     out = rules.leave_one_corpus_out([a])
     assert out["rows"] == [] and out["cases"] == 0 and out["mean_lost"] is None and out["final"] == "dim"
     assert rules.rule_table([]).empty and rules.choose_rule([]) is None
+
+
+def test_a_model_that_cannot_read_the_corpus_comes_after_every_one_that_can():
+    table = pd.DataFrame(
+        {"dim": [768.0, 384.0, 512.0, 256.0], "reads_corpus": [0.0, 1.0, 1.0, np.nan]},
+        index=["english-wide", "many-narrow", "many-mid", "unknown"],
+    )
+    # the widest reads English only: on a corpus that is not, the widest model that can read it leads
+    assert rules.ranked_by(table, "dim") == ["many-mid", "many-narrow", "unknown", "english-wide"]
+    assert rules.top_models(table, "dim") == ["many-mid"]
+    assert rules.ranked_by(table.drop(columns="reads_corpus"), "dim")[0] == "english-wide"
+    # when no model can read it (or the table does not say), the rule's own order stands
+    none_read = table.assign(reads_corpus=0.0)
+    assert rules.ranked_by(none_read, "dim") == ["english-wide", "many-mid", "many-narrow", "unknown"]

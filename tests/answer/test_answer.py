@@ -199,3 +199,21 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
     assert cheapest_within(quality, costs)["sentence"] == (
         "Cheapest within 1 point of the best (a): b, 6× faster, half the storage."
     )
+
+
+def test_a_model_that_cannot_read_the_texts_is_not_the_provisional_choice(unlabelled):
+    from flare_core.store.manifest import set_model
+
+    run, _ = unlabelled
+    assert label_free_scores(run).columns.tolist().count("reads_corpus") == 0  # the models do not say
+    set_model(run, "noise", reads="english")
+    set_model(run, "clear", reads="many")
+    table = label_free_scores(run)
+    # "text number 3 about sport" holds none of English's commonest words: not English, written with spaces
+    assert table.attrs["writing"] == "spaced"
+    assert table.loc["noise", "reads_corpus"] == 0.0 and table.loc["clear", "reads_corpus"] == 1.0
+    verdict = write_verdict(run)
+    # the widest model reads English only, so the narrower one that reads the texts is the choice
+    assert verdict["basis"] == "label-free" and verdict["recommended"] == "clear"
+    assert verdict["label_free"]["cannot_read"] == ["noise"]
+    assert "among the models that can read your texts" in verdict["label_free"]["rule_words"]

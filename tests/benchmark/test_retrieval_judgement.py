@@ -172,3 +172,11 @@ def test_the_docs_show_the_retrieval_benchmark_from_its_stored_results():
     section = page.split(start, 1)[1].split(end, 1)[0]
     assert benchmark_report.markdown_table(stored) in section
     assert "| FLARE paper (retrieval) | | | | 0.72" in section
+
+
+def test_grouping_is_judged_on_the_corpora_whose_texts_group_by_class_when_the_records_say_which():
+    records = _records()
+    records[3]["groups_by_class"], records[4]["groups_by_class"] = True, False  # c1: topics; c2: sentiment
+    assert [c["case"] for c in benchmark_cases(records, "grouping")] == ["c1 (grouping)"]
+    # a classifier is judged on every classification corpus all the same
+    assert len(benchmark_cases(records, "classifier")) == 2
