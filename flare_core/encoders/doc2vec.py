@@ -44,19 +44,24 @@ class Doc2VecEncoder(GensimEncoder):
     default_epochs = 40
 
     def _fit(self, texts: list[str]) -> tuple[int, str]:
-        """Train on ``texts`` (at least 2, with at least one word seen ``min_count`` times)."""
+        """Train on ``texts`` (at least 2, with at least one word); words seen fewer than ``min_count``
+        times are dropped unless that would drop them all."""
         from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
         if len(texts) < 2:
             raise ValueError(f"doc2vec needs at least 2 texts to train on, got {len(texts)}")
         documents = [TaggedDocument(doc2vec_tokenize(t), [i]) for i, t in enumerate(texts)]
-        try:
-            self.model = Doc2Vec(
-                documents, dm=0, vector_size=self.vector_size, epochs=self.epochs,
-                min_count=self._min_count(len(texts)), workers=1, seed=self.seed, hashfxn=_stable_hash,
-            )  # fmt: skip
-        except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
-            raise ValueError(f"doc2vec cannot be trained on this corpus: {exc}") from None
+        # a corpus of distinct words (a word-similarity list) has no word seen twice: it keeps them all
+        for min_count in dict.fromkeys((self._min_count(len(texts)), 1)):
+            try:
+                self.model = Doc2Vec(
+                    documents, dm=0, vector_size=self.vector_size, epochs=self.epochs,
+                    min_count=min_count, workers=1, seed=self.seed, hashfxn=_stable_hash,
+                )  # fmt: skip
+                break
+            except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
+                if min_count == 1:
+                    raise ValueError(f"doc2vec cannot be trained on this corpus: {exc}") from None
         self._rows: dict[str, int] = {}
         for i, text in enumerate(texts):
             self._rows.setdefault(text, i)

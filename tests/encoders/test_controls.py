@@ -42,6 +42,13 @@ def test_tfidf_fits_a_list_of_distinct_words_by_keeping_the_hapaxes():
     assert np.abs(cosines[~np.eye(60, dtype=bool)]).max() < 0.2
 
 
+def test_doc2vec_trains_on_a_list_of_distinct_words():
+    words = [f"word{i:02d}" for i in range(60)]  # none seen twice: the usual min_count would keep none
+    emb = load_encoder("doc2vec-corpus-100", corpus_texts=words).encode(words)
+    assert emb.shape == (60, 100)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+
+
 def test_tfidf_fits_on_first_encode_and_revision_names_the_fit():
     enc = load_encoder("tfidf-svd-256")
     assert enc.spec.dim is None and "fit:encoded-texts" in enc.spec.revision
