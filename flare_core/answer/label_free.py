@@ -128,13 +128,19 @@ def _judge(use: str, shipped: str) -> dict[str, Any]:
     }
 
 
+def rules_benchmark() -> dict[str, Any] | None:
+    """The shipped benchmark the label-free rules are chosen on: the answer benchmark (every corpus of
+    every use, the geometric scores), or the map benchmark's runs where it is not shipped."""
+    return shipped_answer_results() or shipped_results()
+
+
 def rule_for(use: str) -> dict[str, Any]:
     """The rule the product follows for ``use`` and its benchmark odds (empty without a shipped benchmark):
     ``rule``, ``mean_lost``, ``worst_lost`` (points, leave one corpus out), ``short_list_within_1``,
     ``cases``, ``corpora``, ``per_case`` and ``rules`` (every rule judged on every case)."""
     if use not in USE_WORDS:
         raise ValueError(f"unknown use {use!r}: choose from {list(USE_WORDS)}")
-    shipped = shipped_results()
+    shipped = rules_benchmark()
     if not shipped:
         return {}
     judged = _judged(use, json.dumps(shipped, sort_keys=True))

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from flare_core.answer import label_free
-from flare_core.answer.shipped import shipped_results
 
 
 @pytest.fixture
@@ -20,7 +19,7 @@ def own_cache(tmp_path, monkeypatch):
 
 
 def test_the_judged_rules_are_kept_read_back_identical_and_recomputed_when_damaged(own_cache):
-    shipped = json.dumps(shipped_results(), sort_keys=True)
+    shipped = json.dumps(label_free.rules_benchmark(), sort_keys=True)
     if not json.loads(shipped):
         pytest.skip("no shipped benchmark")
     fresh = {use: label_free._judge(use, shipped) for use in ("unsure", "search")}
@@ -39,7 +38,7 @@ def test_the_judged_rules_are_kept_read_back_identical_and_recomputed_when_damag
 
 
 def test_another_version_of_the_code_or_of_the_benchmark_has_its_own_key(monkeypatch):
-    shipped = json.dumps(shipped_results(), sort_keys=True)
+    shipped = json.dumps(label_free.rules_benchmark(), sort_keys=True)
     key = label_free._judged_key("unsure", shipped)
     assert key != label_free._judged_key("search", shipped)
     assert key != label_free._judged_key("unsure", shipped.replace("}", ', "x": 1}', 1))
