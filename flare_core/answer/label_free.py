@@ -57,9 +57,12 @@ def benchmark_cases(records: list[dict[str, Any]], use: str) -> list[dict[str, A
     ``table`` (index: model), the use's ``oracle`` and the trained ``models``. Search is judged on the
     retrieval corpora alone when the benchmark has one, by the proxies of the other corpora otherwise;
     grouping on the corpora whose texts group by class (a record's ``groups_by_class``) when the records
-    say which. "unsure" gives every case of every use."""
-    if use == "unsure":
-        return [case for u in _ORACLES for case in benchmark_cases(records, u)]
+    say which. "unsure" gives every case of every use, and the similarity corpora's scored pairs."""
+    if use == "unsure":  # with the scored pairs of the similarity corpora, which judge no single use
+        similar = [record for record in records if record.get("oracle") == "sts_spearman"]
+        return [case for u in _ORACLES for case in benchmark_cases(records, u)] + [
+            case for case in _cases(similar, "similarity", "oracle")
+        ]
     own = _OWN_TASK.get(use)
     if own is not None and any(record.get("oracle") == own for record in records):
         records = [record for record in records if record.get("oracle") == own]
@@ -67,9 +70,18 @@ def benchmark_cases(records: list[dict[str, Any]], use: str) -> list[dict[str, A
         records = [record for record in records if record.get("groups_by_class")]
     cases = []
     for record in records:
-        table = pd.DataFrame(record["table"]).set_index("model")
         column = _ORACLES[use].get(record.get("oracle", "accuracy"))
-        if column is None or column not in table or table[column].isna().all():
+        if column is not None:
+            cases += _cases([record], use, column)
+    return cases
+
+
+def _cases(records: list[dict[str, Any]], use: str, column: str) -> list[dict[str, Any]]:
+    """Each record as a case of ``use`` judged by its table's ``column`` (none where it has no values)."""
+    cases = []
+    for record in records:
+        table = pd.DataFrame(record["table"]).set_index("model")
+        if column not in table or table[column].isna().all():
             continue
         cases.append(
             {"case": f"{record['corpus']} ({use})", "table": table, "oracle": table[column].astype(float),

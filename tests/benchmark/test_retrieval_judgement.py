@@ -180,3 +180,13 @@ def test_grouping_is_judged_on_the_corpora_whose_texts_group_by_class_when_the_r
     assert [c["case"] for c in benchmark_cases(records, "grouping")] == ["c1 (grouping)"]
     # a classifier is judged on every classification corpus all the same
     assert len(benchmark_cases(records, "classifier")) == 2
+
+
+def test_any_use_is_judged_on_the_similarity_corpora_too():
+    records = _records()
+    rows = _table(MODELS, SCORES, [0.1, 0.2, 0.3, 0.4])
+    records.append({"corpus": "s1", "oracle": "sts_spearman", "candidates": MODELS, "table": rows})
+    unsure = [c["case"] for c in benchmark_cases(records, "unsure")]
+    assert "s1 (similarity)" in unsure and unsure.count("s1 (similarity)") == 1
+    # a similarity corpus is no case of search when the benchmark has search corpora of its own
+    assert "s1 (search)" not in [c["case"] for c in benchmark_cases(records, "search")]
