@@ -32,14 +32,18 @@ class FastTextEncoder(GensimEncoder):
         sentences = [words for words in map(doc2vec_tokenize, texts) if words]
         if len(sentences) < 2:
             raise ValueError(f"fastText needs at least 2 texts with words to train on, got {len(sentences)}")
-        try:
-            self.model = FastText(
-                sentences, sg=1, vector_size=self.vector_size, epochs=self.epochs,
-                min_count=self._min_count(len(texts)), workers=1, seed=self.seed,
-                hashfxn=_stable_hash, bucket=NGRAM_BUCKETS,
-            )  # fmt: skip
-        except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
-            raise ValueError(f"fastText cannot be trained on this corpus: {exc}") from None
+        # a corpus of distinct words (a word-similarity list) has no word seen twice: it keeps them all
+        for min_count in dict.fromkeys((self._min_count(len(texts)), 1)):
+            try:
+                self.model = FastText(
+                    sentences, sg=1, vector_size=self.vector_size, epochs=self.epochs,
+                    min_count=min_count, workers=1, seed=self.seed,
+                    hashfxn=_stable_hash, bucket=NGRAM_BUCKETS,
+                )  # fmt: skip
+                break
+            except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
+                if min_count == 1:
+                    raise ValueError(f"fastText cannot be trained on this corpus: {exc}") from None
         return self.vector_size, ""
 
     def parameter_bytes(self) -> int:

@@ -42,9 +42,10 @@ def test_tfidf_fits_a_list_of_distinct_words_by_keeping_the_hapaxes():
     assert np.abs(cosines[~np.eye(60, dtype=bool)]).max() < 0.2
 
 
-def test_doc2vec_trains_on_a_list_of_distinct_words():
+@pytest.mark.parametrize("model", ["doc2vec-corpus-100", "fasttext-corpus-100"])
+def test_a_model_fitted_on_the_corpus_trains_on_a_list_of_distinct_words(model):
     words = [f"word{i:02d}" for i in range(60)]  # none seen twice: the usual min_count would keep none
-    emb = load_encoder("doc2vec-corpus-100", corpus_texts=words).encode(words)
+    emb = load_encoder(model, corpus_texts=words).encode(words)
     assert emb.shape == (60, 100)
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
 
