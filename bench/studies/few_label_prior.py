@@ -35,9 +35,10 @@ from flare_core.benchmark.posterior_draws import TOLERANCE, judge_corpus, per_co
 VARIANTS = {
     # name: (prior, per-text scores, error structure, inflation of the labels' error, carry-forward points)
     "posterior": ("benchmark", "plain", "pooled", 1.0, 0.0),
+    "posterior, error widened 1.5": ("benchmark", "plain", "pooled", 1.5, 0.0),
+    "posterior, error widened 2": ("benchmark", "plain", "pooled", 2.0, 0.0),
     "posterior, with each model's record": ("with models", "plain", "pooled", 1.0, 0.0),
     "posterior, prior spread x0.7": ("benchmark x0.7", "plain", "pooled", 1.0, 0.0),
-    "posterior, prior spread x1.4": ("benchmark x1.4", "plain", "pooled", 1.0, 0.0),
     "flat prior": ("flat", "plain", "pooled", 1.0, 0.0),
 }
 

@@ -103,6 +103,30 @@ def test_the_docs_print_the_shipped_answer_benchmark():
     printed = page.split(DOCS_START, 1)[1].split(DOCS_END, 1)[0].strip()
     assert printed == markdown_tables(shipped).strip()
     # every corpus judged, with its source and licence; the few-label record beside the label-free pick
-    assert len(shipped["corpora"]) >= 7 and all(r["source"] and r["licence"] for r in shipped["corpora"])
+    assert all(r["source"] and r["licence"] for r in shipped["corpora"])
     assert {r["method"] for r in shipped["few_labels"]["by_k"]} == {"posterior", "from nothing"}
+    assert shipped["summary"]["control_recommended"] == 0
+
+
+def test_the_shipped_answer_benchmark_is_wide_enough_to_learn_from():
+    from flare_core.answer.shipped import SHIPPED_ANSWER_RESULTS
+    from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA
+    from flare_core.data.classification_corpora import GROUPING_CORPORA
+    from flare_core.encoders import list_models
+
+    shipped = json.loads(SHIPPED_ANSWER_RESULTS.read_text(encoding="utf-8"))
+    records = {r["corpus"]: r for r in shipped["corpora"]}
+    assert len(records) >= 24 and set(records) <= set(BENCHMARK_CORPORA)
+    kinds = pd.Series({name: r["oracle"] for name, r in records.items()})
+    assert (kinds == "accuracy").sum() >= 12
+    assert (kinds == "sts_spearman").sum() >= 4
+    known_item = {"bbc-titles", "news-titles"}  # queries made from titles: extras beyond the real ones
+    assert sum(k == "ndcg_at_10" and n not in known_item for n, k in kinds.items()) >= 6
+    assert sum(r.get("n_classes", 0) >= 20 for r in records.values()) >= 3
+    assert set(GROUPING_CORPORA) <= set(records)
+    # the whole pool on every corpus: every candidate, both controls and the partial model
+    pool = {s.id for s in list_models() if s.role in ("candidate", "control", "partial")}
+    for name, record in records.items():
+        assert {row["model"] for row in record["table"]} == pool, name
+        assert record["best"] in record["candidates"]
     assert shipped["summary"]["control_recommended"] == 0
