@@ -18,7 +18,7 @@ from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
 from flare_core.run.eta import describe_duration, expected_embedding_seconds
 from flare_core.run.inputs import available_models, max_upload_mb, preview_table
-from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, build_params
+from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, TOLERANCES, build_params
 from flare_core.run.precheck import (
     CorpusPrecheck,
     FieldCheck,
@@ -261,6 +261,16 @@ use = st.radio(
     "use (search: nearest neighbours; grouping: k-means clusters; a classifier: logistic regression).",
 )
 
+tolerance = st.radio(
+    "A model is good enough when it is within",
+    list(TOLERANCES),
+    index=list(TOLERANCES).index(2.0),
+    format_func=lambda t: f"{t:g} point" + ("" if t == 1 else "s") + " of the best",
+    horizontal=True,
+    help="How close to the best model (in accuracy points, or nDCG@10 points for search) you would accept. "
+    "The answer says how sure it is that its choice is this close, and when a few labels have settled it.",
+)
+
 with st.expander("Analysis settings"):
     estimator = st.radio(
         "How to measure what the models know about each other",
@@ -390,6 +400,7 @@ signature = start_signature(
         "text": text_column, "label": label_column, "pairs": pair_columns, "max_rows": max_rows, "seed": seed,
         "models": models, "estimator": estimator, "preset": flow_preset, "references": references,
         "collapse": collapse, "collapse_texts": collapse_texts, "workers": workers, "use": use,
+        "tolerance": tolerance,
         "doc_id": doc_id_column, "embeddings": [n for _, n, _ in embedding_rows],
     },
 )  # fmt: skip
@@ -419,6 +430,7 @@ if st.button("Start run", type="primary", disabled=bool(blocked) or again is not
             seed=int(seed),
             workers=int(workers) or None,
             use=use,
+            tolerance_points=float(tolerance),
         )
         run = create_run(store(), corpus, params, name=name, precomputed=precomputed, judgements=judgements)
         submitted = jobs.submit(store(), run.id)

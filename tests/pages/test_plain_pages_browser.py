@@ -210,12 +210,15 @@ def test_new_run_speaks_plainly_with_the_terms_in_the_help(app, page, small_corp
 def test_a_run_started_on_new_run_stays_said_and_is_not_started_twice(app, page, store, small_corpus_path):
     before = {m["id"] for m in store.list()}
     _upload(page, app, small_corpus_path)
+    page.get_by_text("5 points of the best").click()  # "good enough", kept with the run
+    page.wait_for_function(READY, arg="New run", timeout=60_000)
     start = page.get_by_role("button", name="Start run")
     start.click()
     page.get_by_text("Started:").first.wait_for(timeout=60_000)
     (run_id,) = {m["id"] for m in store.list()} - before
     run = store.get(run_id)
     try:
+        assert run.manifest["params"]["tolerance_points"] == 5.0
         deadline = time.monotonic() + 120
         while run.manifest.get("status") == "queued" and time.monotonic() < deadline:
             time.sleep(0.2)  # the run's status changes: every page of the session is drawn again
