@@ -16,7 +16,7 @@ from flare_core.store.runs import Run, RunNotFound, validate_run_id
 from flare_core.view.plain import markdown_text
 from flare_core.view.tables import shown_frame
 from flare_core.view.verdict import (
-    CHANCE_COLUMNS,
+    chance_columns,
     chance_percents,
     next_step_words,
     still_embedding_words,
@@ -355,6 +355,6 @@ def show_labels_table(table: pd.DataFrame) -> None:
         hide_index=True,
         column_config={
             column: st.column_config.ProgressColumn(column, min_value=0, max_value=100, format="%d%%")
-            for column in CHANCE_COLUMNS
+            for column in chance_columns(table)
         },
     )

@@ -128,35 +128,56 @@ def trust_sentence(level: str | None) -> str:
     }.get(level or "", "")
 
 
-#: The columns of :func:`labels_table` that hold a chance (0 to 1; drawn as a bar on a page).
-CHANCE_COLUMNS = ("chance it is the best", "chance it is within 1 point of the best")
+#: The column of :func:`labels_table` that holds the chance of being the best (0 to 1; drawn as a bar).
+BEST_COLUMN = "chance it is the best"
+#: Intervals wider than this share of the scale say nothing yet: shown as :data:`NOT_MEASURED`.
+WIDEST_INTERVAL = 0.5
+NOT_MEASURED = "not measured yet"
+
+
+def within_column(points: float) -> str:
+    """The column of :func:`labels_table` that holds the chance of being within ``points`` of the best."""
+    return f"chance it is within {float(points):g} point{'' if float(points) == 1 else 's'} of the best"
+
+
+def chance_columns(table: pd.DataFrame) -> list[str]:
+    """The columns of ``table`` (a :func:`labels_table`) that hold a chance (0 to 1; drawn as a bar)."""
+    return [c for c in table.columns if c == BEST_COLUMN or str(c).startswith("chance it is within ")]
+
+
+def interval_words(low: float, high: float, unit: str = "%") -> str:
+    """ "71.2% and 80.4%": a 95% interval of a share in words, or :data:`NOT_MEASURED` when it spans more
+    than :data:`WIDEST_INTERVAL` of the scale (0.0% to 100.0% says nothing)."""
+    if float(high) - float(low) > WIDEST_INTERVAL:
+        return NOT_MEASURED
+    return f"{100 * float(low):.1f}{unit} and {100 * float(high):.1f}{unit}"
 
 
 def _with_chances(table: pd.DataFrame, write: Any) -> pd.DataFrame:
-    """``table`` with each of its :data:`CHANCE_COLUMNS` values passed through ``write``."""
+    """``table`` with each of its chance columns' values passed through ``write``."""
     out = table.copy()
-    for column in CHANCE_COLUMNS:
+    for column in chance_columns(out):
         if column in out.columns:
             out[column] = [write(v) for v in out[column]]
     return out
 
 
 def chance_percents(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its :data:`CHANCE_COLUMNS` as whole percents (95 for 0.9545), for a bar on a page
+    """``table`` with its chance columns as whole percents (95 for 0.9545), for a bar on a page
     whose number reads as in the report ("95%")."""
     return _with_chances(table, lambda v: round(100 * float(v)))
 
 
 def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its :data:`CHANCE_COLUMNS` written by :func:`chance_words` (for a static table)."""
+    """``table`` with its chance columns written by :func:`chance_words` (for a static table)."""
     return _with_chances(table, chance_words)
 
 
 def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
     """What the labels say, one row per candidate in words: the run's own labels (``model``, ``accuracy``,
     ``macro-F1`` when the classes are unbalanced, ``behind the best``, ``tied``) or a person's few labels
-    (``model``, ``estimated accuracy``, ``likely between``, ``chance it is the best``, ``chance it is
-    within 1 point of the best``), in the answer's order. Empty without labels."""
+    (``model``, ``estimated accuracy``, ``likely between`` (:func:`interval_words`), ``chance it is the
+    best``, ``chance it is within <the run's tolerance> of the best``), in the answer's order. Empty without labels."""
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
         pairs = full.get("metric") == "spearman"
@@ -187,10 +208,10 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
                 {
                     "model": r["model"],
                     "nDCG@10": f"{100 * r['estimate']:.1f}",
-                    "likely between": f"{100 * r['ci_low']:.1f} and {100 * r['ci_high']:.1f}",
+                    "likely between": interval_words(r["ci_low"], r["ci_high"], unit=""),
                     "recall@10": f"{100 * r['recall_at_10']:.1f}%",
-                    "chance it is the best": float(r["p_best"]),
-                    "chance it is within 1 point of the best": float(r["p_within"]),
+                    BEST_COLUMN: float(r["p_best"]),
+                    within_column(few.get("tolerance_points") or 1.0): float(r["p_within"]),
                 }
                 for r in few["estimates"]
             ]
@@ -202,9 +223,9 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
                 {
                     "model": r["model"],
                     "estimated accuracy": f"{100 * r['estimate']:.1f}%",
-                    "likely between": f"{100 * r['ci_low']:.1f}% and {100 * r['ci_high']:.1f}%",
-                    "chance it is the best": float(r["p_best"]),
-                    "chance it is within 1 point of the best": float(r["p_within"]),
+                    "likely between": interval_words(r["ci_low"], r["ci_high"]),
+                    BEST_COLUMN: float(r["p_best"]),
+                    within_column(few.get("tolerance_points") or 1.0): float(r["p_within"]),
                 }
                 for r in few["estimates"]
             ]

@@ -23,6 +23,7 @@ from flare_core.view.verdict import (
     chance_percents,
     chance_words,
     chances_in_words,
+    interval_words,
     labels_given_words,
     labels_table,
     next_step_words,
@@ -73,6 +74,17 @@ def test_chances_read_as_whole_percents_in_the_table_and_the_words():
     assert chance_percents(table_)["chance it is the best"].tolist() == [95, 4, 0]  # a page's bar, "%d%%"
     assert chance_percents(table_)["chance it is within 1 point of the best"].tolist() == [97, 4, 0]
     assert chance_words(0.9545) == "95%"
+
+
+def test_the_table_names_the_run_s_tolerance_and_says_when_an_interval_measures_nothing():
+    verdict = _verdict()
+    verdict["few_labels"]["tolerance_points"] = 2.0
+    verdict["few_labels"]["estimates"][2].update(ci_low=0.0, ci_high=1.0)  # 0% to 100%: no measure at all
+    table_ = labels_table(verdict)
+    assert chance_percents(table_)["chance it is within 2 points of the best"].tolist() == [97, 4, 0]
+    assert "chance it is within 1 point of the best" not in table_.columns
+    assert table_["likely between"].tolist()[1:] == ["55.0% and 80.0%", "not measured yet"]
+    assert interval_words(0.2, 0.71) == "not measured yet" and interval_words(0.2, 0.69) == "20.0% and 69.0%"
 
 
 def test_the_run_line_counts_the_labels_a_person_gave():
