@@ -88,12 +88,18 @@ def rule_scores(table: pd.DataFrame, rule: str) -> pd.Series:
 LANGUAGE_GUARD = True
 
 
+def cannot_read(table: pd.DataFrame) -> pd.Series:
+    """Whether each model of ``table`` (index: model) cannot read the corpus's writing (its
+    ``reads_corpus`` is 0); False for every model when the table does not say."""
+    if "reads_corpus" not in table:
+        return pd.Series(False, index=table.index)
+    return table["reads_corpus"].astype(float).eq(0.0)
+
+
 def _readers_first(scores: pd.Series, table: pd.DataFrame) -> pd.Series:
     """``scores`` with the models that cannot read the corpus moved below every one that can, in their
     own order; unchanged when the table does not say, or when no model (or every model) can read it."""
-    if "reads_corpus" not in table:
-        return scores
-    cannot = table["reads_corpus"].astype(float).eq(0.0) & scores.notna()
+    cannot = cannot_read(table).reindex(scores.index, fill_value=False) & scores.notna()
     if not cannot.any() or (cannot | scores.isna()).all():
         return scores
     span = float(scores.max() - scores.min())

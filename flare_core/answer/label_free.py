@@ -25,6 +25,7 @@ from flare_core.analyses.accuracy_posterior import AccuracyPrior, prior_by_rank
 from flare_core.analyses.label_free_rules import (
     RULES,
     SHORT_LIST,
+    cannot_read,
     leave_one_corpus_out,
     ranked_by,
     rule_table,
@@ -190,11 +191,9 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
 
 def _cannot_read(scores: pd.DataFrame) -> list[str]:
     """The candidates that cannot read the corpus's writing, when some can (the rules rank them last)."""
-    if "reads_corpus" not in scores:
-        return []
-    reading = scores["reads_corpus"].astype(float)
-    cannot = reading.index[reading.eq(0.0)].tolist()
-    return cannot if len(cannot) < len(reading) else []
+    flags = cannot_read(scores)
+    cannot = flags.index[flags].tolist()
+    return cannot if len(cannot) < len(flags) else []
 
 
 def rule_order(scores: pd.DataFrame, use: str) -> tuple[str, list[str]]:
