@@ -22,6 +22,7 @@ from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
 from flare_core.store.runs import RunStore
 from flare_core.view.report import write_report
+from flare_core.view.verdict import interval_words
 from tests.pages.app_process import BROWSER_MARKS, headless_chromium, start_app, stop_app
 
 pytestmark = BROWSER_MARKS
@@ -129,6 +130,18 @@ def test_one_screen_one_truth(labelled_twice):
         assert _percent(row["estimated accuracy"]) == pytest.approx(
             estimates.loc[model, "estimate"], abs=0.0006
         )
+    within = f"chance it is within {points:g} point{'' if points == 1 else 's'} of the best"
+    for model, row in table.iterrows():  # the chance of being good enough, at the run's tolerance
+        assert _percent(row[within]) == pytest.approx(estimates.loc[model, "p_within"], abs=0.006)
+        assert row["likely between"] == interval_words(
+            estimates.loc[model, "ci_low"], estimates.loc[model, "ci_high"]
+        )
+    # the stopping advice reads the leader's own chance and the posterior's own forecast
+    advice = few["advice"]
+    if not advice["settled"] and advice["reason"] in ("not sure yet", "too close"):
+        assert f"({estimates.loc[best, 'p_within']:.0%} chance" in advice["text"]
+    if advice["more_labels"] is not None and advice["reason"] != "too close":
+        assert f"label {advice['more_labels']} more texts" in advice["text"]
     assert verdict["headline"] in report and cost["sentence"] in report
     assert re.search(r"\b32 labels\b", report) and "32 given, in 2 batches" in report  # the run line
 
