@@ -34,12 +34,11 @@ from flare_core.benchmark.posterior_draws import TOLERANCE, judge_corpus, per_co
 #: Every estimate judged: the product's and the alternatives it was chosen against.
 VARIANTS = {
     # name: (prior, per-text scores, error structure, inflation of the labels' error, carry-forward points)
-    "posterior": ("benchmark", "plain", "pooled", 1.0, 0.0),
-    "posterior, error widened 1.5": ("benchmark", "plain", "pooled", 1.5, 0.0),
+    "posterior": ("benchmark", "plain", "pooled", 1.5, 0.0),
+    "with each model's record": ("with models", "plain", "pooled", 1.5, 0.0),
+    "posterior, error widened 1.0": ("benchmark", "plain", "pooled", 1.0, 0.0),
     "posterior, error widened 2": ("benchmark", "plain", "pooled", 2.0, 0.0),
-    "posterior, with each model's record": ("with models", "plain", "pooled", 1.0, 0.0),
-    "posterior, prior spread x0.7": ("benchmark x0.7", "plain", "pooled", 1.0, 0.0),
-    "flat prior": ("flat", "plain", "pooled", 1.0, 0.0),
+    "flat prior": ("flat", "plain", "pooled", 1.5, 0.0),
 }
 
 
@@ -89,6 +88,7 @@ def main() -> None:
     by_k = pd.DataFrame(result["by_k"]).pivot(index="k", columns="method", values="mean_lost").round(2)
     within = pd.DataFrame(result["by_k"]).pivot(index="k", columns="method", values="within").round(2)
     print(f"mean points lost by k (label-free pick: {result['label_free']['mean_lost']:.2f})")
+    print("before any label:", json.dumps(result["before_labels"], default=float))
     print(by_k.to_string())
     print(f"share within {TOLERANCE:g} points by k (label-free: {result['label_free']['within']:.2f})")
     print(within.to_string())

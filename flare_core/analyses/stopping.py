@@ -82,11 +82,13 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
             True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "labels")
         )
     too_close = "more_labels" in estimates.attrs and estimates.attrs["more_labels"] is None
+    floor_need = min(max(MIN_SETTLED_LABELS, floor) - n_labels, MAX_MORE)
     if "more_labels" in estimates.attrs:  # the posterior's own forecast (None: not within MAX_MORE)
-        more = MAX_MORE if too_close else int(estimates.attrs["more_labels"])
+        # too close to settle: ask for what the floors still need, not for labels that would not settle it
+        more = (0 if floor_need > 0 else MAX_MORE) if too_close else int(estimates.attrs["more_labels"])
     else:
         more = _more_labels(estimates, n_labels)
-    more = max(more, min(max(MIN_SETTLED_LABELS, floor) - n_labels, MAX_MORE))
+    more = max(more, floor_need)
     if not evidence:
         reason = "few labels"
     elif not enough:

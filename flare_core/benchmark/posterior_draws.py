@@ -143,6 +143,12 @@ def judge_corpus(
     chance = chance_level(record)
     rows = [{"corpus": name, "draw": -1, "k": 0, "method": "label-free", "pick": ranked[0],
              "lost": lost(oracle, ranked[0], candidates), "rule": rule}]  # fmt: skip
+    for method, variant in variants.items():  # each estimate's pick before any label: its prior's
+        frame = _frame(priors[variant[0]], None, chance, 0, variant)
+        pick = str(frame["model"].iloc[0])
+        rows.append({"corpus": name, "draw": -1, "k": 0, "method": method, "pick": pick,
+                     "lost": lost(oracle, pick, candidates), "rule": rule,
+                     "p_within": float(frame["p_within"].iloc[0])})  # fmt: skip
     for draw in range(draws):
         order = np.random.default_rng([seed, draw]).permutation(labels.shape[0])
         for k in KS:
@@ -194,7 +200,11 @@ def _came_true(more, order, k, labels, xs, prior, chance, draw, variant) -> bool
 def summary(rows: pd.DataFrame) -> dict[str, Any]:
     """The tables of :func:`judge_corpus`'s rows (see the module docstring)."""
     out: dict = {"tolerance": TOLERANCE}
-    zero = rows[rows["k"] == 0]
+    zero = rows[(rows["k"] == 0) & (rows["method"] == "label-free")]
+    out["before_labels"] = {
+        method: {"mean_lost": float(g["lost"].mean()), "within": float((g["lost"] <= TOLERANCE).mean())}
+        for method, g in rows[(rows["k"] == 0) & (rows["method"] != "label-free")].groupby("method")
+    }
     out["label_free"] = {
         "mean_lost": float(zero["lost"].mean()),
         "within": float((zero["lost"] <= TOLERANCE).mean()),
@@ -257,5 +267,9 @@ def judge_all(
 def per_corpus(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean points lost per corpus and estimate, beside the label-free pick's and the rule it followed."""
     judged = rows[rows["k"] > 0].groupby(["corpus", "method"])["lost"].mean().unstack()
-    zero = rows[rows["k"] == 0].set_index("corpus")[["lost", "rule"]].rename(columns={"lost": "label_free"})
+    zero = (
+        rows[(rows["k"] == 0) & (rows["method"] == "label-free")]
+        .set_index("corpus")[["lost", "rule"]]
+        .rename(columns={"lost": "label_free"})
+    )
     return judged.join(zero)

@@ -125,3 +125,8 @@ def test_a_dead_heat_the_forecast_cannot_settle_is_said_as_such():
     assert "too close for 256 more labels" in advice["text"] and "2 points" in advice["text"]
     frame.attrs["more_labels"] = 32
     assert stopping_advice(frame, 64)["more_labels"] == 32
+    # before the floors are met, a heat too close to settle asks for what the floors need, not for 256
+    frame.attrs.update(more_labels=None, n_classes=5)
+    early = stopping_advice(frame, 32)
+    assert early["reason"] == "few per class" and early["more_labels"] == 24 * 5 - 32
+    assert f"label {24 * 5 - 32} more texts" in early["text"]
