@@ -255,7 +255,16 @@ def time_standard(
         status = jobs.run_in_process(run)
     wall = time.perf_counter() - start
     figures = {"wall_s": round(wall, 1), "status": status, "stages": run.manifest.get("timings", {})}
+    if READINGS["path"] is not None:  # every time-left reading beside the run's plan and stage times
+        READINGS["path"].write_text(json.dumps({
+            "readings": [[round(t - eta.start, 2), e, round(eta.end - t, 2)] for t, e in eta.samples],
+            "manifest": run.manifest,
+        }, default=str))  # fmt: skip
     return figures | {"unlabelled": unlabelled} | eta.figures()
+
+
+#: Where ``--readings`` keeps the time-left readings of the last standard or pool run (None: nowhere).
+READINGS: dict[str, Path | None] = {"path": None}
 
 
 def _texts_only_run(store, bench, params):
@@ -361,7 +370,12 @@ def main() -> None:
         help="cancel the standard or pool run once its answer is usable (and flare label --next has "
         "returned), or once it is and every candidate is embedded",
     )
+    parser.add_argument(
+        "--readings", type=Path, default=None,
+        help="write the run's time-left readings (seconds in, estimate, seconds in fact left) and its manifest",
+    )  # fmt: skip
     args = parser.parse_args()
+    READINGS["path"] = args.readings
     if args.save and args.stop_after:
         parser.error("--save keeps whole runs as the reference: leave out --stop-after")
     reference = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {}

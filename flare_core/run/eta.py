@@ -133,23 +133,23 @@ def plan_from_dicts(rows: Sequence[Mapping[str, Any]]) -> list[StagePlan]:
 # -- a run's plan and its time left, from its manifest ----------------------------------------------------
 
 #: Prior seconds for all-MiniLM-L6-v2 to read 100 characters on 2 cores. Measured per model on 2,000
-#: rotten-tomatoes reviews (110 characters on average) and the demo's 250 paragraphs (240): 0.0044 s for
-#: MiniLM and 0.0042 s × 8 for all-mpnet-base-v2 after loading its weights (2.6–2.9 s), 0.0052 s for the
-#: random-weights MiniLM.
-_EMBED_UNIT_SECONDS = 0.0045
+#: rotten-tomatoes reviews (110 characters on average) on a quiet machine, in the whole pool's run: 0.0035 s
+#: for MiniLM (9.4 s), 5.1 times that for all-mpnet-base-v2 and 5.2 times for the compiled e5-small, after
+#: loading their weights (0.02–2.0 s); 0.0030 s for the random-weights MiniLM.
+_EMBED_UNIT_SECONDS = 0.0035
 #: Loading the transformer libraries, once per run.
 _EMBED_FIXED_SECONDS = 1.0
 #: Cost per character relative to all-MiniLM-L6-v2, by kind of model (the ONNX 3-layer MiniLM measured
-#: 0.5; the compiled e5-small 3–13 times MiniLM's time, depending on the load).
-_KIND_WEIGHT = {"onnx": 0.5, "compiled": 4.0, "static": 0.0, "corpus": 0.05, "precomputed": 0.0}
+#: 0.4–0.5; the compiled e5-small 5.2 times MiniLM's time on a quiet machine, up to 13 under load).
+_KIND_WEIGHT = {"onnx": 0.5, "compiled": 5.0, "static": 0.0, "corpus": 0.05, "precomputed": 0.0}
 #: Seconds to load (or fit) a model before its first text: word vectors and TF-IDF 0.4–0.8 s in all,
-#: a transformer's weights 2.6–2.9 s.
+#: a transformer's weights 0.02–2.0 s once its files are cached (2.6–2.9 s before).
 _KIND_LOAD_SECONDS = {
     "static": 0.5,
     "corpus": 0.5,
     "onnx": 0.2,
-    "transformer": 2.7,
-    "compiled": 2.7,
+    "transformer": 1.0,
+    "compiled": 1.0,
     "hub": 2.7,
 }
 
@@ -163,14 +163,15 @@ def embedding_cost(spec: Any) -> tuple[float, float]:
     """``(weight, load_units)`` of embedding with the model of ``spec``: its cost per character relative
     to all-MiniLM-L6-v2, and the units (of ``_EMBED_UNIT_SECONDS``) that loading it costs.
 
-    A transformer's cost grows with layers × width² (its matrix products): all-mpnet-base-v2 (12 × 768)
-    weighs 8 and took 7 times MiniLM's time per character on 2,000 and on 250 texts; the 3-layer MiniLMs
-    weigh 0.5 (measured 0.46–0.5).
+    A transformer's cost grows with its layers and, less than squared, with its width (length-bucketed
+    batches spend much of their time outside the matrix products): all-mpnet-base-v2 (12 × 768) weighs
+    5.7 and took 5.1 times MiniLM's time per character on 2,000 texts; the 3-layer MiniLMs weigh 0.5
+    (measured 0.4–0.5).
     """
     kind = getattr(spec, "kind", "hub")
     load = _KIND_LOAD_SECONDS.get(kind, 0.0) / _EMBED_UNIT_SECONDS
     if kind == "transformer" and spec.layers and spec.dim:
-        return spec.layers * spec.dim**2 / (6 * 384**2), load
+        return spec.layers * spec.dim**1.5 / (6 * 384**1.5), load
     return _KIND_WEIGHT.get(kind, 1.0), load
 
 
@@ -228,12 +229,14 @@ def collapse_costs(
 #: Prior seconds of one IS unit, per 1,800 training texts (``fit``), by estimator and executor: in this
 #: process (one thread) or on a pool of worker processes, which also start once (importing torch).
 #: Measured on recorded runs: flows 0.17–0.21 s a unit at 225 texts and 0.60–0.65 s at 629 in this
-#: process, 0.77–1.06 s at 1,800 on two workers; mixtures 0.06–0.07, 0.15–0.17 and 0.13–0.17 s.
+#: process; mixtures 0.06–0.07 and 0.15–0.17 s. On two workers at 1,800 texts, the whole pool's runs on a
+#: quiet machine (288 units): flows 0.49–0.55 s (batched flows drop those that stopped), mixtures
+#: 0.19–0.20 s.
 _IS_UNIT_SECONDS = {
     ("flow", False): (0.0, 1.75),
-    ("flow", True): (0.0, 0.8),
+    ("flow", True): (0.0, 0.55),
     ("gmm", False): (0.02, 0.41),
-    ("gmm", True): (0.02, 0.13),
+    ("gmm", True): (0.02, 0.17),
 }
 _POOL_START_SECONDS = 4.0
 #: Prior seconds of one 2-D map of 2,000 points and the stage's start, in this process or on the pool.
@@ -285,7 +288,7 @@ def run_plan(
     if geometry:
         # uniformity's pairs stop growing at _GEOMETRY_PAIRS (about 630 texts)
         pairs = min(1.0, n_texts * (n_texts - 1) / 2 / _GEOMETRY_PAIRS)
-        plan.append(StagePlan("geometry", models, 0.15 + 0.75 * pairs))
+        plan.append(StagePlan("geometry", models, 0.15 + 1.1 * pairs))  # 1.25–1.5 s a model measured
     if downstream:
         plan.append(StagePlan("downstream", models, 0.03 + 0.63 * scale))
     if validation:

@@ -120,7 +120,7 @@ def test_text_units_count_characters_within_their_bounds():
     assert text_units(["c" * 5000], None) == pytest.approx(2048 / 100)
 
 
-def test_embedding_cost_grows_with_layers_times_width_squared():
+def test_embedding_cost_grows_with_layers_and_width():
     from flare_core.encoders import get_spec
     from flare_core.run.eta import _EMBED_UNIT_SECONDS, embedding_cost
 
@@ -128,7 +128,7 @@ def test_embedding_cost_grows_with_layers_times_width_squared():
         embedding_cost(get_spec(m)) for m in ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "glove-6b-50d")
     )
     assert minilm[0] == pytest.approx(1.0)
-    assert mpnet[0] == pytest.approx(12 * 768**2 / (6 * 384**2))  # 8
+    assert mpnet[0] == pytest.approx(12 * 768**1.5 / (6 * 384**1.5))  # 5.7: measured 5.1 times MiniLM
     assert glove[0] == 0.0 and glove[1] * _EMBED_UNIT_SECONDS == pytest.approx(0.5)
 
 
