@@ -17,7 +17,8 @@ oracle (each candidate's mean nDCG@10 over every query of the corpus, with every
 :func:`summary` gives, per method and k: the mean nDCG@10 points lost against the oracle's best, the
 share within :data:`TOLERANCE` points, the share settled (the posterior: the leader within the tolerance
 with chance :data:`SURE`; today's method: its own advice, with its floor of judged queries), the share of
-the settled draws within the tolerance, the calibration error of the stated chance of being within it,
+the settled draws within the tolerance, the calibration error of the stated chance of being within it (today's
+estimate states it within :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS` and is judged at that),
 and how often the named model changes between consecutive k; per corpus, the same for the worst corpus.
 
 Shapes: M candidates, Q queries of a corpus (those that count), k judged queries.
@@ -37,6 +38,7 @@ import pandas as pd
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, forecast, prior_by_rank
 from flare_core.analyses.label_free_rules import choose_rule, ranked_by
+from flare_core.analyses.probes import GOOD_ENOUGH_POINTS
 from flare_core.analyses.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows
 from flare_core.analyses.stopping import MAX_MORE_QUERIES, QUERY_STEP, search_stopping_advice
 from flare_core.analyses.validity import judgement_map
@@ -195,7 +197,7 @@ def judge_corpus(
                 pick = str(today["model"].iloc[0])
                 rows.append({**row, "method": TODAY, "pick": pick, "lost": lost(oracle, pick, models),
                              "p_within": float(today["p_within"].iloc[0]), "settled": bool(advice["settled"]),
-                             "stated": _stated(today, oracle, models)})  # fmt: skip
+                             "stated": _stated(today, oracle, models), "stated_tolerance": GOOD_ENOUGH_POINTS})  # fmt: skip
             else:  # nothing to compare on: the answer stays the label-free pick
                 rows.append({**row, "method": TODAY, "pick": ranked[0], "lost": lost(oracle, ranked[0], models),
                              "settled": False})  # fmt: skip
@@ -290,10 +292,7 @@ def method_table(rows: pd.DataFrame) -> pd.DataFrame:
         settled = (
             group[group["settled"].fillna(False).astype(bool)] if "settled" in group else group.iloc[0:0]
         )
-        stated = pd.DataFrame(
-            [(p, lo <= TOLERANCE + 1e-9) for st in group.get("stated", pd.Series(dtype=object)).dropna() for p, lo in st],
-            columns=["stated", "observed"],
-        )  # fmt: skip
+        stated = _stated_pairs(group)
         out.append({
             "method": method, "k": int(k), "draws": len(group), "mean_lost": float(group["lost"].mean()),
             "within": float((group["lost"] <= TOLERANCE + 1e-9).mean()),
@@ -349,16 +348,29 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+def _stated_pairs(group: pd.DataFrame) -> pd.DataFrame:
+    """Every stated chance of the rows of ``group`` (columns ``stated``) beside whether it came true
+    (``observed``): the model within the row's ``stated_tolerance`` points of the best (:data:`TOLERANCE`
+    where the row does not say; today's estimate states its chance within
+    :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS`)."""
+    if "stated" not in group:
+        return pd.DataFrame(columns=["stated", "observed"])
+    tolerances = (
+        group["stated_tolerance"] if "stated_tolerance" in group else pd.Series(TOLERANCE, group.index)
+    )
+    pairs = [(p, lo <= float(tol) + 1e-9)
+             for st, tol in zip(group["stated"], tolerances.fillna(TOLERANCE), strict=True)
+             if isinstance(st, list) for p, lo in st]  # fmt: skip
+    return pd.DataFrame(pairs, columns=["stated", "observed"])
+
+
 def _nan_high(value: float) -> float:
     return 2.0 if value is None or np.isnan(value) else float(value)
 
 
 def _overall(group: pd.DataFrame) -> dict[str, Any]:
     settled = group[group["settled"].fillna(False).astype(bool)]
-    stated = pd.DataFrame(
-        [(p, lo <= TOLERANCE + 1e-9) for st in group["stated"].dropna() for p, lo in st],
-        columns=["stated", "observed"],
-    )
+    stated = _stated_pairs(group)
     return {
         "draws": len(group),
         "mean_lost": float(group["lost"].mean()),

@@ -142,6 +142,9 @@ def test_tables_from_rows_by_hand():
              "settled": False, "stated": [[0.6, 0.0], [0.4, 3.0]]},
             {"corpus": "x", "draw": 1, "k": 10, "method": "posterior", "pick": "b", "lost": 1.5,
              "settled": True, "stated": [[0.92, 1.5], [0.08, 4.0]]},
+            # today's estimate states its chance within 1 point: 1.5 points lost is not within it
+            {"corpus": "x", "draw": 0, "k": 5, "method": "bootstrap", "pick": "a", "lost": 1.5,
+             "settled": False, "stated": [[0.8, 1.5], [0.2, 0.0]], "stated_tolerance": 1.0},
         ]
     )  # fmt: skip
     table = sd.method_table(rows).set_index(["method", "k"])
@@ -155,6 +158,7 @@ def test_tables_from_rows_by_hand():
     by_hand = (3 * abs((0.5 + 0.5 + 0.4) / 3 - 1 / 3) + 1 * abs(0.6 - 1.0)) / 4
     assert table.loc[("posterior", 5), "calibration"] == pytest.approx(by_hand)
     assert table.loc[("label-free", 0), "mean_lost"] == pytest.approx(3.0)
+    assert table.loc[("bootstrap", 5), "calibration"] == pytest.approx((0.8 + 0.8) / 2)
     out = sd.summary(rows)
     assert out["overall"]["posterior"]["n_settled"] == 2
     assert out["worst_corpus"]["posterior"]["corpus"] == "x"
