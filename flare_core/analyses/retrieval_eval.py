@@ -185,7 +185,11 @@ def compare_on_queries(
 
 
 def few_judgement_estimates(
-    scores: Mapping[str, pd.DataFrame], *, seed: int = 0, draws: int | None = None
+    scores: Mapping[str, pd.DataFrame],
+    *,
+    seed: int = 0,
+    draws: int | None = None,
+    tolerance_points: float | None = None,
 ) -> pd.DataFrame:
     """Each model's nDCG@10 on a few judged queries, with every figure of the answer from one estimate,
     in the form of :func:`flare_core.analyses.probes.few_label_estimates` (the few-label answer reads both).
@@ -196,12 +200,14 @@ def few_judgement_estimates(
     ``draws`` draws, :data:`~flare_core.analyses.probes.BOOTSTRAP_DRAWS` by default); from those draws
     come ``estimate`` (the mean over the queries; the models are ranked by it, ties by name), ``ci_low``
     and ``ci_high`` (95%), ``p_best`` (the chance of the highest mean, ties shared), ``p_within`` (the
-    chance of a gap to the highest of at most :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS`
-    nDCG@10 points), ``gap`` and ``gap_high`` (points), and ``diff_sd`` (the spread over the queries of the
+    chance of a gap to the highest of at most ``tolerance_points`` nDCG@10 points, by default
+    :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS`), ``gap`` and ``gap_high`` (points), and ``diff_sd`` (the spread over the queries of the
     leader's nDCG@10 minus this model's). ``recall_at_10`` and ``mrr_at_10`` are their means, beside it.
-    ``attrs``: ``method``, ``n_labels`` (the queries).
+    ``attrs``: ``method``, ``n_labels`` (the queries), ``tolerance_points``.
     """
-    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, paired_estimate_columns
+    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, GOOD_ENOUGH_POINTS, paired_estimate_columns
+
+    tolerance = GOOD_ENOUGH_POINTS if tolerance_points is None else float(tolerance_points)
 
     draws = check_int(BOOTSTRAP_DRAWS if draws is None else draws, "draws", min_value=100)
     if len(scores) < 2:
@@ -214,7 +220,7 @@ def few_judgement_estimates(
     order = sorted(range(len(names)), key=lambda i: (-estimate[i], names[i]))
     frame = pd.DataFrame(
         {
-            **paired_estimate_columns(names, ndcg, means, estimate, order[0]),
+            **paired_estimate_columns(names, ndcg, means, estimate, order[0], tolerance),
             "recall_at_10": [float(tables[m]["recall_at_10"].mean()) for m in names],
             "mrr_at_10": [float(tables[m]["mrr_at_10"].mean()) for m in names],
         }
@@ -224,5 +230,6 @@ def few_judgement_estimates(
         method=f"mean nDCG@10 over your judged queries (trec_eval's figures, unjudged documents not relevant), "
         f"{draws} paired bootstrap draws over the queries",
         n_labels=len(queries),
+        tolerance_points=tolerance,
     )
     return frame

@@ -151,13 +151,15 @@ def _unsettled_words(
     )
 
 
-def _more_needed(estimates: pd.DataFrame, n: int, step: int, most: int) -> int:
+def _more_needed(
+    estimates: pd.DataFrame, n: int, step: int, most: int, tolerance: float = GOOD_ENOUGH_POINTS
+) -> int:
     """Labelled items (texts or judged queries) at which the leader would be within
     :data:`GOOD_ENOUGH_POINTS` of the runner-up with :data:`SURE` chance: n' with z · sd / √n' = gap +
     tolerance, less the ``n`` given, in steps of ``step``, at most ``most``."""
     if len(estimates) < 2:
         return step
-    gap = max(float(estimates["gap"].iloc[1]), 0.0) / 100.0 + GOOD_ENOUGH_POINTS / 100.0
+    gap = max(float(estimates["gap"].iloc[1]), 0.0) / 100.0 + tolerance / 100.0
     spread = max(float(estimates["diff_sd"].iloc[1]), 1e-3)
     needed = (float(stats.norm.ppf(SURE)) * spread / gap) ** 2
     more = int(np.ceil(max(needed - n, 1) / step) * step)
@@ -219,7 +221,8 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
     best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
     either = [best] + [str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True)
                        if q >= SURE]  # fmt: skip
-    points = f"{GOOD_ENOUGH_POINTS:g} nDCG@10 point" + ("" if GOOD_ENOUGH_POINTS == 1 else "s")
+    tolerance = float(estimates.attrs.get("tolerance_points", GOOD_ENOUGH_POINTS))
+    points = _points(tolerance, "nDCG@10 point")
     enough = n_queries >= MIN_SETTLED_QUERIES
     if sure >= SURE and enough:
         return _advice(
@@ -242,4 +245,5 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
 def _more_queries(estimates: pd.DataFrame, n_queries: int) -> int:
     """Judged queries to add (:func:`_more_needed`, in steps of :data:`QUERY_STEP`, at most
     :data:`MAX_MORE_QUERIES`)."""
-    return _more_needed(estimates, n_queries, QUERY_STEP, MAX_MORE_QUERIES)
+    tolerance = float(estimates.attrs.get("tolerance_points", GOOD_ENOUGH_POINTS))
+    return _more_needed(estimates, n_queries, QUERY_STEP, MAX_MORE_QUERIES, tolerance)

@@ -186,16 +186,17 @@ def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None)
     top = rows[best]
     n = block["n_labels"]
     queries = f"{n} judged quer{'y' if n == 1 else 'ies'}"
+    points = _points(block.get("tolerance_points", 1.0)).replace("point", "nDCG@10 point")
     either = [m for m in advice.get("either", []) if m != best]
     if advice["settled"] and either:
         headline = (
-            f"Use {best} or {_join(either)}: after {queries} each is within 1 nDCG@10 point of the best with "
+            f"Use {best} or {_join(either)}: after {queries} each is within {points} of the best with "
             "at least 90% probability."
         )
         next_step = "Nothing more is needed: either will do."
     elif advice["settled"]:
         headline = (
-            f"Use {best}: after {queries} it is within 1 nDCG@10 point of the best with "
+            f"Use {best}: after {queries} it is within {points} of the best with "
             f"{chance_words(top['p_within'])} probability."
         )
         next_step = "Nothing more is needed; more judged queries would only narrow the intervals."

@@ -32,7 +32,7 @@ from flare_core.answer.few_judgements import (
     load_search_judgements,
     stored_query_embeddings,
 )
-from flare_core.answer.from_labels import candidate_ids
+from flare_core.answer.from_labels import candidate_ids, tolerance_of
 from flare_core.store.runs import Run
 
 
@@ -139,9 +139,10 @@ def few_search_block(run: Run, judged: SearchJudgements | None = None) -> dict[s
             f"None of the {len(latest)} judged queries has a relevant document yet: mark the documents that "
             "answer a query relevant, so that the models can be told apart.")}  # fmt: skip
     seed = int(run.manifest.get("params", {}).get("seed", 0))
-    estimates = few_judgement_estimates(scores, seed=seed)
+    estimates = few_judgement_estimates(scores, seed=seed, tolerance_points=tolerance_of(run))
     advice = search_stopping_advice(estimates, len(judged.counted))
-    return {**base, "method": estimates.attrs["method"], "estimates": _records(estimates), "advice": advice}
+    return {**base, "method": estimates.attrs["method"], "estimates": _records(estimates), "advice": advice,
+            "tolerance_points": float(estimates.attrs["tolerance_points"])}  # fmt: skip
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -164,7 +165,7 @@ def search_history(run: Run, judged: SearchJudgements | None = None) -> pd.DataF
         scores = _scores(run, judged, part.latest())
         if len(scores) < 2:
             continue
-        estimates = few_judgement_estimates(scores, seed=seed)
+        estimates = few_judgement_estimates(scores, seed=seed, tolerance_points=tolerance_of(run))
         frames.append(
             estimates[["model", "estimate", "p_best"]].assign(n_labels=len(part.counted), batch=batch)
         )

@@ -140,7 +140,9 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
         chances.append({r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]})
         assert verdict["few_labels"]["n_labels"] == 3 * (step + 1)
     assert verdict["recommended"] == "clear" and verdict["basis"] == "few labels" and verdict["settled"]
-    assert verdict["headline"].startswith("Use clear: after 21 judged queries it is within 1 nDCG@10 point")
+    assert verdict["headline"].startswith(
+        "Use clear: after 21 judged queries it is within 2 nDCG@10 points"
+    )  # the run's tolerance
     assert len({tuple(sorted(c.items())) for c in chances}) > 1  # the chances changed as queries were judged
     rows = {r["model"]: r for r in verdict["few_labels"]["estimates"]}
     assert rows["clear"]["estimate"] > rows["noise"]["estimate"]
@@ -250,3 +252,24 @@ def test_a_judgements_file_is_read_with_its_checks(tmp_path):
     for name, (data, words) in bad.items():
         with pytest.raises(ValueError, match=words):
             fj.read_judgements_file(data, name=name, judged=judged, texts=texts)
+
+
+def test_the_search_answer_reads_the_run_s_tolerance():
+    from flare_core.analyses.retrieval_eval import few_judgement_estimates
+    from flare_core.analyses.stopping import search_stopping_advice
+
+    rng = np.random.default_rng(0)
+    ndcg = {"a": rng.uniform(0.5, 1.0, 24)}
+    ndcg["b"] = np.clip(ndcg["a"] - rng.normal(0.02, 0.05, 24), 0, 1)  # 2 points behind, give or take
+    scores = {m: pd.DataFrame({"query": [f"q{i}" for i in range(24)], "ndcg_at_10": v,
+                               "recall_at_10": v, "mrr_at_10": v}) for m, v in ndcg.items()}  # fmt: skip
+    one, five = (
+        few_judgement_estimates(scores, seed=0, tolerance_points=t).set_index("model") for t in (1.0, 5.0)
+    )
+    assert one.attrs["tolerance_points"] == 1.0 and five.attrs["tolerance_points"] == 5.0
+    # the same draws, a wider tolerance: b is more often good enough, and the words say which tolerance
+    assert five.loc["b", "p_within"] > one.loc["b", "p_within"]
+    gaps = 100 * (ndcg["a"] - ndcg["b"])
+    assert five.loc["b", "gap"] == pytest.approx(gaps.mean())
+    words = search_stopping_advice(five.reset_index(), 24)["text"]
+    assert "5 nDCG@10 points" in words and "1 nDCG@10 point" not in words
