@@ -299,19 +299,14 @@ def _chances(means: np.ndarray, points: float) -> tuple[np.ndarray, np.ndarray, 
 
 
 def paired_estimate_columns(
-    names: Sequence[str],
-    per_item: np.ndarray,
-    means: np.ndarray,
-    estimate: np.ndarray,
-    leader: int,
+    names: Sequence[str], per_item: np.ndarray, means: np.ndarray, estimate: np.ndarray, leader: int,
     tolerance_points: float = GOOD_ENOUGH_POINTS,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # fmt: skip
     """The columns every figure of an answer from a few labels or judgements reads, all from one paired
     bootstrap: ``per_item`` (k, M) each model's score on each labelled item (text or judged query),
     ``means`` (draws, M) its resampled means, ``estimate`` (M,) and the ``leader``'s index. Returns
     ``model``, ``estimate``, ``ci_low``, ``ci_high`` (95%), ``p_best``, ``p_within`` (a gap of at most
-    ``tolerance_points``), ``gap``, ``gap_high`` (points) and ``diff_sd`` (the spread over the items
-    of the leader's score minus each model's)."""
+    ``tolerance_points``), ``gap``, ``gap_high`` (points), ``diff_sd`` (the leader's score minus each's)."""
     p_best, p_within, gap_high = _chances(means, tolerance_points)
     spread = (per_item[:, [leader]] - per_item).std(axis=0, ddof=1) if per_item.shape[0] > 1 else 0.0
     return {
