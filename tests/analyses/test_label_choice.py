@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flare_core.analyses.label_choice import next_rows
+from flare_core.analyses.label_choice import information_gain, next_rows
 
 
 def _pool(n: int = 200, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -48,7 +48,7 @@ def _clusters(n_per: int = 50, seed: int = 0) -> dict[str, np.ndarray]:
     return {"a": x, "b": x @ rng.normal(size=(4, 6))}
 
 
-@pytest.mark.parametrize("strategy", ["random", "diverse", "disagree", "contest"])
+@pytest.mark.parametrize("strategy", ["random", "diverse", "disagree", "contest", "inform"])
 def test_every_strategy_returns_fresh_distinct_rows(strategy):
     pool, y = _pool(n=120)
     labelled = np.arange(0, 20)
@@ -79,7 +79,7 @@ def test_disagreement_asks_where_the_models_probes_differ():
     assert (rows >= 100).all()
 
 
-@pytest.mark.parametrize("strategy", ["random", "diverse", "disagree", "contest"])
+@pytest.mark.parametrize("strategy", ["random", "diverse", "disagree", "contest", "inform"])
 def test_a_batch_never_holds_near_duplicates_nor_texts_already_labelled(strategy):
     pool, y = _pool(n=120)
     rng = np.random.default_rng(5)
@@ -113,3 +113,29 @@ def test_texts_must_be_one_per_row():
     pool, y = _pool()
     with pytest.raises(ValueError, match="texts has 3 entries"):
         next_rows(pool, np.array([0]), ["a"], 4, texts=["a", "b", "c"])
+
+
+def test_information_gain_asks_where_the_likely_best_models_disagree():
+    # rows 0-1: every model predicts alike (as often right); row 2: the two leaders differ; row 3: only the unlikely one does
+    predictions = np.array([[0, 0, 0], [1, 1, 1], [0, 1, 0], [0, 0, 1]])
+    gain = information_gain(predictions, np.array([0.49, 0.49, 0.02]), np.full(3, 0.8), 2)
+    assert gain[0] == pytest.approx(0.0, abs=1e-12) and gain[1] == pytest.approx(0.0, abs=1e-12)
+    assert gain[2] > 10.0 * gain[3] > 0.0
+    # once one model is sure to be the best, no label tells more
+    sure = information_gain(predictions, np.array([1.0, 0.0, 0.0]), np.array([0.8, 0.7, 0.6]), 2)
+    assert np.allclose(sure, 0.0, atol=1e-12)
+
+
+def test_inform_asks_for_the_texts_the_two_leading_models_disagree_on():
+    rng = np.random.default_rng(0)
+    n = 200
+    y = np.arange(n) % 2
+    side = np.where(np.arange(n) < 100, 1.0, -1.0)  # the second half: model b sees the classes swapped
+    a = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 8)) * 0.3]) + 0.05
+    b = np.column_stack([(2.0 * y - 1) * side, rng.normal(size=(n, 8)) * 0.3]) + 0.05
+    c = np.column_stack([2.0 * y - 1, rng.normal(size=(n, 8)) * 0.3]) + 0.05  # agrees with a everywhere
+    labelled = np.array([0, 1, 2, 3])  # from the first half, where every model agrees
+    rows = next_rows({"a": a, "b": b, "c": c}, labelled, y[labelled], 10, strategy="inform", seed=1)
+    assert rows.shape == (10,) and (rows >= 100).all()
+    first = next_rows({"a": a, "b": b}, np.array([], dtype=np.int64), [], 10, strategy="inform", seed=1)
+    assert (first < 100).any() and (first >= 100).any()  # no label yet: a random batch
