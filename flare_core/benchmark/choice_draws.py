@@ -22,11 +22,10 @@ import pandas as pd
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import estimate_frame, prior_by_rank
 from flare_core.analyses.label_choice import next_rows
-from flare_core.analyses.label_free_rules import choose_rule, ranked_by
 from flare_core.analyses.probes import curve_scores, probe_scores
-from flare_core.benchmark.answer_stage import chance_level, oracle_series, record_table
+from flare_core.benchmark.answer_stage import chance_level, oracle_series
 from flare_core.benchmark.embedding_store import load_kept
-from flare_core.benchmark.posterior_draws import GEOMETRIC_RULES, KS, SURE, TOLERANCE, cases_of, lost
+from flare_core.benchmark.posterior_draws import KS, SURE, TOLERANCE, left_out, lost
 
 BATCH = 16
 #: The text choices judged: name -> (``next_rows`` strategy, the prior its choice reads: "benchmark"
@@ -43,12 +42,8 @@ METHODS: dict[str, tuple[str, str]] = {
 def corpus_prior(name: str, records: Mapping[str, dict]) -> tuple[ap.AccuracyPrior, str, list[str]]:
     """The benchmark prior of corpus ``name`` as the posterior study learns it from the other
     ``records``, the label-free rule chosen there, and the candidates ranked by it."""
-    record = records[name]
-    cases = cases_of({n: r for n, r in records.items() if n != name})
-    rule = choose_rule(cases, GEOMETRIC_RULES)
-    candidates = record["candidates"]
-    ranked = ranked_by(record_table(record).loc[candidates], rule)
-    return prior_by_rank(cases, rule, ranked).reordered(candidates), rule, list(ranked)
+    cases, rule, ranked = left_out(name, records)
+    return prior_by_rank(cases, rule, ranked).reordered(records[name]["candidates"]), rule, ranked
 
 
 def judge_corpus(

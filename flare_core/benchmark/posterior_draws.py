@@ -112,6 +112,15 @@ def prior_with_models(
     return ap.AccuracyPrior(tuple(models), mean - mean.mean(), sd, base.level_mean, base.level_sd, source)
 
 
+def left_out(name: str, records: Mapping[str, dict]) -> tuple[list[dict[str, Any]], str, list[str]]:
+    """Corpus ``name`` left out: the other ``records`` as cases, the label-free rule chosen on them, and
+    ``name``'s candidates ranked by that rule."""
+    cases = cases_of({n: r for n, r in records.items() if n != name})
+    rule = choose_rule(cases, GEOMETRIC_RULES)
+    candidates = records[name]["candidates"]
+    return cases, rule, list(ranked_by(record_table(records[name]).loc[candidates], rule))
+
+
 def judge_corpus(
     root: str,
     name: str,
@@ -123,10 +132,8 @@ def judge_corpus(
     """One row per draw, k and estimate (and one for the label-free pick, k = 0) on the kept corpus
     ``name``; the prior learned from the other ``records``."""
     record = records[name]
-    cases = cases_of({n: r for n, r in records.items() if n != name})
-    rule = choose_rule(cases, GEOMETRIC_RULES)
+    cases, rule, ranked = left_out(name, records)
     candidates = record["candidates"]
-    ranked = ranked_by(record_table(record).loc[candidates], rule)
     by_rank = prior_by_rank(cases, rule, ranked).reordered(candidates)
     priors = {"benchmark": by_rank, "flat": ap.AccuracyPrior.flat(candidates),
               "with models": prior_with_models(cases, by_rank)}  # fmt: skip
