@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flare_core.analyses.label_choice import information_gain, next_rows
+from flare_core.analyses.label_choice import information_gain, next_rows, telling_apart
 
 
 def _pool(n: int = 200, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -139,3 +139,19 @@ def test_inform_asks_for_the_texts_the_two_leading_models_disagree_on():
     assert rows.shape == (10,) and (rows >= 100).all()
     first = next_rows({"a": a, "b": b}, np.array([], dtype=np.int64), [], 10, strategy="inform", seed=1)
     assert (first < 100).any() and (first >= 100).any()  # no label yet: a random batch
+
+
+@pytest.mark.parametrize("strategy", ["random", "diverse", "inform"])
+def test_a_model_that_cannot_tell_texts_apart_does_not_empty_the_batch(strategy):
+    pool, y = _pool(n=120)
+    rng = np.random.default_rng(3)
+    # most texts one vector, as a model of English words puts Chinese texts: all near-duplicates
+    pool["blind"] = np.vstack([np.ones((100, 6)), rng.normal(size=(20, 6))])
+    labelled = np.arange(0, 20)
+    rows = next_rows(pool, labelled, y[labelled], 64, strategy=strategy, seed=1)
+    assert rows.size == 64 and not set(rows) & set(range(20))
+    assert len(telling_apart(pool)) == len(pool) - 1
+    # a model that tells texts apart is still asked: its own near-duplicates stay out
+    pool["b"][30:36] = pool["b"][25] + 0.01 * rng.normal(size=(6, 6))
+    rows = next_rows(pool, labelled, y[labelled], 100, strategy=strategy, seed=1)
+    assert len(set(rows) & {25, *range(30, 36)}) == 1 and rows.size >= 80
