@@ -10,8 +10,9 @@ The quantity is ``a`` (M,): each candidate's accuracy with plenty of labels (the
   benchmark: the candidate ranked r-th by the label-free rule of the user's use stood, on the benchmark's
   corpora, ``mean`` points above the candidates' mean with a spread ``sd`` over the corpora. So with no
   label the posterior's pick is the label-free rule's pick, and its chances are that rule's record.
-- **Labels.** ``k`` labelled texts give each candidate a per-text score (the leave-one-out probe,
-  carried along the learning curve to plenty of labels: ``probes.curve_scores``), ``C`` (k, M). Their
+- **Labels.** ``k`` labelled texts give each candidate a per-text score (the leave-one-out probe's,
+  carried along the learning curve to plenty of labels by ``probes.curve_scores`` only when
+  :data:`EXTRAPOLATED`), ``C`` (k, M). Their
   mean ``ȳ`` (M,) measures ``a`` with error ``N(0, R)``, ``R = f² S / k + c_k² I``: ``S`` the per-text
   covariance of the candidates' scores (paired: texts every model gets right say nothing of their gaps),
   shrunk towards Jeffreys' half a text right and wrong; ``f`` the widening for carrying a probe on k

@@ -456,10 +456,11 @@ def few_label_estimates(
             prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
             n_classes=int(values.size), seed=seed,
         )  # fmt: skip
-        method = "leave-one-out " + ", ".join(PRODUCT_PROBES) + " probe(s), extrapolated along the learning "
-        frame.attrs.update(
-            _counts(rows, xs, values, codes), method=method + "curve, updating " + prior.source
+        carried = ", extrapolated along the learning curve" if extrapolate else ""
+        method = (
+            "leave-one-out " + ", ".join(PRODUCT_PROBES) + f" probe(s){carried}, updating " + prior.source
         )
+        frame.attrs.update(_counts(rows, xs, values, codes), method=method, extrapolated=extrapolate)
         return frame
     means, estimate = _posterior(correct, seed)
     order = np.lexsort((-margin.mean(axis=0), -estimate))
@@ -474,9 +475,12 @@ def few_label_estimates(
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs.update(
         _counts(rows, xs, values, codes),
+        extrapolated=extrapolate,
         method="leave-one-out "
         + ", ".join(PRODUCT_PROBES)
-        + " probe(s), extrapolated along the learning curve; paired Bayesian bootstrap over the labelled texts "
+        + " probe(s)"
+        + (", extrapolated along the learning curve" if extrapolate else "")
+        + "; paired Bayesian bootstrap over the labelled texts "
         "with Jeffreys' prior on every two models' paired table",
     )
     return frame

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.answer.from_labels import tolerance_of
 from flare_core.answer.stored import metric_column
 from flare_core.store.manifest import roles
 from flare_core.store.runs import Run
@@ -46,17 +47,19 @@ def run_costs(run: Run) -> pd.DataFrame:
     return frame
 
 
-def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
+def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = None) -> pd.DataFrame | None:
     """The quality behind a version-3 answer, one row per candidate: ``model``, ``quality`` (points),
     ``ci_low``, ``ci_high``, ``label``, and what the answer's own estimate says of each model against its
-    choice: ``good_enough`` (within 1 point of the best: with full labels, the paired gap interval's upper
-    end at most 1 point; with few labels, at least 90% chance), ``undecided`` (the estimate cannot tell
-    yet), ``gap_high`` (the gap's upper end, points) and ``more_labels`` (few labels: the labels that would
-    tell). None for a label-free answer (the chart then uses the label-free score) or an answer with
-    nothing to compare."""
+    choice: ``good_enough`` (within the tolerance of the best: with full labels, the paired gap interval's
+    upper end at most ``tolerance_points``; with few labels, at least 90% chance of being within the few
+    labels' own tolerance), ``undecided`` (the estimate cannot tell yet), ``gap_high`` (the gap's upper
+    end, points) and ``more_labels`` (few labels: the labels that would tell). ``tolerance_points``: the
+    run's (:func:`~flare_core.answer.from_labels.tolerance_of`; 1 point, the tolerance before runs set one, when None). None for a
+    label-free answer (the chart then uses the label-free score) or an answer with nothing to compare."""
     from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, SURE
 
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
+    points = float(few.get("tolerance_points") or tolerance_points or GOOD_ENOUGH_POINTS)
     if full:
         pairs = full.get("metric") == "spearman"
         rows = full["rows"]
@@ -78,8 +81,8 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": quality,
              "ci_low": quality - halves, "ci_high": quality + halves, "label": label,
-             "good_enough": high <= GOOD_ENOUGH_POINTS + 1e-9,
-             "undecided": (low <= GOOD_ENOUGH_POINTS) & (high > GOOD_ENOUGH_POINTS + 1e-9),
+             "good_enough": high <= points + 1e-9,
+             "undecided": (low <= points) & (high > points + 1e-9),
              "gap_high": high, "more_labels": np.nan}
         )  # fmt: skip
     if few.get("estimates"):
@@ -102,21 +105,21 @@ def answer_quality(verdict: Mapping[str, Any]) -> pd.DataFrame | None:
              "good_enough": good, "undecided": ~good & (p_within >= 1.0 - SURE),
              "gap_high": [float(r["gap_high"]) for r in rows],
              "more_labels": [float(forecast) if forecast is not None and not g else
-                             float(np.fmax(_labels_to_tell(r, n), floor)) for r, g in zip(rows, good, strict=True)]}
+                             float(np.fmax(_labels_to_tell(r, n, points), floor)) for r, g in zip(rows, good, strict=True)]}
         )  # fmt: skip
     return None
 
 
-def _labels_to_tell(row: Mapping[str, Any], n_labels: int) -> float:
-    """More labels at which a model's gap to the leader would be told from 1 point with 90% chance
-    (n = (z · sd / |gap - 1 point|)², sd the per-text spread of the difference), in steps of 8, at most
+def _labels_to_tell(row: Mapping[str, Any], n_labels: int, points: float) -> float:
+    """More labels at which a model's gap to the leader would be told from ``points`` with 90% chance
+    (n = (z · sd / |gap - points|)², sd the per-text spread of the difference), in steps of 8, at most
     256; NaN for the leader."""
     from scipy import stats
 
-    from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, SURE
+    from flare_core.analyses.probes import SURE
     from flare_core.analyses.stopping import LABEL_STEP, MAX_MORE
 
-    distance = abs(float(row["gap"]) - GOOD_ENOUGH_POINTS) / 100.0
+    distance = abs(float(row["gap"]) - points) / 100.0
     spread = float(row.get("diff_sd") or 0.0)
     if float(row["gap"]) <= 0 or spread <= 0:
         return float("nan")
@@ -131,7 +134,8 @@ def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any]
     from flare_core.analyses.tradeoff import cheapest_within
 
     costs = run_costs(run)
-    quality = answer_quality(verdict)
+    points = float((verdict.get("few_labels") or {}).get("tolerance_points") or tolerance_of(run))
+    quality = answer_quality(verdict, points)
     if quality is None:
         # the label-free score speaks of quality only where its benchmark record supports it: where the
         # rule the product follows for this use is information sufficiency itself
@@ -145,7 +149,6 @@ def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any]
         quality = label_free_quality(run)
     if quality is None or not costs["texts_per_s"].notna().any():
         return None
-    points = float((verdict.get("few_labels") or {}).get("tolerance_points") or 1.0)
     return cheapest_within(quality, costs, points=points, cost="texts_per_s", best=verdict.get("recommended"))
 
 

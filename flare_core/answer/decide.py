@@ -157,8 +157,12 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
             block.get("movement", ""),
             advice["text"],
             f"From your {n} labels, its estimated accuracy with plenty of labels is {interval}.",
-            "Each model is scored by how well a probe trained on your other labels predicts each labelled text, "
-            "carried forward along its learning curve to plenty of labels; "
+            "Each model is scored by how well a probe trained on your other labels predicts each labelled text"
+            + (
+                ", carried forward along its learning curve to plenty of labels; "
+                if block.get("extrapolated", True)
+                else "; "
+            )
             + (
                 "what public corpora showed before any label is updated by each of your labels, and the "
                 "interval and every chance come from that one estimate."

@@ -100,6 +100,7 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
         "tolerance_points": float(estimates.attrs.get("tolerance_points", tolerance_of(run))),
         "more_labels_forecast": estimates.attrs.get("more_labels"),
         "method": estimates.attrs.get("method"),
+        "extrapolated": bool(estimates.attrs.get("extrapolated", True)),
         "estimates": _records(estimates),
         "advice": advice,
     }

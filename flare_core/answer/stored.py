@@ -111,11 +111,13 @@ class FewLabelsGround(TypedDict, total=False):
     estimates: list[dict[str, Any]]
     advice: dict[str, Any]
     # labels: the tolerance of "good enough" (points), what was known before them (words), how the last
-    # batch moved the answer (words), the posterior's forecast of labels that would settle it
+    # batch moved the answer (words), the posterior's forecast of labels that would settle it, whether each
+    # labelled text's score was carried along the learning curve to plenty of labels
     tolerance_points: float
     prior: str | None
     movement: str
     more_labels_forecast: int | None
+    extrapolated: bool
     # search judgements (metric "ndcg@10"): n_labels counts the judged queries with a relevant document
     metric: str
     k: int

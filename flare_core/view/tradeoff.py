@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.answer.costs import COST_COLUMNS, answer_quality, label_free_quality, run_costs
+from flare_core.answer.from_labels import tolerance_of
 from flare_core.answer.stored import load_verdict
 from flare_core.store.runs import Run
 
@@ -50,7 +51,7 @@ def run_quality(run: Run) -> pd.DataFrame | None:
     with "label-free"); None when the run has none yet."""
     verdict = load_verdict(run)
     if verdict is not None:
-        quality = answer_quality(verdict)
+        quality = answer_quality(verdict, tolerance_of(run))
         if quality is not None:
             return quality
     ranked = set(run_costs(run)["model"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from flare_core.analyses import accuracy_posterior
 from flare_core.answer import labels as store
 from flare_core.answer.decide import compose
 from flare_core.answer.from_labels import few_label_history, next_texts
@@ -58,6 +59,12 @@ def test_a_simulated_person_settles_it_with_a_few_labels(unlabelled):
     assert rows["clear"]["p_within"] >= 0.9 and chances["clear"] == max(chances.values())
     assert abs(sum(chances.values()) - 1) < 1e-9 and verdict["few_labels"]["tolerance_points"] == 2.0
     assert verdict["label_free"]["choice"] == "noise"  # still shown, beside the answer
+    # the words say how each labelled text was scored: carried along the learning curve only when it was
+    few = verdict["few_labels"]
+    assert few["prior"] and few["extrapolated"] is accuracy_posterior.EXTRAPOLATED
+    assert (
+        ("learning curve" in verdict["summary"]) is few["extrapolated"] is ("learning curve" in few["method"])
+    )
     history = few_label_history(run, store.load_labels(run))
     assert sorted(history["n_labels"].unique()) == [16 * b for b in range(1, history["batch"].max() + 1)]
     assert run.load_json(VERDICT_FILE) == verdict  # stored as returned
@@ -198,6 +205,13 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
     quality = answer_quality({"labels": {"rows": [rows[0], *narrow, rows[2]], "metric": "accuracy"}})
     assert cheapest_within(quality, costs)["sentence"] == (
         "Cheapest within 1 point of the best (a): b, 6× faster, half the storage."
+    )
+    # at a run's tolerance of 2 points b's interval (up to 2.0 behind) is good enough; c's 12 is not
+    quality = answer_quality({"labels": {"rows": rows, "metric": "accuracy"}}, 2.0)
+    assert quality["good_enough"].tolist() == [True, True, False]
+    assert quality["undecided"].tolist() == [False, False, False]
+    assert cheapest_within(quality, costs, points=2.0)["sentence"] == (
+        "Cheapest within 2 points of the best (a): b, 6× faster, half the storage."
     )
 
 
