@@ -448,6 +448,8 @@ def few_label_estimates(
     names = list(xs)
     extrapolate = EXTRAPOLATE if prior is None else accuracy_posterior.EXTRAPOLATED
     scorer = curve_scores if extrapolate else probe_scores
+    method = "leave-one-out " + ", ".join(PRODUCT_PROBES) + " probe(s)"
+    method += ", extrapolated along the learning curve" if extrapolate else ""
     parts = [scorer(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
     correct = np.mean([c for c, _ in parts], axis=0)
     margin = np.mean([m for _, m in parts], axis=0)
@@ -456,10 +458,7 @@ def few_label_estimates(
             prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
             n_classes=int(values.size), seed=seed,
         )  # fmt: skip
-        carried = ", extrapolated along the learning curve" if extrapolate else ""
-        method = (
-            "leave-one-out " + ", ".join(PRODUCT_PROBES) + f" probe(s){carried}, updating " + prior.source
-        )
+        method += ", updating " + prior.source
         frame.attrs.update(_counts(rows, xs, values, codes), method=method, extrapolated=extrapolate)
         return frame
     means, estimate = _posterior(correct, seed)
@@ -476,12 +475,8 @@ def few_label_estimates(
     frame.attrs.update(
         _counts(rows, xs, values, codes),
         extrapolated=extrapolate,
-        method="leave-one-out "
-        + ", ".join(PRODUCT_PROBES)
-        + " probe(s)"
-        + (", extrapolated along the learning curve" if extrapolate else "")
-        + "; paired Bayesian bootstrap over the labelled texts "
-        "with Jeffreys' prior on every two models' paired table",
+        method=method + "; paired Bayesian bootstrap over the labelled texts with Jeffreys' prior on every "
+        "two models' paired table",
     )
     return frame
 
