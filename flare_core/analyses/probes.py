@@ -409,6 +409,7 @@ def few_label_estimates(
     seed: int = 0,
     prior: AccuracyPrior | None = None,
     tolerance_points: float = GOOD_ENOUGH_POINTS,
+    named_before: str | None = None,
 ) -> pd.DataFrame:
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows: one
     estimate per model, from which every figure of the few-label answer comes.
@@ -438,11 +439,10 @@ def few_label_estimates(
     many classes of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count
     that does not match, or fewer than two classes.
 
-    With a ``prior`` (:class:`~flare_core.analyses.accuracy_posterior.AccuracyPrior`), the per-text scores
-    (carried along the curve only as ``accuracy_posterior.EXTRAPOLATED`` says) update it instead (:func:`~flare_core.analyses.accuracy_posterior.labelled_frame`): every column
-    comes from that one posterior, ``p_within`` at ``tolerance_points``, with its forecast of the labels
-    that would settle the choice in ``attrs["more_labels"]``.
-    """
+    With a ``prior`` (an ``AccuracyPrior``) the per-text scores (carried along the curve as
+    ``accuracy_posterior.EXTRAPOLATED`` says) update it (``accuracy_posterior.labelled_frame``): every
+    column from that one posterior, ``p_within`` at ``tolerance_points``, the model named before the last
+    labels (``named_before``) first unless they displace it, the forecast in ``attrs["more_labels"]``."""
     tolerance_points = check_tolerance(tolerance_points)
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
@@ -456,7 +456,7 @@ def few_label_estimates(
     if prior is not None:
         frame = accuracy_posterior.labelled_frame(
             prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
-            n_classes=int(values.size), seed=seed,
+            n_classes=int(values.size), seed=seed, named_before=named_before,
         )  # fmt: skip
         method += ", updating " + prior.source
         frame.attrs.update(_counts(rows, xs, values, codes), method=method, extrapolated=extrapolate)

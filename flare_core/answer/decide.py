@@ -127,6 +127,8 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
     n = block["n_labels"]
     points = _points(block.get("tolerance_points", 1.0))
     either = [m for m in advice.get("either", []) if m != best]
+    # the model named before, kept because the labels do not favour the leader enough: not the most likely
+    likely = "kept from before" if block.get("kept") else "the most likely best"
     if advice["settled"] and either:
         headline = (
             f"Use {best} or {_join(either)}: after {n} labels each is within {points} of the best with at "
@@ -141,13 +143,13 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
         next_step = "Nothing more is needed; more labels would only narrow the intervals."
     elif advice.get("reason") == "too close":
         headline = (
-            f"Use {best}: the most likely best after {n} labels ({chance_words(top['p_best'])} chance); the "
+            f"Use {best}: {likely} after {n} labels ({chance_words(top['p_best'])} chance of being best); the "
             "models near the top are too close for more labels to tell apart."
         )
         next_step = "More labels would hardly change the choice; label more only to narrow the estimates."
     else:
         headline = (
-            f"Provisionally {best}: the most likely best after {n} labels ({chance_words(top['p_best'])} chance), "
+            f"Provisionally {best}: {likely} after {n} labels ({chance_words(top['p_best'])} chance of being best), "
             f"not settled yet; {advice['more_labels']} more labels would settle it."
         )
         next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.accuracy_posterior import AccuracyPrior
+from flare_core.analyses.accuracy_posterior import SWITCH_CHANCE, AccuracyPrior
 from flare_core.analyses.probes import DEFAULT_TOLERANCE, few_label_estimates
 from flare_core.analyses.stopping import stopping_advice
 from flare_core.answer.label_free import forecast_sentence
@@ -85,14 +85,14 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
         return {**base, "need": f"All {int(counts.iloc[0])} labels so far are {only!r}: label texts of another "
                 "category too, so that the models can be told apart."}  # fmt: skip
     seed = int(run.manifest.get("params", {}).get("seed", 0))
+    before = _named_before(run, labels, embeddings, prior, seed)
     estimates = few_label_estimates(
         embeddings, labels.rows, labels.labels, seed=seed, prior=_prior_of(prior, embeddings),
-        tolerance_points=tolerance_of(run),
+        tolerance_points=tolerance_of(run), named_before=before[0] if before else None,
     )  # fmt: skip
     advice = stopping_advice(estimates, len(labels.labels))
     if not advice["settled"] and prior is not None and (told := forecast_sentence()):
         advice = {**advice, "text": f"{advice['text']} {told}"}
-    before = _leader_before(run, labels, embeddings, prior, seed)
     return {
         **base,
         "prior": estimates.attrs.get("prior"),
@@ -101,30 +101,31 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
         "more_labels_forecast": estimates.attrs.get("more_labels"),
         "method": estimates.attrs.get("method"),
         "extrapolated": bool(estimates.attrs.get("extrapolated", True)),
+        "kept": estimates.attrs.get("kept"),
         "estimates": _records(estimates),
         "advice": advice,
     }
 
 
-def _leader_before(
+def _named_before(
     run: Run, labels: LabelSet, embeddings: dict[str, np.ndarray], prior: AccuracyPrior | None, seed: int
 ) -> tuple[str, str] | None:
-    """The leader before the last batch and what it was (``"batch"``, or ``"provisional"``: the prior's
-    pick before any label); None when nothing came before."""
-    if labels.batches >= 2:
-        upto = LabelSet(
-            labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) < labels.batches]
-        )
-        if len(set(upto.labels)) >= 2:
-            frame = few_label_estimates(
-                embeddings, upto.rows, upto.labels, seed=seed, prior=_prior_of(prior, embeddings),
-                tolerance_points=tolerance_of(run),
-            )  # fmt: skip
-            return str(frame["model"].iloc[0]), "batch"
-    if prior is not None:
-        ordered = _prior_of(prior, embeddings)
-        return str(ordered.models[int(np.argmax(ordered.mean))]), "provisional"
-    return None
+    """The model the answer named before the last batch and what it was (``"batch"``, or
+    ``"provisional"``: the prior's pick before any label); None when nothing came before. With a prior the
+    batches are replayed from its pick, each keeping the model named before it unless its labels displace
+    it (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch."""
+    ordered = _prior_of(prior, embeddings)
+    named = None if ordered is None else (ordered.models[int(np.argmax(ordered.mean))], "provisional")
+    for batch in range(1 if ordered is not None else max(labels.batches - 1, 1), labels.batches):
+        upto = LabelSet(labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) <= batch])
+        if len(set(upto.labels)) < 2:
+            continue
+        frame = few_label_estimates(
+            embeddings, upto.rows, upto.labels, seed=seed, prior=ordered, tolerance_points=tolerance_of(run),
+            named_before=named[0] if named else None,
+        )  # fmt: skip
+        named = (str(frame["model"].iloc[0]), "batch")
+    return named
 
 
 def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n_labels: int) -> str:
@@ -136,6 +137,16 @@ def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n
     tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
     points = f"{tolerance:g} point" + ("" if tolerance == 1 else "s")
     then = "before your labels" if before[1] == "provisional" else "before your last batch"
+    if kept := estimates.attrs.get("kept"):
+        higher = float(
+            estimates.set_index("model").loc[kept["leader"], "estimate"] - estimates["estimate"].iloc[0]
+        )
+        return (
+            f"{leader} stays the answer, as {then}: {kept['leader']}'s estimate is {100 * higher:.1f} points "
+            f"higher, but your labels favour it over {leader} with only {kept['chance']:.0%} chance (the answer "
+            f"changes at {SWITCH_CHANCE:.0%}); {leader} has a {p_within:.0%} chance of being within {points} "
+            "of the best."
+        )
     if before[0] == leader:
         return f"{leader} still leads, as {then}: {p_within:.0%} chance of being within {points} of the best."
     return (

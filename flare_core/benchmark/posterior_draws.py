@@ -74,9 +74,10 @@ def _constants(variant: tuple) -> Iterator[None]:
         ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS = kept
 
 
-def _frame(prior, correct, chance, seed, variant):
+def _frame(prior, correct, chance, seed, variant, named_before=None):
     with _constants(variant):
-        return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed)
+        return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed,
+                              named_before=named_before)  # fmt: skip
 
 
 def prior_with_models(
@@ -150,14 +151,16 @@ def judge_corpus(
     chance = chance_level(record)
     rows = [{"corpus": name, "draw": -1, "k": 0, "method": "label-free", "pick": ranked[0],
              "lost": lost(oracle, ranked[0], candidates), "rule": rule}]  # fmt: skip
+    provisional = {}
     for method, variant in variants.items():  # each estimate's pick before any label: its prior's
         frame = _frame(priors[variant[0]], None, chance, 0, variant)
-        pick = str(frame["model"].iloc[0])
+        pick = provisional[method] = str(frame["model"].iloc[0])
         rows.append({"corpus": name, "draw": -1, "k": 0, "method": method, "pick": pick,
                      "lost": lost(oracle, pick, candidates), "rule": rule,
                      "p_within": float(frame["p_within"].iloc[0])})  # fmt: skip
     for draw in range(draws):
         order = np.random.default_rng([seed, draw]).permutation(labels.shape[0])
+        named = dict(provisional)  # each batch keeps the model named before it unless its labels displace it
         for k in KS:
             picked = order[:k]
             values, codes = np.unique(labels[picked], return_inverse=True)
@@ -173,8 +176,8 @@ def judge_corpus(
                          "lost": lost(oracle, pick, candidates), "rule": rule})  # fmt: skip
             for method, variant in variants.items():
                 which = variant[0]
-                frame = _frame(priors[which], scored[variant[1]], chance, draw, variant)
-                pick = str(frame["model"].iloc[0])
+                frame = _frame(priors[which], scored[variant[1]], chance, draw, variant, named[method])
+                pick = named[method] = str(frame["model"].iloc[0])
                 row = {"corpus": name, "draw": draw, "k": k, "method": method, "pick": pick,
                        "lost": lost(oracle, pick, candidates), "rule": rule,
                        "p_within": float(frame["p_within"].iloc[0])}  # fmt: skip
@@ -187,20 +190,21 @@ def judge_corpus(
                         row["more"] = forecast(priors[which], scored[variant[1]], tolerance_points=TOLERANCE, sure=SURE,
                                                step=16, most=256, seed=draw)  # fmt: skip
                     row["more_came_true"] = _came_true(row["more"], order, k, labels, xs, priors[which],
-                                                       chance, draw, variant)  # fmt: skip
+                                                       chance, draw, variant, pick)  # fmt: skip
                 rows.append(row)
     return rows
 
 
-def _came_true(more, order, k, labels, xs, prior, chance, draw, variant) -> bool | None:
-    """Whether the draw, ``more`` labels later (the same seeded order), was settled."""
+def _came_true(more, order, k, labels, xs, prior, chance, draw, variant, named) -> bool | None:
+    """Whether the draw, ``more`` labels later (the same seeded order), was settled (``named``: the model
+    named now, kept unless those labels displace it)."""
     if more is None or k + more > labels.shape[0]:
         return None
     picked = order[: k + more]
     _, codes = np.unique(labels[picked], return_inverse=True)
     scorer = curve_scores if variant[1] == "curve" else probe_scores
     scores, _ = scorer(xs, picked, codes.reshape(-1), "ridge", seed=draw)
-    frame = _frame(prior, scores, chance, draw, variant)
+    frame = _frame(prior, scores, chance, draw, variant, named)
     return bool(frame["p_within"].iloc[0] >= SURE)
 
 

@@ -103,6 +103,45 @@ def test_plenty_of_labels_overturn_a_wrong_prior():
     assert frame["model"].iloc[0] == "m2" and frame["p_best"].iloc[0] > 0.99
 
 
+def test_the_switch_chance_is_the_normal_chance_of_the_difference_by_hand():
+    mean = np.array([0.80, 0.78, 0.70])
+    cov = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]]) * 1e-4
+    # the difference m1 − m0 is normal with mean −0.02 and variance (3 + 4 − 2·1)·1e-4 = 5e-4
+    assert ap.switch_chance(mean, cov, 1, 0) == pytest.approx(norm.cdf(-0.02 / np.sqrt(5e-4)))
+    assert ap.switch_chance(mean, cov, 0, 1) == pytest.approx(1 - ap.switch_chance(mean, cov, 1, 0))
+    assert ap.named_model(mean, cov, None) == 0 and ap.named_model(mean, cov, 0) == 0
+    # m0 leads m1 with chance Φ(0.02 / √5e-4) = 0.81 ≥ 0.6: m1 named before is displaced
+    assert ap.named_model(mean, cov, 1) == 0
+    # a lead the labels favour with under 60% chance keeps the model named before
+    close = np.array([0.80, 0.799, 0.70])
+    assert ap.switch_chance(close, cov, 0, 1) < ap.SWITCH_CHANCE and ap.named_model(close, cov, 1) == 1
+
+
+def test_a_kept_model_comes_first_and_every_other_figure_is_unchanged():
+    rng = np.random.default_rng(4)
+    prior = _prior([1.0, 0.5, -1.5], [3.0, 3.0, 3.0])
+    correct = (rng.random((24, 3)) < [0.70, 0.72, 0.60]).astype(float)
+    plain = ap.estimate_frame(prior, correct, tolerance_points=2.0, chance_level=0.5, seed=1)
+    mean, cov = ap.posterior(prior, correct)
+    runner = str(plain["model"].iloc[1])
+    chance = ap.switch_chance(
+        mean, cov, prior.models.index(plain["model"].iloc[0]), prior.models.index(runner)
+    )
+    kept = ap.estimate_frame(
+        prior, correct, tolerance_points=2.0, chance_level=0.5, seed=1, named_before=runner
+    )
+    assert chance < ap.SWITCH_CHANCE  # a close call: the model named before is kept
+    assert kept["model"].iloc[0] == runner and kept.attrs["kept"] == {
+        "model": runner,
+        "leader": plain["model"].iloc[0],
+        "chance": pytest.approx(chance),
+    }
+    assert kept["gap"].iloc[0] == 0 and kept["gap"].iloc[1] < 0  # the higher estimate, not named
+    columns = ["estimate", "ci_low", "ci_high", "p_best", "p_within", "gap_high"]
+    pd.testing.assert_frame_equal(kept.set_index("model")[columns].sort_index(),
+                                  plain.set_index("model")[columns].sort_index())  # fmt: skip
+
+
 def test_rank_record_is_the_mean_standing_by_place():
     models = ["a", "b", "c"]
     cases = []

@@ -110,6 +110,31 @@ def test_a_batch_that_moves_the_answer_says_so_and_one_that_keeps_it_says_that()
     assert movement_sentence(None, _estimates("mpnet", 0.71), 16) == ""
 
 
+def test_a_model_kept_against_a_close_leader_says_why_with_the_estimates_own_figures():
+    from flare_core.analyses import accuracy_posterior as ap
+    from flare_core.answer.from_labels import movement_sentence
+
+    prior = ap.AccuracyPrior(
+        ("a", "b", "c"), np.array([0.01, 0.005, -0.015]), np.full(3, 0.03), 0.7, 0.2, "t"
+    )
+    correct = (np.random.default_rng(4).random((24, 3)) < [0.70, 0.72, 0.60]).astype(float)
+    plain = ap.estimate_frame(prior, correct, tolerance_points=2.0, chance_level=0.5, seed=1)
+    runner, leader = str(plain["model"].iloc[1]), str(plain["model"].iloc[0])
+    frame = ap.estimate_frame(
+        prior, correct, tolerance_points=2.0, chance_level=0.5, seed=1, named_before=runner
+    )
+    frame.attrs["tolerance_points"] = 2.0
+    kept, rows = frame.attrs["kept"], frame.set_index("model")
+    higher = 100 * (rows.loc[leader, "estimate"] - rows.loc[runner, "estimate"])
+    assert kept["model"] == runner and kept["leader"] == leader and higher > 0
+    assert movement_sentence((runner, "batch"), frame, 24) == (
+        f"{runner} stays the answer, as before your last batch: {leader}'s estimate is {higher:.1f} points "
+        f"higher, but your labels favour it over {runner} with only {kept['chance']:.0%} chance (the answer "
+        f"changes at 60%); {runner} has a {rows.loc[runner, 'p_within']:.0%} chance of being within 2 points "
+        "of the best."
+    )
+
+
 def test_a_dead_heat_the_forecast_cannot_settle_is_said_as_such():
     from flare_core.analyses.stopping import stopping_advice
 
