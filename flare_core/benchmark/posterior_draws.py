@@ -270,9 +270,10 @@ def _ece(frame: pd.DataFrame) -> float:
 def judge_all(
     root: str, records: Mapping[str, dict], draws: int, seed: int = 0, variants: Mapping[str, tuple] = PRODUCT
 ) -> pd.DataFrame:
-    """:func:`judge_corpus` on every classification record."""
-    names = [n for n, r in records.items() if r.get("oracle") == "accuracy"]
-    return pd.DataFrame([row for n in names for row in judge_corpus(root, n, records, draws, seed, variants)])
+    """:func:`judge_corpus` on every classification record, each prior learned from the other
+    classification records alone, as the product's prior for a classifier is."""
+    own = {n: r for n, r in records.items() if r.get("oracle") == "accuracy"}
+    return pd.DataFrame([row for n in own for row in judge_corpus(root, n, own, draws, seed, variants)])
 
 
 def per_corpus(rows: pd.DataFrame) -> pd.DataFrame:
