@@ -164,6 +164,21 @@ def test_rank_record_is_the_mean_standing_by_place():
     assert prior.mean.sum() == pytest.approx(0.0) and (prior.sd >= ap.MIN_SD_POINTS / 100 - 1e-12).all()
 
 
+def test_a_record_that_rises_at_a_lower_place_is_pooled_so_the_prior_keeps_the_rules_order():
+    models = ["a", "b", "c"]
+    table = pd.DataFrame({"dim": [3.0, 2.0, 1.0]}, index=models)
+    cases = [{"case": "x", "table": table, "oracle": pd.Series(oracle, index=models), "models": models}
+             for oracle in ([0.80, 0.84, 0.60], [0.90, 0.88, 0.62])]  # fmt: skip
+    grid, mean, _, _ = ap.rank_record(cases, "dim")
+    # standings by place: [0.053, 0.093, -0.147] and [0.100, 0.080, -0.180]; the means at places 0 and 0.5
+    # (0.0767 and 0.0867) rise, so pool adjacent violators sets both to their mean, 0.0817
+    assert mean[0] == pytest.approx(mean[5]) == pytest.approx((0.0767 + 0.0867) / 2, abs=1e-4)
+    assert mean[-1] == pytest.approx(np.mean([-0.1467, -0.18]), abs=1e-4) and (np.diff(mean) <= 1e-12).all()
+    prior = ap.prior_by_rank(cases, "dim", models)
+    frame = ap.estimate_frame(prior, None, tolerance_points=2.0, chance_level=0.0, seed=0)
+    assert list(frame["model"]) == models  # with no label, the rule's own order, its top first
+
+
 def test_forecast_shrinks_as_labels_arrive_and_is_none_for_a_dead_heat():
     rng = np.random.default_rng(2)
     prior = _prior([0.0, 0.0], [5.0, 5.0])
