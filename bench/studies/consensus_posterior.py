@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
 from flare_core.benchmark.consensus_draws import VARIANTS, fit_quality, judge_all, link_summary  # noqa: E402
+from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
 from flare_core.benchmark.posterior_draws import SHIPPED, TOLERANCE, per_corpus, summary  # noqa: E402
 
 #: The k the tables show.
@@ -75,10 +76,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     root = Path(args.root)
-    every = sorted(
-        p.name for p in root.iterdir() if (p / "corpus.json").is_file()
-        and json.loads((p / "corpus.json").read_text())["oracle"] == "classification"
-    )  # fmt: skip
+    every = kept_corpora(root, "classification")
     names = [n for n in args.corpora.split(",") if n] or every
     start = time.perf_counter()
     # every kept classification corpus is a record the priors learn from; only ``names`` are judged

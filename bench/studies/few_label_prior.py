@@ -29,6 +29,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
+from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
 from flare_core.benchmark.posterior_draws import TOLERANCE, judge_corpus, per_corpus, summary  # noqa: E402
 
 #: Every estimate judged: the product's and the alternatives it was chosen against.
@@ -69,10 +70,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     root = Path(args.root)
-    names = [n for n in args.corpora.split(",") if n] or sorted(
-        p.name for p in root.iterdir() if (p / "corpus.json").is_file()
-        and json.loads((p / "corpus.json").read_text())["oracle"] == "classification"
-    )  # fmt: skip
+    names = [n for n in args.corpora.split(",") if n] or kept_corpora(root, "classification")
     start = time.perf_counter()
     records = {n: judged_record(root, n, seed=args.seed) for n in names}
     print(f"judged {len(records)} corpora in {time.perf_counter() - start:.0f} s", flush=True)

@@ -38,6 +38,7 @@ from flare_core.benchmark.choice_draws import (  # noqa: E402
     matched,
     nested_choice,
 )
+from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
 from flare_core.benchmark.posterior_draws import summary  # noqa: E402
 
 REPORTED_KS = (16, 32, 48, 64, 128)
@@ -64,10 +65,7 @@ def main() -> None:
         report(pd.read_pickle(args.report), args.json)
         return
     root = Path(args.root)
-    names = [n for n in args.corpora.split(",") if n] or sorted(
-        p.name for p in root.iterdir() if (p / "corpus.json").is_file()
-        and json.loads((p / "corpus.json").read_text())["oracle"] == "classification"
-    )  # fmt: skip
+    names = [n for n in args.corpora.split(",") if n] or kept_corpora(root, "classification")
     methods = {m: METHODS[m] for m in args.methods.split(",") if m} or METHODS
     records = {n: judged_record(root, n, seed=args.seed) for n in names}
     rows = []

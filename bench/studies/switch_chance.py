@@ -35,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from flare_core.analyses import accuracy_posterior as ap  # noqa: E402
 from flare_core.analyses.probes import probe_scores  # noqa: E402
 from flare_core.benchmark.answer_stage import judged_record, oracle_series  # noqa: E402
-from flare_core.benchmark.embedding_store import load_kept  # noqa: E402
-from flare_core.benchmark.posterior_draws import KS, SURE, TOLERANCE, left_out, lost  # noqa: E402
+from flare_core.benchmark.choice_draws import corpus_prior  # noqa: E402
+from flare_core.benchmark.embedding_store import kept_corpora, load_kept  # noqa: E402
+from flare_core.benchmark.posterior_draws import KS, SURE, TOLERANCE, lost  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
 
@@ -44,9 +45,8 @@ THRESHOLDS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
 def judge(root: Path, name: str, records: dict, draws: int, seed: int) -> list[dict]:
     """One row per draw, k and threshold on corpus ``name``, the prior learned from the other records."""
     record = records[name]
-    cases, rule, ranked = left_out(name, records)
     models = record["candidates"]
-    prior = ap.prior_by_rank(cases, rule, ranked).reordered(models)
+    prior, _, _ = corpus_prior(name, records)
     kept = load_kept(str(root), name, models)
     xs = {m: np.asarray(kept.embeddings[m], dtype=np.float64) for m in models}
     labels = kept.bench.frame["label"].astype(str).to_numpy()
@@ -104,8 +104,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     root = Path(args.root)
-    names = sorted(p.name for p in root.iterdir() if (p / "corpus.json").is_file()
-                   and json.loads((p / "corpus.json").read_text())["oracle"] == "classification")  # fmt: skip
+    names = kept_corpora(root, "classification")
     records = {n: judged_record(root, n, seed=args.seed) for n in names}
     rows = []
     for name in names:

@@ -141,6 +141,14 @@ def embed_corpus(
     return took
 
 
+def kept_corpora(root: str | Path, oracle: str) -> list[str]:
+    """The corpora kept under ``root`` whose oracle is ``oracle`` (e.g. ``"classification"``), sorted."""
+    return sorted(
+        p.name for p in Path(root).iterdir() if (p / "corpus.json").is_file()
+        and json.loads((p / "corpus.json").read_text(encoding="utf-8"))["oracle"] == oracle
+    )  # fmt: skip
+
+
 def kept_models(root: str | Path, corpus: str) -> list[str]:
     """The models whose vectors are kept for ``corpus``, in the order they were written."""
     folder = Path(root) / corpus
