@@ -117,7 +117,7 @@ def _named_before(
     ordered = _prior_of(prior, embeddings)
     named = None if ordered is None else (ordered.models[int(np.argmax(ordered.mean))], "provisional")
     for batch in range(1 if ordered is not None else max(labels.batches - 1, 1), labels.batches):
-        upto = LabelSet(labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) <= batch])
+        upto = labels.upto(batch)
         if len(set(upto.labels)) < 2:
             continue
         frame = few_label_estimates(
@@ -212,7 +212,7 @@ def few_label_history(run: Run, labels: LabelSet, prior: AccuracyPrior | None = 
     seed = int(run.manifest.get("params", {}).get("seed", 0))
     frames = []
     for batch in range(1, labels.batches + 1):
-        upto = LabelSet(labels.categories, [e for e in labels.entries if int(e.get("batch", 0)) <= batch])
+        upto = labels.upto(batch)
         if len(set(upto.labels)) < 2:
             continue
         estimates = few_label_estimates(

@@ -76,6 +76,10 @@ class LabelSet:
         """How many batches of labels were saved."""
         return max([int(e.get("batch", 0)) for e in [*self.entries, *self.skipped]], default=0)
 
+    def upto(self, batch: int) -> LabelSet:
+        """The labels of batches 1 to ``batch``, as they stood once that batch was saved."""
+        return LabelSet(self.categories, [e for e in self.entries if int(e.get("batch", 0)) <= batch])
+
     def counts(self) -> dict[str, int]:
         """Category → texts labelled with it (every category, 0 included)."""
         counts = {c: 0 for c in self.categories}
