@@ -65,11 +65,7 @@ def judge(root: Path, name: str, records: dict, draws: int, seed: int) -> list[d
             mean, cov = ap.posterior(prior, correct)
             _, within = ap.chances(ap.draws_of(mean, cov, draw), TOLERANCE)
             for th in THRESHOLDS:
-                kept_before, ap.SWITCH_CHANCE = ap.SWITCH_CHANCE, th
-                try:
-                    named[th] = ap.named_model(mean, cov, named[th])
-                finally:
-                    ap.SWITCH_CHANCE = kept_before
+                named[th] = ap.named_model(mean, cov, named[th], threshold=th)
                 pick = models[named[th]]
                 rows.append({"corpus": name, "draw": draw, "k": k, "theta": th, "pick": pick,
                              "lost": lost(oracle, pick, models), "p_within": float(within[named[th]])})  # fmt: skip

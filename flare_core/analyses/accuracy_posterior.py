@@ -343,12 +343,19 @@ def switch_chance(mean: np.ndarray, cov: np.ndarray, to: int, kept: int) -> floa
     return float(stats.norm.cdf((mean[to] - mean[kept]) / np.sqrt(max(spread, 1e-18))))
 
 
-def named_model(mean: np.ndarray, cov: np.ndarray, before: int | None, leader: int | None = None) -> int:
+def named_model(
+    mean: np.ndarray,
+    cov: np.ndarray,
+    before: int | None,
+    leader: int | None = None,
+    threshold: float | None = None,
+) -> int:
     """The candidate the answer names: the ``leader`` (default: the highest posterior mean), unless
     ``before`` (the one named before the last labels; None: none) is kept because the labels favour the
-    leader over it with less than :data:`SWITCH_CHANCE`."""
+    leader over it with less than ``threshold`` (default :data:`SWITCH_CHANCE`)."""
     leader = int(np.argmax(mean)) if leader is None else int(leader)
-    if before is None or before == leader or switch_chance(mean, cov, leader, before) >= SWITCH_CHANCE:
+    threshold = SWITCH_CHANCE if threshold is None else threshold
+    if before is None or before == leader or switch_chance(mean, cov, leader, before) >= threshold:
         return leader
     return int(before)
 
