@@ -30,23 +30,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
 from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
-from flare_core.benchmark.posterior_draws import TOLERANCE, judge_corpus, per_corpus, summary  # noqa: E402
+from flare_core.benchmark.posterior_draws import TOLERANCE, judge_all, per_corpus, summary  # noqa: E402
 
-#: Every estimate judged: the product's and the alternatives it was chosen against.
+#: Every estimate judged: the product's and the alternatives it was chosen against, as (prior, reading of
+#: the labels: "learned" on the other corpora, "learned, shared offset" without each model's own line,
+#: "learned, no offset" with its spreads alone, "widened" the sampling error 1.5 times as before).
 VARIANTS = {
-    # name: (prior, per-text scores, error structure, inflation of the labels' error, carry-forward points)
-    "posterior": ("benchmark", "plain", "pooled", 1.5, 0.0),
-    "with each model's record": ("with models", "plain", "pooled", 1.5, 0.0),
-    "posterior, error widened 1.0": ("benchmark", "plain", "pooled", 1.0, 0.0),
-    "posterior, error widened 2": ("benchmark", "plain", "pooled", 2.0, 0.0),
-    "flat prior": ("flat", "plain", "pooled", 1.5, 0.0),
+    "posterior": ("benchmark", "learned"),
+    "before reading": ("benchmark", "widened"),
+    "learned, shared offset": ("benchmark", "learned, shared offset"),
+    "learned, no offset": ("benchmark", "learned, no offset"),
+    "with each model's record": ("with models", "learned"),
+    "flat prior": ("flat", "learned"),
 }
 
 
 def _nested_choice(frame: pd.DataFrame) -> pd.DataFrame:
     """For each corpus, the estimate with the fewest mean points lost (over every k) on the *other*
     corpora, and what it lost on this one at each k: the choice among the variants judged honestly."""
-    judged = frame[(frame["k"] > 0) & (frame["method"] != "from nothing")]
+    judged = frame[frame["k"] > 0]
     mean = judged.groupby(["corpus", "method"])["lost"].mean().unstack()
     rows = []
     for corpus in mean.index:
@@ -68,18 +70,23 @@ def main() -> None:
         "--corpora", default="", help="comma-separated; default every kept classification corpus"
     )
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--ship",
+        action="store_true",
+        help="write the product's few-label record and reading (answer_suite.few_label_block, 10 draws) into "
+        "the shipped answer benchmark and its docs page instead of judging the variants",
+    )
     args = parser.parse_args()
     root = Path(args.root)
     names = [n for n in args.corpora.split(",") if n] or kept_corpora(root, "classification")
     start = time.perf_counter()
     records = {n: judged_record(root, n, seed=args.seed) for n in names}
     print(f"judged {len(records)} corpora in {time.perf_counter() - start:.0f} s", flush=True)
-    rows = []
-    for name in names:
-        t = time.perf_counter()
-        rows += judge_corpus(str(root), name, records, args.draws, args.seed, VARIANTS)
-        print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
-    frame = pd.DataFrame(rows)
+    if args.ship:
+        _ship(root, records, args.seed)
+        return
+    frame = judge_all(str(root), records, args.draws, args.seed, VARIANTS)
+    print(f"drawn and judged in {time.perf_counter() - start:.0f} s", flush=True)
     result = summary(frame)
     corpora = per_corpus(frame).round(2)
     nested = _nested_choice(frame)
@@ -90,7 +97,7 @@ def main() -> None:
     print(by_k.to_string())
     print(f"share within {TOLERANCE:g} points by k (label-free: {result['label_free']['within']:.2f})")
     print(within.to_string())
-    for key in ("stability", "settled", "forecast"):
+    for key in ("stability", "settled", "forecast", "coverage"):
         print(key, json.dumps(result[key], default=float))
     print("calibration", {m: round(c["overall"], 3) for m, c in result["calibration"].items()})
     print(corpora.to_string())
@@ -99,6 +106,23 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"summary": result, "per_corpus": corpora.reset_index().to_dict(
             orient="records")}, indent=1, default=float))  # fmt: skip
+
+
+def _ship(root: Path, records: dict, seed: int) -> None:
+    """The shipped answer benchmark with its few-label record and reading made again from the kept corpora
+    (its corpora's records as shipped), and its docs page printed from it."""
+    from flare_core.answer.shipped import SHIPPED_ANSWER_RESULTS
+    from flare_core.benchmark.answer_suite import FEW_LABEL_DRAWS, few_label_block, update_docs
+    from flare_core.store import atomic
+
+    shipped = json.loads(SHIPPED_ANSWER_RESULTS.read_text(encoding="utf-8"))
+    block = few_label_block(str(root), records, FEW_LABEL_DRAWS, seed)
+    if block is None:
+        raise SystemExit("no kept classification corpus to judge")
+    shipped["few_labels"] = block
+    atomic.write_json(SHIPPED_ANSWER_RESULTS, shipped)
+    update_docs(Path(__file__).resolve().parents[2] / "docs" / "answer-benchmark.md", shipped)
+    print(json.dumps({k: v for k, v in block.items() if k not in ("per_corpus", "calibration")}, default=float))
 
 
 if __name__ == "__main__":

@@ -10,13 +10,15 @@ The quantity is ``a`` (M,): each candidate's accuracy with plenty of labels (the
   benchmark: the candidate ranked r-th by the label-free rule of the user's use stood, on the benchmark's
   corpora, ``mean`` points above the candidates' mean with a spread ``sd`` over the corpora. So with no
   label the posterior's pick is the label-free rule's pick, and its chances are that rule's record.
-- **Labels.** ``k`` labelled texts give each candidate a per-text score (the leave-one-out probe's,
-  carried along the learning curve to plenty of labels by ``probes.curve_scores`` only when
-  :data:`EXTRAPOLATED`), ``C`` (k, M). Their
-  mean ``ȳ`` (M,) measures ``a`` with error ``N(0, R)``, ``R = f² S / k + c_k² I``: ``S`` the per-text
-  covariance of the candidates' scores (paired: texts every model gets right say nothing of their gaps),
-  shrunk towards Jeffreys' half a text right and wrong; ``f`` the widening for carrying a probe on k
-  labels to plenty; ``c_k`` each candidate's own carry-forward error, shrinking as 1/√k.
+- **Labels.** ``k`` labelled texts of ``classes`` classes give each candidate a per-text score (the
+  leave-one-out probe's), ``C`` (k, M). Their mean ``ȳ`` (M,) is not a reading of ``a``: a probe on k
+  labels sits below the accuracy with plenty, by an amount that differs by model and by labels per
+  class. The prior's :class:`~flare_core.analyses.probe_reading.ProbeReading`, learned on the benchmark,
+  says what k labels can show: ``ȳ − offset = a + e``, ``e ~ N(0, R)``, ``R = s² S / k + τ² I + σ² 11ᵀ``,
+  ``S`` the per-text covariance of the candidates' scores (paired: texts every model gets right say
+  nothing of their gaps), shrunk towards Jeffreys' half a text right and wrong, ``τ²`` the part of each
+  model's gap that is its own on this corpus and ``σ²`` the shared part, both at the labels per class.
+  Without a reading, ``R = f² S / k`` with ``f`` = :data:`SPREAD_INFLATION` and no offset.
 - **Posterior.** ``N(μ, Q)`` with ``Q = P − P (P + R)⁻¹ P`` and ``μ = m₀ + P (P + R)⁻¹ (ȳ − m₀)``,
   ``P`` and ``m₀`` the prior's covariance and mean. Every figure (estimate, interval, chance of being
   best, chance of being within the tolerance, the number of labels that would settle it) is read from
@@ -28,7 +30,7 @@ Shapes: M candidates, k labelled texts, D draws.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,20 +39,12 @@ from scipy import stats
 from sklearn.isotonic import IsotonicRegression
 
 from flare_core.analyses.label_free_rules import rule_scores
+from flare_core.analyses.probe_reading import ProbeReading
 
 #: Draws of the posterior behind every chance.
 DRAWS = 4000
-#: The labels' per-text scores: each labelled text as the leave-one-out probe on the others predicts it
-#: (``False``), or that carried along the learning curve to plenty of labels (``True``). Chosen on the
-#: benchmark (``bench/studies/few_label_prior.py``, 5 classification corpora, 4 draws, k = 16 to 128,
-#: each corpus judged with a prior learned from the others): the posterior's picks lost 2.86, 2.36, 1.79
-#: and 1.28 points at k = 16, 32, 64 and 128 from the plain scores against 3.75, 2.64, 2.32 and 1.79 from
-#: the carried ones, whose extrapolation doubles their error (root mean square error of each model's
-#: standing 14.9 against 8.3 points at k = 16, 6.7 against 3.8 at 128); chosen leave one corpus out, the
-#: plain scores won in 4 of 5 folds. The prior carries what the curve was for: which models lead early.
-EXTRAPOLATED = False
-#: The labels' error: the sampling error of the per-text scores widened 1.5 times, with nothing added
-#: for carrying a probe on k labels forward. Chosen leave one corpus out on the answer benchmark's 15
+#: The labels' error without a learned reading (:class:`~flare_core.analyses.probe_reading.ProbeReading`):
+#: the sampling error of the per-text scores widened 1.5 times. Chosen leave one corpus out on the answer benchmark's 15
 #: classification corpora (``bench/studies/few_label_prior.py``, 6 draws, k = 16 to 128) among 1.0, 1.5
 #: and 2: 1.5 had the fewest points lost on the other corpora in 14 folds of 15 (2 in one). Over all
 #: fifteen it lost 3.00 / 2.80 / 2.01 / 1.43 points at k = 16 / 32 / 64 / 128 (1.0: 4.34 / 2.95 / 2.09 /
@@ -61,14 +55,6 @@ EXTRAPOLATED = False
 #: (8 folds of 9). The squared error of each model's mean score is larger than 1.0 predicts (1.2 to 1.7
 #: times on three corpora), most of it shared by the models near the top.
 SPREAD_INFLATION = 1.5
-CARRY_ERROR_POINTS = 0.0
-CARRY_REFERENCE_LABELS = 16
-#: How the labels' per-text covariance is read from k texts: ``"pooled"`` (one variance for every model and
-#: one correlation between any two, the means over the models and pairs: every model is judged on the same
-#: texts, so their errors move together, but k texts measure M(M+1)/2 covariances too poorly to trust each
-#: one), ``"sample"`` (each covariance as measured) or ``"independent"`` (each model's own variance, no
-#: correlation). Chosen on the benchmark (``bench/studies/few_label_prior.py``).
-ERROR_STRUCTURE = "pooled"
 #: Jeffreys' prior in texts: the per-text covariance is shrunk towards that of this many texts, half of
 #: them right, independent across models.
 PRIOR_TEXTS = 2.0
@@ -120,6 +106,7 @@ class AccuracyPrior:
     level_mean: float
     level_sd: float
     source: str
+    reading: ProbeReading | None = None
 
     def __post_init__(self) -> None:
         m = len(self.models)
@@ -152,8 +139,19 @@ class AccuracyPrior:
             raise ValueError(f"the prior is of {sorted(self.models)}, not of {sorted(models)}")
         at = [self.models.index(m) for m in models]
         return AccuracyPrior(
-            tuple(models), self.mean[at], self.sd[at], self.level_mean, self.level_sd, self.source
+            tuple(models),
+            self.mean[at],
+            self.sd[at],
+            self.level_mean,
+            self.level_sd,
+            self.source,
+            self.reading,
         )
+
+    def read_with(self, reading: ProbeReading | None) -> AccuracyPrior:
+        """The same prior, its labels read with ``reading`` (None: the sampling error widened
+        :data:`SPREAD_INFLATION` times, no offset)."""
+        return replace(self, reading=reading)
 
 
 def rank_record(cases: Sequence[Mapping[str, Any]], rule: str) -> tuple[np.ndarray, np.ndarray, float]:
@@ -215,34 +213,49 @@ def prior_by_rank(
     return AccuracyPrior(tuple(ranked), at_mean - at_mean.mean(), sd, level, LEVEL_SD_POINTS / 100.0, source)
 
 
-def carry_error(k: int) -> float:
-    """Each candidate's carry-forward error after ``k`` labels, as a share."""
-    return CARRY_ERROR_POINTS / 100.0 * float(np.sqrt(CARRY_REFERENCE_LABELS / max(k, 1)))
-
-
-def label_error(correct: np.ndarray, n: int | None = None) -> np.ndarray:
-    """``R`` (M, M): the error of the mean of the per-text scores ``correct`` (k, M) as a measure of the
-    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of :func:`forecast`
-    uses more)."""
+def sampling_error(correct: np.ndarray, n: int | None = None) -> np.ndarray:
+    """The sampling error (M, M) of the mean of ``n`` per-text scores (default k) whose per-text covariance
+    is read from ``correct`` (k, M): one variance for every model and one correlation between any two (the
+    means over the models and pairs; k texts measure M(M+1)/2 covariances too poorly to trust each one),
+    shrunk towards Jeffreys' :data:`PRIOR_TEXTS` texts, half of them right, independent across models."""
     k, m = correct.shape
     n = k if n is None else n
     jeffreys = 0.25 * np.eye(m)
+    per_text = jeffreys
     if k > 1:
         per_text = (
-            k * _structured(np.cov(correct, rowvar=False, ddof=1).reshape(m, m)) + PRIOR_TEXTS * jeffreys
+            k * _pooled(np.cov(correct, rowvar=False, ddof=1).reshape(m, m)) + PRIOR_TEXTS * jeffreys
         ) / (k + PRIOR_TEXTS)
-    else:
-        per_text = jeffreys
-    return SPREAD_INFLATION**2 * per_text / max(n, 1) + carry_error(n) ** 2 * np.eye(m)
+    return per_text / max(n, 1)
 
 
-def _structured(sample: np.ndarray) -> np.ndarray:
-    """The per-text covariance (M, M) as :data:`ERROR_STRUCTURE` reads it from the ``sample`` one."""
-    if ERROR_STRUCTURE == "sample":
-        return sample
+def label_error(
+    correct: np.ndarray, n: int | None = None, *, reading: ProbeReading | None = None, classes: int = 2
+) -> np.ndarray:
+    """``R`` (M, M): the error of the mean of the per-text scores ``correct`` (k, M) as a reading of the
+    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of :func:`forecast`
+    uses more) of ``classes`` classes: :func:`sampling_error` as ``reading`` widens it, or widened
+    :data:`SPREAD_INFLATION` times without one."""
+    n = correct.shape[0] if n is None else n
+    sampling = sampling_error(correct, n)
+    if reading is None:
+        return SPREAD_INFLATION**2 * sampling
+    return reading.error(sampling, n, classes)
+
+
+def label_reading(prior: AccuracyPrior, correct: np.ndarray, classes: int) -> np.ndarray:
+    """What the labels say of the accuracies (M,): each model's mean per-text score of ``correct`` (k, M),
+    less the offset of a k-label score from the accuracy with plenty of labels (``prior.reading``'s, 0
+    without one)."""
+    y = np.clip(correct.mean(axis=0), 0.0, 1.0)
+    if prior.reading is None:
+        return y
+    return y - prior.reading.offset(prior.models, correct.shape[0], classes)
+
+
+def _pooled(sample: np.ndarray) -> np.ndarray:
+    """The per-text covariance (M, M) with one variance and one correlation, from the ``sample`` one."""
     variances = np.diag(sample)
-    if ERROR_STRUCTURE == "independent":
-        return np.diag(variances)
     m = sample.shape[0]
     variance = float(variances.mean())
     if m < 2 or variance <= 0:
@@ -253,14 +266,17 @@ def _structured(sample: np.ndarray) -> np.ndarray:
     return variance * ((1.0 - rho) * np.eye(m) + rho)
 
 
-def posterior(prior: AccuracyPrior, correct: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def posterior(
+    prior: AccuracyPrior, correct: np.ndarray | None, classes: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     """The posterior mean (M,) and covariance (M, M) of the accuracies, from ``prior`` and the per-text
-    scores ``correct`` (k, M) of the labelled texts (None or k = 0: the prior itself)."""
+    scores ``correct`` (k, M) of texts labelled with ``classes`` classes (None or k = 0: the prior)."""
     m0 = prior.level_mean + prior.mean
     p = prior.covariance()
     if correct is None or correct.shape[0] == 0:
         return m0, p
-    return _update(m0, p, np.clip(correct.mean(axis=0), 0.0, 1.0), label_error(correct))
+    r = label_error(correct, reading=prior.reading, classes=classes)
+    return _update(m0, p, label_reading(prior, correct, classes), r)
 
 
 def _update(m0: np.ndarray, p: np.ndarray, y: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -294,6 +310,7 @@ def forecast(
     most: int,
     seed: int = 0,
     chance: float | None = None,
+    classes: int = 2,
 ) -> int | None:
     """The fewest more labels (a multiple of ``step``, at most ``most``) after which the choice would be
     settled (its leader within ``tolerance_points`` of the best with chance ``sure``) in at least
@@ -304,17 +321,17 @@ def forecast(
     labels from them, so the posterior mean after them varies around today's as ``N(μ, Q − Qₙ)`` (``Q``
     today's covariance, ``Qₙ`` the one after n more, which no label value changes); each future's chance
     of being settled is read from :data:`FUTURE_DRAWS` draws of ``N(μₙ, Qₙ)``, its own leader. Without
-    labels, the per-text spread is Jeffreys'."""
+    labels, the per-text spread is Jeffreys'. ``classes``: the labels' classes (what the reading reads them by)."""
     chance = FORECAST_CHANCE if chance is None else chance
     k = 0 if correct is None else correct.shape[0]
     scores = correct if k else np.full((1, len(prior.models)), 0.5)
-    mean, today = posterior(prior, correct)
+    mean, today = posterior(prior, correct, classes)
     m0, p = prior.level_mean + prior.mean, prior.covariance()
     rng = np.random.default_rng(seed)
     noise = rng.standard_normal((FUTURE_DRAWS, mean.shape[0]))
     ahead = rng.standard_normal((FUTURES, mean.shape[0]))
     for more in range(step, most + step, step):
-        r = label_error(scores, k + more) if k > 1 else _jeffreys_error(len(prior.models), k + more)
+        r = label_error(scores, k + more, reading=prior.reading, classes=classes)
         _, later = _update(m0, p, mean, r)
         futures = mean + ahead @ _root(today - later).T  # (F, M): each future's posterior mean
         samples = futures[:, None, :] + (noise @ _root(later).T)[None]  # (F, D, M)
@@ -330,10 +347,6 @@ def _root(cov: np.ndarray) -> np.ndarray:
     """A square root ``L`` (M, M) of the symmetric positive semi-definite ``cov``: ``L Lᵀ = cov``."""
     values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
     return vectors * np.sqrt(np.clip(values, 0.0, None))
-
-
-def _jeffreys_error(m: int, n: int) -> np.ndarray:
-    return SPREAD_INFLATION**2 * 0.25 * np.eye(m) / max(n, 1) + carry_error(n) ** 2 * np.eye(m)
 
 
 def switch_chance(mean: np.ndarray, cov: np.ndarray, to: int, kept: int) -> float:
@@ -368,6 +381,7 @@ def estimate_frame(
     chance_level: float,
     seed: int = 0,
     named_before: str | None = None,
+    classes: int = 2,
 ) -> pd.DataFrame:
     """Every figure of the answer from one posterior: one row per candidate, the named one first
     (:func:`named_model` with ``named_before``, the model named before the last labels), then best
@@ -377,8 +391,8 @@ def estimate_frame(
     ``gap_high`` (upper end of the 95% interval of its gap to the best, points) and ``prior_mean`` (its
     estimate before any label). ``attrs["kept"]``: when the named model is not the highest estimate,
     ``{"model", "leader", "chance"}``: the one kept, the one of highest estimate and the chance the labels
-    give that it is better."""
-    mean, cov = posterior(prior, correct)
+    give that it is better. ``classes``: the labels' classes (what the prior's reading reads them by)."""
+    mean, cov = posterior(prior, correct, classes)
     raw = draws_of(mean, cov, seed)
     # the chances read the draws as drawn: clipped at 100%, two models carried past it would tie there
     p_best, p_within = chances(raw, tolerance_points)
@@ -421,22 +435,25 @@ def labelled_frame(
     named_before: str | None = None,
 ) -> pd.DataFrame:
     """:func:`estimate_frame` (with ``named_before``) for ``k`` labelled texts of ``n_classes`` classes
-    (guessing: 1 / classes),
-    with what the stopping advice reads beside it: ``margin`` (each model's mean leave-one-out margin,
-    from ``margin`` (k, M)), ``past_ceiling`` (its carried-forward mean passed 100%), ``diff_sd`` (the
-    per-text spread of the leader's score minus its own, widened as the labels' error is) and
+    (guessing: 1 / classes), with what the stopping advice reads beside it: ``margin`` (each model's mean
+    leave-one-out margin, from ``margin`` (k, M)), ``diff_sd`` (the per-text spread of the named model's
+    score minus its own, scaled as the labels' sampling error is) and
     ``attrs["more_labels"]`` (:func:`forecast` with ``sure``) and ``attrs["tolerance_points"]``."""
     frame = estimate_frame(
-        prior, correct, tolerance_points=tolerance_points, chance_level=1.0 / max(n_classes, 1), seed=seed,
+        prior,
+        correct,
+        tolerance_points=tolerance_points,
+        chance_level=1.0 / max(n_classes, 1),
+        seed=seed,
         named_before=named_before,
-    )  # fmt: skip
+        classes=n_classes,
+    )
     at = [prior.models.index(m) for m in frame["model"]]
     paired = correct[:, [at[0]]] - correct
     spread = paired.std(axis=0, ddof=1) if correct.shape[0] > 1 else np.zeros(len(at))
-    carry = 2.0 * CARRY_REFERENCE_LABELS * (CARRY_ERROR_POINTS / 100.0) ** 2
+    scale = SPREAD_INFLATION if prior.reading is None else prior.reading.scale
     frame["margin"] = margin.mean(axis=0)[at]
-    frame["past_ceiling"] = (correct.mean(axis=0) > 1.0 + 1e-9)[at]
-    frame["diff_sd"] = np.sqrt((SPREAD_INFLATION * spread[at]) ** 2 + carry)
+    frame["diff_sd"] = scale * spread[at]
     frame.attrs.update(
         tolerance_points=float(tolerance_points),
         prior=prior.source,
@@ -448,6 +465,7 @@ def labelled_frame(
             step=FORECAST_STEP,
             most=MAX_FORECAST,
             seed=seed,
-        ),  # fmt: skip
+            classes=n_classes,
+        ),
     )
     return frame

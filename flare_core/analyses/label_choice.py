@@ -40,14 +40,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from flare_core.analyses import accuracy_posterior
 from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame
 from flare_core.analyses.label_scores import unit_rows
 from flare_core.analyses.probes import (
-    GOOD_ENOUGH_POINTS,
+    DEFAULT_TOLERANCE,
     check_embeddings,
     check_rows,
-    curve_scores,
     few_label_estimates,
     probe_scores,
 )
@@ -240,12 +238,14 @@ def posterior_gain(
     names = list(embeddings)
     prior = AccuracyPrior.flat(names) if prior is None else prior.reordered(names)
     right, _ = probe_scores(embeddings, rows, codes, "ridge", seed)
-    correct = (
-        curve_scores(embeddings, rows, codes, "ridge", seed)[0] if accuracy_posterior.EXTRAPOLATED else right
-    )
     n_classes = int(codes.max()) + 1
     frame = estimate_frame(
-        prior, correct, tolerance_points=GOOD_ENOUGH_POINTS, chance_level=1.0 / n_classes, seed=seed
+        prior,
+        right,
+        tolerance_points=DEFAULT_TOLERANCE,
+        chance_level=1.0 / n_classes,
+        seed=seed,
+        classes=n_classes,
     )
     p_best = frame.set_index("model").loc[names, "p_best"].to_numpy()
     accuracy = (right.sum(axis=0) + 1.0) / (rows.shape[0] + 2.0)

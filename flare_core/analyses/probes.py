@@ -34,35 +34,12 @@ C_GRID = (0.1, 1.0, 10.0)
 FOLDS, REPEATS = 5, 2
 #: A class counts as balanced when its smallest class has at least this share of the largest.
 BALANCE_RATIO = 0.5
-#: Draws of the bootstrap behind the few-label chances.
+#: Draws of the bootstrap behind the few search judgements' chances (:mod:`flare_core.analyses.retrieval_eval`).
 BOOTSTRAP_DRAWS = 2000
-#: The bootstrap over the labelled texts sees their sampling noise only, not the error of carrying a
-#: probe on k labels forward to plenty: its spread is widened by this factor (1: none), chosen on the
-#: benchmark (``bench/studies/few_label_answer.py``; with the prior and the carry-forward error below, the
-#: stated chance of being within a point of the best is off by 0.075 on average at 2 and by 0.124 at 1).
-SPREAD_INFLATION = 2.0
-#: Nor does it see that a probe on k labels, carried forward, misjudges each model by an error of its own:
-#: each draw moves each model by a normal error of this spread, in accuracy points, apart from the others,
-#: at :data:`CARRY_REFERENCE_LABELS` labels, shrinking as 1/√k with more (the learning curve is carried
-#: less far), so that enough labels always settle the choice. Chosen on the benchmark
-#: (``bench/studies/few_label_answer.py``) leave one corpus out among 0, 2 and 4.
-CARRY_ERROR_POINTS = 4.0
-CARRY_REFERENCE_LABELS = 16
-#: The prior of the few-label estimate, in texts: a Dirichlet of this total weight spread evenly over every
-#: pattern of right and wrong across the models, so that the paired table of every two models (texts both
-#: get right, only the one, only the other, neither) has Jeffreys' prior, half a text in each of its 4
-#: cells. Without it the texts on which the models agree say nothing of their gap: 16 texts that every
-#: model gets right would make each of them surely within a point of the best.
-PRIOR_TEXTS = 2.0
-#: The prior's share of each draw is a random distribution over the patterns, drawn as this many pieces
-#: (stick-breaking; what is left, (2/3)^40 or about 1e-7 of it, is shared among the pieces drawn).
-PRIOR_PIECES = 40
-#: A model is good enough when its accuracy is at most this many points below the best model's.
-GOOD_ENOUGH_POINTS = 1.0
 #: The tolerances of "good enough" a person may choose, in points, and the product's default.
 TOLERANCES, DEFAULT_TOLERANCE = (1.0, 2.0, 5.0), 2.0
-#: The chance at which a statement about a model is made: "within 1 point of the best" (good enough, and
-#: the stopping advice's "settled") needs at least this chance.
+#: The chance at which a statement about a model is made: "within the tolerance of the best" (good
+#: enough, and the stopping advice's "settled") needs at least this chance.
 SURE = 0.9
 
 
@@ -245,48 +222,6 @@ def _few_label_inputs(
     return xs, rows, codes, values
 
 
-def _posterior(values: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS) -> tuple[np.ndarray, np.ndarray]:
-    """Draws (draws, M) of every model's mean score and its mean (M,), from the per-text scores ``values``
-    (k, M), every model judged on the same texts: a Bayesian bootstrap (Dirichlet weights, one per text)
-    with :data:`PRIOR_TEXTS` more texts of the prior, their right and wrong drawn afresh in each draw (a
-    Dirichlet process over the patterns of right and wrong). For right-or-wrong scores this is the
-    posterior of the models' joint table with Jeffreys' prior on the paired table of every two: texts that
-    all models get right leave each pair's gap only as sure as k + 2 texts can make it.
-
-    The mean is that of the texts clipped to [0, 1] (an accuracy; a mean carried past 100% counts as
-    100%) with the prior's texts, half of them right; the draws are centred on it, their spread widened
-    by :data:`SPREAD_INFLATION`, each clipped to [0, 1], then each model moved by its own error of
-    :data:`CARRY_ERROR_POINTS` (at :data:`CARRY_REFERENCE_LABELS` texts, as 1/√k) and clipped again."""
-    rng = np.random.default_rng(seed)
-    k, m = values.shape
-    weights = rng.dirichlet(np.r_[np.ones(k), PRIOR_TEXTS], size=draws)  # (draws, k + 1)
-    sticks = rng.beta(1.0, PRIOR_TEXTS, size=(draws, PRIOR_PIECES))
-    pieces = sticks * np.cumprod(np.c_[np.ones(draws), 1.0 - sticks[:, :-1]], axis=1)
-    pieces /= pieces.sum(axis=1, keepdims=True)
-    patterns = rng.integers(0, 2, size=(draws, PRIOR_PIECES, m)).astype(np.float64)
-    prior = np.einsum("dp,dpm->dm", pieces, patterns)  # (draws, M): each model's mean on the prior's texts
-    raw = weights[:, :k] @ values + weights[:, k:] * prior
-    expected = (values.sum(axis=0) + 0.5 * PRIOR_TEXTS) / (k + PRIOR_TEXTS)  # the mean of ``raw``
-    centre = (k * np.clip(values.mean(axis=0), 0.0, 1.0) + 0.5 * PRIOR_TEXTS) / (k + PRIOR_TEXTS)
-    sampled = np.clip(centre + SPREAD_INFLATION * (raw - expected), 0.0, 1.0)
-    # the carry-forward error after the clip: two models at 100% on the labels are not thereby equal
-    carried = rng.normal(0.0, _carry_error(k), size=(draws, m))
-    return np.clip(sampled + carried, 0.0, 1.0), centre
-
-
-def _carry_error(k: int) -> float:
-    """The carry-forward error of :func:`_posterior` after ``k`` labelled texts, as a share (not points)."""
-    return CARRY_ERROR_POINTS / 100.0 * float(np.sqrt(CARRY_REFERENCE_LABELS / max(k, 1)))
-
-
-def _estimate_spread(per_text_sd: np.ndarray) -> np.ndarray:
-    """The per-text spread of two models' difference as :func:`_posterior` draws it (the resampling widened
-    by :data:`SPREAD_INFLATION`, the carry-forward error of both models), so that the gap's spread after k
-    texts is this over √k: the stopping advice's "more labels" read the same estimate as its chances."""
-    carry = 2.0 * CARRY_REFERENCE_LABELS * (CARRY_ERROR_POINTS / 100.0) ** 2
-    return np.sqrt((SPREAD_INFLATION * np.asarray(per_text_sd, dtype=np.float64)) ** 2 + carry)
-
-
 def _chances(means: np.ndarray, points: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """From resampled accuracies ``means`` (draws, M): each model's chance (M,) of the highest (ties shared
     equally), its chance (M,) of a gap to the highest of at most ``points`` accuracy points, and the upper
@@ -300,7 +235,7 @@ def _chances(means: np.ndarray, points: float) -> tuple[np.ndarray, np.ndarray, 
 
 def paired_estimate_columns(
     names: Sequence[str], per_item: np.ndarray, means: np.ndarray, estimate: np.ndarray, leader: int,
-    tolerance_points: float = GOOD_ENOUGH_POINTS,
+    tolerance_points: float = DEFAULT_TOLERANCE,
 ) -> dict[str, Any]:  # fmt: skip
     """The columns every figure of an answer from a few labels or judgements reads, all from one paired
     bootstrap: ``per_item`` (k, M) each model's score on each labelled item (text or judged query),
@@ -326,11 +261,6 @@ def paired_estimate_columns(
 PRODUCT_PROBES = ("ridge",)
 #: The ridge probe's penalty on L2-normalised rows.
 RIDGE_PENALTY = 1.0
-#: Whether the product extrapolates its probes along the learning curve (:func:`curve_scores`).
-EXTRAPOLATE = True
-#: The curve is extrapolated to this share of all texts labelled, from at least this many labels, with
-#: this many random halves of the labels.
-CURVE_TARGET, MIN_CURVE_LABELS, HALVES = 0.8, 8, 6
 PROBES = ("cv-lr", "ridge", "knn", "propagation")
 
 
@@ -366,41 +296,6 @@ def probe_scores(
     return np.stack(correct, axis=1).astype(np.float64), np.stack(margin, axis=1)
 
 
-def curve_scores(
-    xs: Mapping[str, np.ndarray], rows: np.ndarray, codes: np.ndarray, probe: str, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`probe_scores` extrapolated along the learning curve to all N texts labelled (k, M each).
-
-    Each labelled row is also scored by the probe trained on random halves of the labels (:data:`HALVES`
-    of them, the row's own value averaged over the halves that hold it). With a score that approaches its
-    limit as 1/√n, a row's value at n_target = 0.8 N labels (what a 5-fold check on all texts trains on)
-    is ``s_k + f (s_k - s_half)``, f = (1 - √(k / n_target)) / (√2 - 1): a model that still gains from
-    more labels (a wide or corpus-trained one) is credited with the gain it is on course for."""
-    correct, margin = probe_scores(xs, rows, codes, probe, seed)
-    k = rows.shape[0]
-    n_target = CURVE_TARGET * next(iter(xs.values())).shape[0]
-    if k < MIN_CURVE_LABELS or n_target <= k:
-        return correct, margin
-    sums_c, sums_m, counts = np.zeros_like(correct), np.zeros_like(margin), np.zeros(k)
-    rng = np.random.default_rng([seed, k])
-    for _ in range(HALVES):
-        half = rng.permutation(k)[: k // 2]
-        half_codes = np.unique(codes[half], return_inverse=True)[1].reshape(-1)
-        if np.unique(half_codes).size < 2:
-            continue
-        c, m = probe_scores(xs, rows[half], half_codes, probe, seed)
-        # a row alone with its class in the half cannot be predicted there: it says nothing of the curve
-        kept = np.bincount(half_codes)[half_codes] >= 2
-        sums_c[half[kept]] += c[kept]
-        sums_m[half[kept]] += m[kept]
-        counts[half[kept]] += 1
-    seen = counts > 0
-    half_c = np.where(seen[:, None], sums_c / np.maximum(counts, 1)[:, None], correct)
-    half_m = np.where(seen[:, None], sums_m / np.maximum(counts, 1)[:, None], margin)
-    factor = (1.0 - np.sqrt(k / n_target)) / (np.sqrt(2.0) - 1.0)
-    return correct + factor * (correct - half_c), margin + factor * (margin - half_m)
-
-
 def few_label_estimates(
     embeddings: Mapping[str, np.ndarray],
     rows: np.ndarray,
@@ -408,76 +303,40 @@ def few_label_estimates(
     *,
     seed: int = 0,
     prior: AccuracyPrior | None = None,
-    tolerance_points: float = GOOD_ENOUGH_POINTS,
+    tolerance_points: float = DEFAULT_TOLERANCE,
     named_before: str | None = None,
+    classes: int | None = None,
 ) -> pd.DataFrame:
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows: one
-    estimate per model, from which every figure of the few-label answer comes.
+    posterior (:func:`~flare_core.analyses.accuracy_posterior.labelled_frame`), from which every figure of
+    the few-label answer comes.
 
-    ``embeddings[m]`` is (N, d) for all N texts; ``labels[i]`` labels text ``rows[i]`` (k of them).
-    Each labelled text is classified by the probes of :data:`PRODUCT_PROBES` trained on the other k - 1
-    (closed form, no refit), and its correctness is extrapolated along the learning curve to all texts
-    labelled (:func:`curve_scores`, when :data:`EXTRAPOLATE`): what a few labels must estimate is the
-    quality with plenty of labels, and a wide or corpus-trained model gains more from them. That per-text
-    matrix (k, M) is resampled once, over the texts, every model on the same texts, with the prior's
-    :data:`PRIOR_TEXTS` texts (:func:`_posterior`: :data:`BOOTSTRAP_DRAWS` draws, each mean clipped to
-    [0, 1]); from the same draws come
-
-    - ``estimate``: the mean over the texts (clipped to [0, 1]) and the prior's, half of those right:
-      (k × mean + 1) / (k + 2); the models are ranked by it;
-    - ``ci_low``, ``ci_high``: its 95% interval;
-    - ``p_best``: the chance its accuracy is the highest (ties shared; the column sums to 1);
-    - ``p_within``: the chance its gap to the highest is at most :data:`GOOD_ENOUGH_POINTS` points;
-    - ``gap``: ``estimate`` of the leader minus its own, in points; ``gap_high``: the upper end of the
-      95% interval of its gap to the highest, in points.
-
-    ``past_ceiling``: the carried-forward mean went past 100% (clipped there: the labels cannot tell how
-    close to perfect the model is). ``margin`` (the mean leave-one-out margin, the true class's score minus
-    the best other's, on [-1, 1]) breaks exact ties of ``estimate`` only; ``diff_sd`` is the spread per text of the
-    leader's correctness minus this model's as the draws spread it (:func:`_estimate_spread`). ``attrs``: ``method``, ``n_labels``,
-    ``n_texts``, ``n_classes``, ``n_classes_repeated``. Works with a single label in a class and with
-    many classes of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count
-    that does not match, or fewer than two classes.
-
-    With a ``prior`` (an ``AccuracyPrior``) the per-text scores (carried along the curve as
-    ``accuracy_posterior.EXTRAPOLATED`` says) update it (``accuracy_posterior.labelled_frame``): every
-    column from that one posterior, ``p_within`` at ``tolerance_points``, the model named before the last
-    labels (``named_before``) first unless they displace it, the forecast in ``attrs["more_labels"]``."""
+    ``embeddings[m]`` is (N, d) for all N texts; ``labels[i]`` labels text ``rows[i]`` (k of them). Each
+    labelled text is classified by the probes of :data:`PRODUCT_PROBES` trained on the other k - 1 (closed
+    form, no refit); that per-text matrix (k, M) updates ``prior`` (what was known before the labels,
+    with its reading of what k labels can show; every model alike and the sampling error widened when
+    None). Columns: ``estimate`` (posterior mean), ``ci_low``, ``ci_high`` (95%), ``p_best``, ``p_within``
+    (within ``tolerance_points`` of the best), ``gap``, ``gap_high``, ``prior_mean``, ``margin`` (the mean
+    leave-one-out margin) and ``diff_sd``; the model named before the last labels (``named_before``) first
+    unless they displace it, then best first. ``classes`` (default: those labelled) is the number of
+    classes the labels are of, as the reading reads them (labels per class). ``attrs``: ``method``,
+    ``n_labels``, ``n_texts``, ``n_classes``, ``n_classes_repeated``, ``prior``, ``tolerance_points`` and
+    ``more_labels`` (the posterior's forecast). Works with a single label in a class and with many classes
+    of a few labels each. Raises ``ValueError`` for unknown or repeated rows, a label count that does not
+    match, or fewer than two classes."""
     tolerance_points = check_tolerance(tolerance_points)
     xs, rows, codes, values = _few_label_inputs(embeddings, rows, labels)
     names = list(xs)
-    extrapolate = EXTRAPOLATE if prior is None else accuracy_posterior.EXTRAPOLATED
-    scorer = curve_scores if extrapolate else probe_scores
-    method = "leave-one-out " + ", ".join(PRODUCT_PROBES) + " probe(s)"
-    method += ", extrapolated along the learning curve" if extrapolate else ""
-    parts = [scorer(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
+    parts = [probe_scores(xs, rows, codes, probe, seed) for probe in PRODUCT_PROBES]
     correct = np.mean([c for c, _ in parts], axis=0)
     margin = np.mean([m for _, m in parts], axis=0)
-    if prior is not None:
-        frame = accuracy_posterior.labelled_frame(
-            prior.reordered(names), correct, margin, tolerance_points=tolerance_points, sure=SURE,
-            n_classes=int(values.size), seed=seed, named_before=named_before,
-        )  # fmt: skip
-        method += ", updating " + prior.source
-        frame.attrs.update(_counts(rows, xs, values, codes), method=method, extrapolated=extrapolate)
-        return frame
-    means, estimate = _posterior(correct, seed)
-    order = np.lexsort((-margin.mean(axis=0), -estimate))
-    frame = pd.DataFrame(
-        {
-            **paired_estimate_columns(names, correct, means, estimate, int(order[0])),
-            "margin": margin.mean(axis=0),
-            "past_ceiling": correct.mean(axis=0) > 1.0 + 1e-9,
-        }
-    )
-    frame["diff_sd"] = _estimate_spread(frame["diff_sd"].to_numpy())
-    frame = frame.iloc[order].reset_index(drop=True)
-    frame.attrs.update(
-        _counts(rows, xs, values, codes),
-        extrapolated=extrapolate,
-        method=method + "; paired Bayesian bootstrap over the labelled texts with Jeffreys' prior on every "
-        "two models' paired table",
-    )
+    prior = AccuracyPrior.flat(names) if prior is None else prior.reordered(names)
+    frame = accuracy_posterior.labelled_frame(
+        prior, correct, margin, tolerance_points=tolerance_points, sure=SURE,
+        n_classes=max(int(values.size), int(classes or 0)), seed=seed, named_before=named_before,
+    )  # fmt: skip
+    method = "leave-one-out " + ", ".join(PRODUCT_PROBES) + " probe(s), updating " + prior.source
+    frame.attrs.update(_counts(rows, xs, values, codes), method=method)
     return frame
 
 

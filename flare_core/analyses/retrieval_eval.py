@@ -201,13 +201,13 @@ def few_judgement_estimates(
     come ``estimate`` (the mean over the queries; the models are ranked by it, ties by name), ``ci_low``
     and ``ci_high`` (95%), ``p_best`` (the chance of the highest mean, ties shared), ``p_within`` (the
     chance of a gap to the highest of at most ``tolerance_points`` nDCG@10 points, by default
-    :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS`), ``gap`` and ``gap_high`` (points), and ``diff_sd`` (the spread over the queries of the
+    :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`), ``gap`` and ``gap_high`` (points), and ``diff_sd`` (the spread over the queries of the
     leader's nDCG@10 minus this model's). ``recall_at_10`` and ``mrr_at_10`` are their means, beside it.
     ``attrs``: ``method``, ``n_labels`` (the queries), ``tolerance_points``.
     """
-    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, GOOD_ENOUGH_POINTS, paired_estimate_columns
+    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, DEFAULT_TOLERANCE, paired_estimate_columns
 
-    tolerance = GOOD_ENOUGH_POINTS if tolerance_points is None else float(tolerance_points)
+    tolerance = DEFAULT_TOLERANCE if tolerance_points is None else float(tolerance_points)
 
     draws = check_int(BOOTSTRAP_DRAWS if draws is None else draws, "draws", min_value=100)
     if len(scores) < 2:

@@ -28,11 +28,13 @@ import pandas as pd
 
 from flare_core.analyses.correlate import ranking_correlation
 from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table, top_models
+from flare_core.analyses.probe_reading import fit
 from flare_core.answer.label_free import USE_WORDS, benchmark_cases
 from flare_core.benchmark.answer_stage import judged_record
 from flare_core.benchmark.embedding_store import embed_corpus
-from flare_core.benchmark.posterior_draws import judge_all, per_corpus
+from flare_core.benchmark.posterior_draws import BEFORE, PRODUCT, judge_all, per_corpus
 from flare_core.benchmark.posterior_draws import summary as posterior_summary
+from flare_core.benchmark.reading_draws import all_rows
 from flare_core.data.benchmark_corpora import GROUPED_BY_CLASS, load_benchmark_corpus
 
 ANSWER_BENCHMARK_VERSION = 1
@@ -83,14 +85,27 @@ def run_answer_benchmark(
         "summary": answer_summary(records, seed=seed),
     }
     if draws:
-        rows = judge_all(str(root), {r["corpus"]: r for r in records}, draws, seed)
-        if len(rows):
-            result["few_labels"] = {
-                "draws": draws,
-                **posterior_summary(rows),
-                "per_corpus": json.loads(per_corpus(rows).reset_index().to_json(orient="records")),
-            }
+        block = few_label_block(str(root), {r["corpus"]: r for r in records}, draws, seed)
+        if block:
+            result["few_labels"] = block
     return result
+
+
+def few_label_block(root: str, records: dict[str, dict], draws: int, seed: int = 0) -> dict[str, Any] | None:
+    """The few-label answer's record on the kept classification corpora of ``records``
+    (:mod:`~flare_core.benchmark.posterior_draws`: the product's posterior beside the one before the
+    learned reading, each corpus judged with what was learned on the others) and the reading of the labels
+    the product ships, learned on them all; None without a classification corpus."""
+    learned = all_rows(root, records, seed=seed)
+    rows = judge_all(root, records, draws, seed, variants={**PRODUCT, **BEFORE}, learned=learned)
+    if not len(rows):
+        return None
+    return {
+        "draws": draws,
+        "reading": fit(learned).to_json(),
+        **posterior_summary(rows),
+        "per_corpus": json.loads(per_corpus(rows).reset_index().to_json(orient="records")),
+    }
 
 
 def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str, Any]:
@@ -239,14 +254,14 @@ def markdown_tables(benchmark: dict[str, Any]) -> str:
 
 def few_label_lines(record: dict[str, Any]) -> list[str]:
     """The few-label answer's record in Markdown: by k, the points lost and the share within the
-    tolerance (the posterior, the estimate from nothing; the label-free pick at k = 0), then how often the
-    named model changed between batches, the settled draws, the forecast, and the reliability of the
-    stated chance of being within the tolerance."""
+    tolerance (the posterior, and the one before the learned reading; the label-free pick at k = 0), then
+    how often the named model changed between batches, the settled draws, the forecast, the intervals'
+    coverage and the reliability of the stated chance of being within the tolerance."""
     tolerance = record.get("tolerance", 2.0)
     by_k = pd.DataFrame(record["by_k"])
     lost = by_k.pivot(index="k", columns="method", values="mean_lost")
     within = by_k.pivot(index="k", columns="method", values="within")
-    methods = [m for m in ("posterior", "from nothing") if m in lost]
+    methods = [m for m in ("posterior", "before reading") if m in lost]
     free = record["label_free"]
     lines = [
         f"Few labels (random texts, {record.get('draws', '?')} draws per corpus, each corpus judged with a "
@@ -276,13 +291,24 @@ def few_label_lines(record: dict[str, Any]) -> list[str]:
             if settled.get("within_when_settled") is not None
             else "none settled."
         ),
-        f"Told 'n more labels would settle it': {forecast.get('told', 0)} draws; n more settled "
+        f"Told 'n more labels would settle it': {forecast.get('told', 0)} draws"
+        + (
+            f" ({forecast['named']:.0%} of the unsettled answers at 16, 32 and 64 labels)"
+            if forecast.get("named") is not None
+            else ""
+        )
+        + "; n more settled "
         + (
             f"{forecast['came_true']:.0%} of them."
             if forecast.get("came_true") is not None
             else "none of them."
         ),
     ]
+    for method, cover in record.get("coverage", {}).items():
+        lines.append(
+            f"The stated 95% intervals ({method}) held the accuracy with plenty of labels for "
+            f"{cover['measured']:.0%} of the models ({cover['named']:.0%} for the named model)."
+        )
     if calibration:
         lines += [
             "",

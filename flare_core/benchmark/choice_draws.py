@@ -22,7 +22,7 @@ import pandas as pd
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import estimate_frame, prior_by_rank
 from flare_core.analyses.label_choice import next_rows
-from flare_core.analyses.probes import curve_scores, probe_scores
+from flare_core.analyses.probes import probe_scores
 from flare_core.benchmark.answer_stage import chance_level, oracle_series
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.posterior_draws import KS, SURE, TOLERANCE, left_out, lost
@@ -66,7 +66,7 @@ def judge_corpus(
     texts = kept.bench.frame["text"].astype(str).tolist() if "text" in kept.bench.frame else None
     oracle = oracle_series(record)
     chance = chance_level(record)
-    scorer = curve_scores if ap.EXTRAPOLATED else probe_scores
+    scorer = probe_scores
     rows: list[dict[str, Any]] = []
     for method, (strategy, which) in methods.items():
         for draw in range(draws):

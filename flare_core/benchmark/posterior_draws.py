@@ -1,24 +1,25 @@
 """The few-label answer judged on the answer benchmark's kept embeddings, leave one corpus out: the
-accuracy posterior (:mod:`flare_core.analyses.accuracy_posterior`) that starts from the benchmark's prior,
-against the estimate that starts from nothing (:func:`flare_core.analyses.probes.few_label_estimates`
-without a prior) and the label-free pick.
+accuracy posterior (:mod:`flare_core.analyses.accuracy_posterior`) that starts from the benchmark's prior
+and reads the labels with the probe reading (:mod:`flare_core.analyses.probe_reading`), against the
+label-free pick.
 
 For each classification corpus, the prior is learned from the *other* corpora: the label-free rule
-chosen on them (among the geometric scores the answer stage has) and its record by rank. Seeded draws of
-random texts are labelled with the corpus's own labels in batches of 16; after each batch every estimate
-names a model, judged by the oracle (5-fold logistic regression on all texts). :func:`summary` gives, per
-k, the mean points lost and the share within :data:`TOLERANCE` points, how often the named model changes
-between batches, the calibration of the stated chance of being within the tolerance, how many draws are
-settled and how many of those are within it, and how often "n more labels would settle it" came true.
+chosen on them (among the geometric scores the answer stage has) and its record by rank; so is the
+reading of the labels (:mod:`flare_core.benchmark.reading_draws`). Seeded draws of random texts are
+labelled with the corpus's own labels in batches of 16; after each batch every estimate names a model,
+judged by the oracle (5-fold logistic regression on all texts). :func:`summary` gives, per k, the mean
+points lost and the share within :data:`TOLERANCE` points, how often the named model changes between
+batches, the calibration of the stated chance of being within the tolerance, how many draws are settled
+and how many of those are within it, how often "n more labels would settle it" was said and came true,
+and how often the stated 95% intervals held the accuracy with plenty of labels.
 
-A variant is ``(prior: "benchmark", "flat", "with models" or "benchmark x<f>" (spreads times f), per-text scores: "curve" or "plain", error structure,
-inflation, carry-forward points)``; the product's is :data:`PRODUCT`.
+A variant is ``(prior, reading)`` (:data:`PRODUCT`, :data:`BEFORE`).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,15 @@ from scipy import stats
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import estimate_frame, forecast, prior_by_rank
 from flare_core.analyses.label_free_rules import choose_rule, ranked_by
-from flare_core.analyses.probes import curve_scores, few_label_estimates, probe_scores
+from flare_core.analyses.probe_reading import ProbeReading
+from flare_core.analyses.probes import probe_scores
 from flare_core.benchmark.answer_stage import chance_level, oracle_series, record_table
 from flare_core.benchmark.embedding_store import load_kept
+from flare_core.benchmark.reading_draws import all_rows, left_out_reading
 
 KS = (16, 32, 48, 64, 80, 96, 112, 128)
+#: The level of the intervals the answer states (``estimate_frame``'s 95%).
+COVERAGE = 0.95
 TOLERANCE = 2.0
 SURE = 0.9
 GEOMETRIC_RULES = ("dim", "effective_rank", "uniformity")
@@ -51,33 +56,18 @@ def lost(oracle: pd.Series, pick: str, models: Sequence[str]) -> float:
     return float(100.0 * (oracle.loc[models].max() - oracle.loc[pick]))
 
 
-#: The product's variant: the benchmark's prior, the learning-curve scores and accuracy_posterior's own
-#: error model.
-PRODUCT = {
-    "posterior": (
-        "benchmark", "curve" if ap.EXTRAPOLATED else "plain", ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION,
-        ap.CARRY_ERROR_POINTS,
-    )
-}  # fmt: skip
+#: A variant is ``(prior, reading)``: the prior ("benchmark", "flat", "with models" or "<prior> x<f>", its
+#: spreads times f) and how the labels are read ("learned": the probe reading learned on the other corpora;
+#: "widened": the sampling error widened ``SPREAD_INFLATION`` times, no offset). The product's is
+#: :data:`PRODUCT`; "before reading" is the posterior as it was before the learned reading.
+PRODUCT = {"posterior": ("benchmark", "learned")}
+BEFORE = {"before reading": ("benchmark", "widened")}
 SHIPPED = "posterior"
 
 
-@contextlib.contextmanager
-def _constants(variant: tuple) -> Iterator[None]:
-    """accuracy_posterior's error model set to ``variant``'s for the block."""
-    _, _, structure, inflation, carry = variant
-    kept = ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS
-    ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS = structure, inflation, carry
-    try:
-        yield
-    finally:
-        ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION, ap.CARRY_ERROR_POINTS = kept
-
-
-def _frame(prior, correct, chance, seed, variant, named_before=None):
-    with _constants(variant):
-        return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed,
-                              named_before=named_before)  # fmt: skip
+def _frame(prior, correct, chance, seed, named_before=None, classes=2):
+    return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed,
+                          named_before=named_before, classes=classes)  # fmt: skip
 
 
 def prior_with_models(
@@ -129,31 +119,29 @@ def judge_corpus(
     draws: int,
     seed: int = 0,
     variants: Mapping[str, tuple] = PRODUCT,
+    reading: ProbeReading | None = None,
 ) -> list[dict[str, Any]]:
     """One row per draw, k and estimate (and one for the label-free pick, k = 0) on the kept corpus
-    ``name``; the prior learned from the other ``records``."""
+    ``name``; the prior learned from the other ``records``, the labels read with ``reading`` (learned on
+    the other corpora) where a variant reads them "learned"."""
     record = records[name]
     cases, rule, ranked = left_out(name, records)
     candidates = record["candidates"]
-    by_rank = prior_by_rank(cases, rule, ranked).reordered(candidates)
-    priors = {"benchmark": by_rank, "flat": ap.AccuracyPrior.flat(candidates),
-              "with models": prior_with_models(cases, by_rank)}  # fmt: skip
-    for which in {v[0] for v in variants.values()} - set(priors):  # "<prior> x<f>": its spreads times f
-        base, factor = which.rsplit(" x", 1)
-        p = priors[base]
-        priors[which] = ap.AccuracyPrior(
-            p.models, p.mean, float(factor) * p.sd, p.level_mean, p.level_sd, p.source
-        )
+    priors = _priors(cases, rule, ranked, candidates, {v[0] for v in variants.values()})
     kept = load_kept(root, name, candidates)
     xs = {m: np.asarray(kept.embeddings[m], dtype=np.float64) for m in candidates}
     labels = kept.bench.frame["label"].astype(str).to_numpy()
+    classes = int(np.unique(labels).size)
     oracle = oracle_series(record)
     chance = chance_level(record)
+    read = {
+        method: priors[which].read_with(_reading(how, reading)) for method, (which, how) in variants.items()
+    }
     rows = [{"corpus": name, "draw": -1, "k": 0, "method": "label-free", "pick": ranked[0],
              "lost": lost(oracle, ranked[0], candidates), "rule": rule}]  # fmt: skip
     provisional = {}
-    for method, variant in variants.items():  # each estimate's pick before any label: its prior's
-        frame = _frame(priors[variant[0]], None, chance, 0, variant)
+    for method, prior in read.items():  # each estimate's pick before any label: its prior's
+        frame = _frame(prior, None, chance, 0)
         pick = provisional[method] = str(frame["model"].iloc[0])
         rows.append({"corpus": name, "draw": -1, "k": 0, "method": method, "pick": pick,
                      "lost": lost(oracle, pick, candidates), "rule": rule,
@@ -166,45 +154,71 @@ def judge_corpus(
             values, codes = np.unique(labels[picked], return_inverse=True)
             if values.size < 2:
                 continue
-            # each kind of per-text scores once, and only those the variants read (the curve costs more)
-            scored = {kind: scorer(xs, picked, codes.reshape(-1), "ridge", seed=draw)[0]
-                      for kind, scorer in (("curve", curve_scores), ("plain", probe_scores))
-                      if any(v[1] == kind for v in variants.values())}  # fmt: skip
-            old = few_label_estimates(xs, picked, labels[picked].tolist(), seed=draw)
-            pick = str(old["model"].iloc[0])
-            rows.append({"corpus": name, "draw": draw, "k": k, "method": "from nothing", "pick": pick,
-                         "lost": lost(oracle, pick, candidates), "rule": rule})  # fmt: skip
-            for method, variant in variants.items():
-                which = variant[0]
-                frame = _frame(priors[which], scored[variant[1]], chance, draw, variant, named[method])
+            scores = probe_scores(xs, picked, codes.reshape(-1), "ridge", seed=draw)[0]
+            for method, prior in read.items():
+                frame = _frame(prior, scores, chance, draw, named[method], classes)
                 pick = named[method] = str(frame["model"].iloc[0])
-                row = {"corpus": name, "draw": draw, "k": k, "method": method, "pick": pick,
-                       "lost": lost(oracle, pick, candidates), "rule": rule,
-                       "p_within": float(frame["p_within"].iloc[0])}  # fmt: skip
-                row["settled"] = bool(row["p_within"] >= SURE)
-                row["stated"] = [[float(p), lost(oracle, str(m), candidates)]
-                                 for m, p in zip(frame["model"], frame["p_within"], strict=True)]  # fmt: skip
-                row["order"] = [str(m) for m in frame["model"]]
-                if method == SHIPPED and not row["settled"] and k in (16, 32, 64):
-                    with _constants(variant):
-                        row["more"] = forecast(priors[which], scored[variant[1]], tolerance_points=TOLERANCE, sure=SURE,
-                                               step=16, most=256, seed=draw)  # fmt: skip
-                    row["more_came_true"] = _came_true(row["more"], order, k, labels, xs, priors[which],
-                                                       chance, draw, variant, pick)  # fmt: skip
-                rows.append(row)
+                rows.append(_row(name, draw, k, method, frame, oracle, candidates, rule))
+                if method == SHIPPED and not rows[-1]["settled"] and k in (16, 32, 64):
+                    row = rows[-1]
+                    row["more"] = forecast(prior, scores, tolerance_points=TOLERANCE, sure=SURE, step=16,
+                                           most=256, seed=draw, classes=classes)  # fmt: skip
+                    row["more_came_true"] = _came_true(row["more"], order, k, labels, xs, prior, chance, draw,
+                                                       pick, classes)  # fmt: skip
     return rows
 
 
-def _came_true(more, order, k, labels, xs, prior, chance, draw, variant, named) -> bool | None:
+def _reading(how: str, reading: ProbeReading | None) -> ProbeReading | None:
+    """The reading a variant names: "learned" (``reading``), "learned, shared offset" (without each model's
+    own line), "learned, no offset" (its spreads alone) or "widened" (None: the sampling error widened)."""
+    if how == "widened" or reading is None:
+        return None
+    if how == "learned, shared offset":
+        return replace(reading, own={})
+    if how == "learned, no offset":
+        return replace(reading, own={}, intercept=0.0, slope=0.0)
+    return reading
+
+
+def _priors(cases, rule, ranked, candidates, wanted) -> dict[str, ap.AccuracyPrior]:
+    """The priors the variants name: "benchmark" (by rank), "flat", "with models", "<prior> x<f>"."""
+    by_rank = prior_by_rank(cases, rule, ranked).reordered(candidates)
+    priors = {"benchmark": by_rank, "flat": ap.AccuracyPrior.flat(candidates),
+              "with models": prior_with_models(cases, by_rank)}  # fmt: skip
+    for which in set(wanted) - set(priors):  # "<prior> x<f>": its spreads times f
+        base, factor = which.rsplit(" x", 1)
+        p = priors[base]
+        priors[which] = ap.AccuracyPrior(
+            p.models, p.mean, float(factor) * p.sd, p.level_mean, p.level_sd, p.source
+        )
+    return priors
+
+
+def _row(name, draw, k, method, frame, oracle, candidates, rule) -> dict[str, Any]:
+    """The record of one answer: its pick, the points it lost, its stated chance of being within the
+    tolerance (and each model's, with what it lost), settled or not, and how many of the models' 95%
+    intervals held their accuracy with plenty of labels."""
+    pick = str(frame["model"].iloc[0])
+    truth = oracle.loc[frame["model"]].to_numpy(dtype=np.float64)
+    held = (frame["ci_low"].to_numpy() <= truth + 1e-9) & (truth <= frame["ci_high"].to_numpy() + 1e-9)
+    return {"corpus": name, "draw": draw, "k": k, "method": method, "pick": pick,
+            "lost": lost(oracle, pick, candidates), "rule": rule, "p_within": float(frame["p_within"].iloc[0]),
+            "settled": bool(frame["p_within"].iloc[0] >= SURE),
+            "stated": [[float(p), lost(oracle, str(m), candidates)]
+                       for m, p in zip(frame["model"], frame["p_within"], strict=True)],
+            "order": [str(m) for m in frame["model"]], "covered": float(held.mean()),
+            "named_covered": bool(held[0])}  # fmt: skip
+
+
+def _came_true(more, order, k, labels, xs, prior, chance, draw, named, classes) -> bool | None:
     """Whether the draw, ``more`` labels later (the same seeded order), was settled (``named``: the model
     named now, kept unless those labels displace it)."""
     if more is None or k + more > labels.shape[0]:
         return None
     picked = order[: k + more]
     _, codes = np.unique(labels[picked], return_inverse=True)
-    scorer = curve_scores if variant[1] == "curve" else probe_scores
-    scores, _ = scorer(xs, picked, codes.reshape(-1), "ridge", seed=draw)
-    frame = _frame(prior, scores, chance, draw, variant, named)
+    scores, _ = probe_scores(xs, picked, codes.reshape(-1), "ridge", seed=draw)
+    frame = _frame(prior, scores, chance, draw, named, classes)
     return bool(frame["p_within"].iloc[0] >= SURE)
 
 
@@ -253,10 +267,21 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
             "within_when_settled": float((settled["lost"] <= TOLERANCE).mean()) if len(settled) else None,
             "n_settled": len(settled),
         }
-    post = rows[rows["method"] == "posterior"]
-    told = post.dropna(subset=["more_came_true"]) if "more_came_true" in post else post.iloc[0:0]
-    out["forecast"] = {"told": len(told), "came_true": float(told["more_came_true"].mean()) if len(told) else None,
-                       "never": int(post["more"].isna().sum() - post["settled"].sum()) if "more" in post else 0}  # fmt: skip
+    post = rows[rows["method"] == SHIPPED]
+    asked = (
+        post[post["k"].isin((16, 32, 64)) & ~post["settled"].astype(bool)]
+        if "settled" in post
+        else post.iloc[0:0]
+    )
+    told = asked.dropna(subset=["more_came_true"]) if "more_came_true" in asked else asked.iloc[0:0]
+    out["forecast"] = {"told": len(told), "unsettled": len(asked),
+                       "named": float(asked["more"].notna().mean()) if "more" in asked and len(asked) else None,
+                       "came_true": float(told["more_came_true"].mean()) if len(told) else None,
+                       "never": int(asked["more"].isna().sum()) if "more" in asked else 0}  # fmt: skip
+    judged = rows[(rows["k"] > 0) & rows["covered"].notna()] if "covered" in rows else rows.iloc[0:0]
+    out["coverage"] = {method: {"nominal": COVERAGE, "measured": float(g["covered"].mean()),
+                                "named": float(g["named_covered"].astype(float).mean())}
+                       for method, g in judged.groupby("method")}  # fmt: skip
     return out
 
 
@@ -268,12 +293,26 @@ def _ece(frame: pd.DataFrame) -> float:
 
 
 def judge_all(
-    root: str, records: Mapping[str, dict], draws: int, seed: int = 0, variants: Mapping[str, tuple] = PRODUCT
+    root: str,
+    records: Mapping[str, dict],
+    draws: int,
+    seed: int = 0,
+    variants: Mapping[str, tuple] = PRODUCT,
+    learned: Sequence | None = None,
 ) -> pd.DataFrame:
     """:func:`judge_corpus` on every classification record, each prior learned from the other
-    classification records alone, as the product's prior for a classifier is."""
+    classification records alone, as the product's prior for a classifier is, and each reading of the
+    labels learned on the other corpora (:mod:`flare_core.benchmark.reading_draws`; ``learned``: its rows
+    when already drawn)."""
     own = {n: r for n, r in records.items() if r.get("oracle") == "accuracy"}
-    return pd.DataFrame([row for n in own for row in judge_corpus(root, n, own, draws, seed, variants)])
+    if learned is None:
+        reads = any(v[1].startswith("learned") for v in variants.values())
+        learned = all_rows(root, own, seed=seed) if reads else []
+    out = []
+    for n in own:
+        reading = left_out_reading(learned, n) if learned else None
+        out.extend(judge_corpus(root, n, own, draws, seed, variants, reading))
+    return pd.DataFrame(out)
 
 
 def per_corpus(rows: pd.DataFrame) -> pd.DataFrame:

@@ -18,7 +18,7 @@ oracle (each candidate's mean nDCG@10 over every query of the corpus, with every
 share within :data:`TOLERANCE` points, the share settled (the posterior: the leader within the tolerance
 with chance :data:`SURE`; today's method: its own advice, with its floor of judged queries), the share of
 the settled draws within the tolerance, the calibration error of the stated chance of being within it (today's
-estimate states it within :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS` and is judged at that),
+estimate states it within :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE` and is judged at that),
 and how often the named model changes between consecutive k; per corpus, the same for the worst corpus.
 
 Shapes: M candidates, Q queries of a corpus (those that count), k judged queries.
@@ -26,8 +26,7 @@ Shapes: M candidates, Q queries of a corpus (those that count), k judged queries
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,8 @@ import pandas as pd
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, forecast, prior_by_rank
 from flare_core.analyses.label_free_rules import choose_rule, ranked_by
-from flare_core.analyses.probes import GOOD_ENOUGH_POINTS
+from flare_core.analyses.probe_reading import ProbeReading
+from flare_core.analyses.probes import DEFAULT_TOLERANCE
 from flare_core.analyses.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows
 from flare_core.analyses.stopping import MAX_MORE_QUERIES, QUERY_STEP, search_stopping_advice
 from flare_core.analyses.validity import judgement_map
@@ -60,20 +60,9 @@ SURE = 0.9
 TODAY, POSTERIOR, LABEL_FREE = "bootstrap", "posterior", "label-free"
 #: The posterior's forecast of "n more queries" is checked at these k.
 FORECAST_KS = (5, 10, 20)
-#: The posterior's error model, name → (error structure, widening of the judgements' error): the product's
-#: (:mod:`~flare_core.analyses.accuracy_posterior`'s own) by default.
-PRODUCT = {POSTERIOR: (ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION)}
-
-
-@contextlib.contextmanager
-def error_model(variant: tuple[str, float]) -> Iterator[None]:
-    """accuracy_posterior's error structure and widening set to ``variant``'s for the block."""
-    kept = ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION
-    ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION = variant
-    try:
-        yield
-    finally:
-        ap.ERROR_STRUCTURE, ap.SPREAD_INFLATION = kept
+#: The posterior's error model, name → the widening of the judgements' sampling error: the product's
+#: (:data:`~flare_core.analyses.accuracy_posterior.SPREAD_INFLATION`) by default.
+PRODUCT = {POSTERIOR: ap.SPREAD_INFLATION}
 
 
 @dataclass(frozen=True)
@@ -158,7 +147,7 @@ def judge_corpus(
     draws: int,
     seed: int = 0,
     ks: Sequence[int] = KS,
-    variants: Mapping[str, tuple[str, float]] = PRODUCT,
+    variants: Mapping[str, float] = PRODUCT,
 ) -> list[dict[str, Any]]:
     """One row per draw, k and method on the kept search corpus ``name`` (and, with ``draw`` -1 and k 0,
     the label-free pick and the posterior's before any judgement); the prior learned from the other
@@ -167,7 +156,8 @@ def judge_corpus(
     ``p_within`` (the leader's), ``settled``, ``stated`` ([chance, points lost] per model) and, for the
     posterior at :data:`FORECAST_KS` when not settled, ``more`` (its "n more queries") and
     ``more_came_true`` (settled ``more`` counted queries later, in the same order; None past the corpus).
-    Each of ``variants`` (method → error model, :func:`error_model`) is a posterior of its own."""
+    Each of ``variants`` (method → the widening of the judgements' sampling error) is a posterior of its
+    own."""
     rule, ranked, prior = search_prior(records, name)
     pooled = pooled_corpus(root, name, records[name])
     models, oracle = list(pooled.candidates), pooled.oracle
@@ -197,15 +187,15 @@ def judge_corpus(
                 pick = str(today["model"].iloc[0])
                 rows.append({**row, "method": TODAY, "pick": pick, "lost": lost(oracle, pick, models),
                              "p_within": float(today["p_within"].iloc[0]), "settled": bool(advice["settled"]),
-                             "stated": _stated(today, oracle, models), "stated_tolerance": GOOD_ENOUGH_POINTS})  # fmt: skip
+                             "stated": _stated(today, oracle, models), "stated_tolerance": DEFAULT_TOLERANCE})  # fmt: skip
             else:  # nothing to compare on: the answer stays the label-free pick
                 rows.append({**row, "method": TODAY, "pick": ranked[0], "lost": lost(oracle, ranked[0], models),
                              "settled": False})  # fmt: skip
             scores = pooled.ndcg.loc[chosen, models].to_numpy(dtype=np.float64)
-            for method, variant in variants.items():
-                with error_model(variant):
-                    rows.append(_posterior_row({**row, "method": method}, prior, scores, pooled, ordered_counted,
-                                               draw))  # fmt: skip
+            for method, widening in variants.items():
+                widened = prior.read_with(ProbeReading.widened(widening))
+                rows.append(_posterior_row({**row, "method": method}, widened, scores, pooled, ordered_counted,
+                                           draw))  # fmt: skip
     return rows
 
 
@@ -248,7 +238,7 @@ def judge_all(
     draws: int,
     seed: int = 0,
     ks: Sequence[int] = KS,
-    variants: Mapping[str, tuple[str, float]] = PRODUCT,
+    variants: Mapping[str, float] = PRODUCT,
 ) -> pd.DataFrame:
     """:func:`judge_corpus` on every search record of ``records`` (oracle ``ndcg_at_10``), each with a
     prior learned from the others."""
@@ -352,7 +342,7 @@ def _stated_pairs(group: pd.DataFrame) -> pd.DataFrame:
     """Every stated chance of the rows of ``group`` (columns ``stated``) beside whether it came true
     (``observed``): the model within the row's ``stated_tolerance`` points of the best (:data:`TOLERANCE`
     where the row does not say; today's estimate states its chance within
-    :data:`~flare_core.analyses.probes.GOOD_ENOUGH_POINTS`)."""
+    :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`)."""
     if "stated" not in group:
         return pd.DataFrame(columns=["stated", "observed"])
     tolerances = (

@@ -34,8 +34,7 @@ def test_update_equals_the_precision_form_of_the_gaussian_posterior():
     rho = (sample / np.outer(sd, sd))[~np.eye(3, dtype=bool)].mean()  # one correlation for every pair
     pooled = np.diag(sample).mean() * ((1 - rho) * np.eye(3) + rho * np.ones((3, 3)))
     per_text = (k * pooled + 2.0 * 0.25 * np.eye(3)) / (k + 2.0)  # shrunk to Jeffreys' 2 texts
-    carry = ap.CARRY_ERROR_POINTS / 100 * np.sqrt(16 / k)
-    r = ap.SPREAD_INFLATION**2 * per_text / k + carry**2 * np.eye(3)
+    r = ap.SPREAD_INFLATION**2 * per_text / k
     sigma = np.linalg.inv(np.linalg.inv(p) + np.linalg.inv(r))
     mu = sigma @ (np.linalg.inv(p) @ (0.7 + prior.mean) + np.linalg.inv(r) @ correct.mean(axis=0))
     np.testing.assert_allclose(mean, mu, atol=1e-10)
