@@ -324,6 +324,9 @@ def _verdict(run: Run, *, checks_expanded: bool, link_labels: bool) -> None:
         st.markdown(escape(next_step))
     if view.cost_sentence:
         st.markdown(escape(view.cost_sentence))
+    if view.details:
+        with st.expander("Details: how this answer was reached"):
+            st.markdown(escape(view.details if can_label else without_asking(view.details)))
     if (
         link_labels
         and view.basis in ("label-free", "few labels")

@@ -53,13 +53,14 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
     choice: ``good_enough`` (within the tolerance of the best: with full labels, the paired gap interval's
     upper end at most ``tolerance_points``; with few labels, at least 90% chance of being within the few
     labels' own tolerance), ``undecided`` (the estimate cannot tell yet), ``gap_high`` (the gap's upper
-    end, points) and ``more_labels`` (few labels: the labels that would tell). ``tolerance_points``: the
-    run's (:func:`~flare_core.answer.from_labels.tolerance_of`; 1 point, the tolerance before runs set one, when None). None for a
+    end, points) and ``more_labels`` (few labels: the one forecast of the labels that would settle it,
+    for every model not yet good enough; NaN when there is none). ``tolerance_points``: the
+    run's (:func:`~flare_core.answer.from_labels.tolerance_of`; the product's default when None). None for a
     label-free answer (the chart then uses the label-free score) or an answer with nothing to compare."""
-    from flare_core.analyses.probes import GOOD_ENOUGH_POINTS, SURE
+    from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
 
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
-    points = float(few.get("tolerance_points") or tolerance_points or GOOD_ENOUGH_POINTS)
+    points = float(few.get("tolerance_points") or tolerance_points or DEFAULT_TOLERANCE)
     if full:
         pairs = full.get("metric") == "spearman"
         rows = full["rows"]
@@ -89,14 +90,13 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
         rows = few["estimates"]
         n = int(few["n_labels"])
         p_within = np.array([float(r["p_within"]) for r in rows])
-        # below the stopping advice's floors (too few labels, or per class, or near guessing) the chances
-        # are not trusted: no model is called good enough yet, and the floors' labels are asked for
+        # with too few labels to judge by, no model is called good enough yet; otherwise the one posterior's
+        # chances say which are, and its one forecast says how many more labels would tell for the others
         advice = few.get("advice") or {}
-        trusted = advice.get("reason") in ("sure", "not sure yet", "too close")
-        floor = 0 if trusted else int(advice.get("more_labels") or 0)
+        trusted = advice.get("reason") not in ("few labels", "few queries")
         good = p_within >= SURE if trusted else np.zeros(len(rows), dtype=bool)
-        # the posterior's own forecast, when the labels updated one: every figure from the one estimate
-        forecast = advice.get("more_labels") if "more_labels_forecast" in few else None
+        forecast = advice.get("more_labels")
+        more = float(forecast) if forecast is not None else np.nan
         return pd.DataFrame(
             {"model": [r["model"] for r in rows], "quality": [100.0 * r["estimate"] for r in rows],
              "ci_low": [100.0 * r["ci_low"] for r in rows], "ci_high": [100.0 * r["ci_high"] for r in rows],
@@ -104,28 +104,9 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
              else f"estimated accuracy from your {n} labels (points)",
              "good_enough": good, "undecided": ~good & (p_within >= 1.0 - SURE),
              "gap_high": [float(r["gap_high"]) for r in rows],
-             "more_labels": [float(forecast) if forecast is not None and not g else
-                             float(np.fmax(_labels_to_tell(r, n, points), floor)) for r, g in zip(rows, good, strict=True)]}
+             "more_labels": [np.nan if g else more for g in good]}
         )  # fmt: skip
     return None
-
-
-def _labels_to_tell(row: Mapping[str, Any], n_labels: int, points: float) -> float:
-    """More labels at which a model's gap to the leader would be told from ``points`` with 90% chance
-    (n = (z · sd / |gap - points|)², sd the per-text spread of the difference), in steps of 8, at most
-    256; NaN for the leader."""
-    from scipy import stats
-
-    from flare_core.analyses.probes import SURE
-    from flare_core.analyses.stopping import LABEL_STEP, MAX_MORE
-
-    distance = abs(float(row["gap"]) - points) / 100.0
-    spread = float(row.get("diff_sd") or 0.0)
-    if float(row["gap"]) <= 0 or spread <= 0:
-        return float("nan")
-    needed = (float(stats.norm.ppf(SURE)) * spread / max(distance, 1e-3)) ** 2
-    more = int(np.ceil(max(needed - n_labels, 1) / LABEL_STEP) * LABEL_STEP)
-    return float(min(max(more, LABEL_STEP), MAX_MORE))
 
 
 def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any] | None:

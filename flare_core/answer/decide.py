@@ -123,65 +123,70 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]
-    interval = f"{_pct(top['estimate'])}, likely {_pct(top['ci_low'])} to {_pct(top['ci_high'])}"
     n = block["n_labels"]
-    points = _points(block.get("tolerance_points", 1.0))
+    points = _points(block.get("tolerance_points", 2.0))
     either = [m for m in advice.get("either", []) if m != best]
-    # the model named before, kept because the labels do not favour the leader enough: not the most likely
-    likely = "kept from before" if block.get("kept") else "the most likely best"
+    within = f"{chance_words(top['p_within'])} chance of being within {points} of the best"
+    reason = advice.get("reason")
     if advice["settled"] and either:
-        headline = (
-            f"Use {best} or {_join(either)}: after {n} labels each is within {points} of the best with at "
-            "least 90% probability."
-        )
-        next_step = "Nothing more is needed: either will do."
+        headline = f"Use {best} or {_join(either)}: after {n} labels each is within {points} of the best with at least 90% probability."
+        next_step = "Nothing more is needed: any of them will do."
     elif advice["settled"]:
-        headline = (
-            f"Use {best}: after {n} labels it is within {points} of the best with "
-            f"{chance_words(top['p_within'])} probability."
-        )
-        next_step = "Nothing more is needed; more labels would only narrow the intervals."
-    elif advice.get("reason") == "too close":
-        headline = (
-            f"Use {best}: {likely} after {n} labels ({chance_words(top['p_best'])} chance of being best); the "
-            "models near the top are too close for more labels to tell apart."
-        )
+        headline = f"Use {best}: after {n} labels it has a {within}."
+        next_step = "Nothing more is needed; more labels would only narrow the estimates."
+    elif reason == "too close":
+        headline = f"Use {best}: after {n} labels the models near the top are too close to tell apart, and it has a {within}."
         next_step = "More labels would hardly change the choice; label more only to narrow the estimates."
-    else:
-        headline = (
-            f"Provisionally {best}: {likely} after {n} labels ({chance_words(top['p_best'])} chance of being best), "
-            f"not settled yet; {advice['more_labels']} more labels would settle it."
+    elif reason == "few labels":
+        headline = f"Provisionally {best}: {n} labels are too few to judge by yet."
+        next_step = (
+            f"Label {advice['more_labels'] or 'a few'} more texts (Check with a few labels) to judge by."
         )
-        next_step = f"Label {advice['more_labels']} more texts (Check with a few labels) to settle it."
+    else:
+        headline = f"Provisionally {best}: after {n} labels it has a {within}; about {advice['more_labels']} more labels would settle it."
+        next_step = f"Label about {advice['more_labels']} more texts (Check with a few labels) to settle it."
+    estimate = interval_words(top["ci_low"], top["ci_high"])
+    estimate = (
+        "not measured yet" if estimate == NOT_MEASURED else f"likely {estimate.replace(' and ', ' to ')}"
+    )
     summary = " ".join(
         part
         for part in (
             block.get("movement", ""),
-            advice["text"],
-            f"From your {n} labels, its estimated accuracy with plenty of labels is {interval}.",
-            "Each model is scored by how well a probe trained on your other labels predicts each labelled text"
-            + (
-                ", carried forward along its learning curve to plenty of labels; "
-                if block.get("extrapolated", True)
-                else "; "
-            )
-            + (
-                "what public corpora showed before any label is updated by each of your labels, and the "
-                "interval and every chance come from that one estimate."
-                if block.get("prior")
-                else "its interval and every chance come from resampling your labelled texts."
-            ),
+            f"Its estimated accuracy with plenty of labels is {_pct(top['estimate'])} ({estimate}).",
+            f"The label-free choice was {choice['choice']}." if choice and choice["choice"] != best else "",
         )
         if part
     )
-    if choice and choice["choice"] != best:
-        summary += f" The label-free choice was {choice['choice']}."
+    details = " ".join(
+        (
+            advice["text"],
+            "Each model is scored by how well a probe trained on your other labels predicts each labelled "
+            "text; public corpora show how far such a score on this many labels per category sits from the "
+            "accuracy with plenty of labels, and how much it can mislead. What they showed before any label "
+            "is updated by each of your labels, and the interval and every chance come from that one estimate.",
+        )
+    )
     short = [best, *either]
     short += [
         r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
     ]
     return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
-            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step}  # fmt: skip
+            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step,
+            "details": details}  # fmt: skip
+
+
+#: Intervals wider than this share of the scale say nothing yet: shown as :data:`NOT_MEASURED`.
+WIDEST_INTERVAL = 0.5
+NOT_MEASURED = "not measured yet"
+
+
+def interval_words(low: float, high: float, unit: str = "%") -> str:
+    """ "71.2% and 80.4%": a 95% interval of a share in words, or :data:`NOT_MEASURED` when it spans more
+    than :data:`WIDEST_INTERVAL` of the scale (0.0% to 100.0% says nothing)."""
+    if float(high) - float(low) > WIDEST_INTERVAL:
+        return NOT_MEASURED
+    return f"{100 * float(low):.1f}{unit} and {100 * float(high):.1f}{unit}"
 
 
 def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:

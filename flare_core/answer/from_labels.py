@@ -18,7 +18,7 @@ import pandas as pd
 from flare_core.analyses.accuracy_posterior import SWITCH_CHANCE, AccuracyPrior
 from flare_core.analyses.probes import DEFAULT_TOLERANCE, few_label_estimates
 from flare_core.analyses.stopping import stopping_advice
-from flare_core.answer.label_free import forecast_sentence
+from flare_core.answer.label_free import forecast_sentence, shipped_reading
 from flare_core.answer.labels import LabelSet
 from flare_core.answer.stored import FewLabelsGround, LabelsGround
 from flare_core.store.runs import Run
@@ -89,9 +89,14 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
     estimates = few_label_estimates(
         embeddings, labels.rows, labels.labels, seed=seed, prior=_prior_of(prior, embeddings),
         tolerance_points=tolerance_of(run), named_before=before[0] if before else None,
+        classes=len(labels.categories),
     )  # fmt: skip
     advice = stopping_advice(estimates, len(labels.labels))
-    if not advice["settled"] and prior is not None and (told := forecast_sentence()):
+    if (
+        advice["more_labels"]
+        and advice["reason"] == "not sure yet"
+        and (told := forecast_sentence(tolerance_of(run)))
+    ):
         advice = {**advice, "text": f"{advice['text']} {told}"}
     return {
         **base,
@@ -115,14 +120,16 @@ def _named_before(
     batches are replayed from its pick, each keeping the model named before it unless its labels displace
     it (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch."""
     ordered = _prior_of(prior, embeddings)
-    named = None if ordered is None else (ordered.models[int(np.argmax(ordered.mean))], "provisional")
-    for batch in range(1 if ordered is not None else max(labels.batches - 1, 1), labels.batches):
+    # a prior that tells the models apart names one before any label; a flat one names none
+    ranks = float(np.ptp(ordered.mean)) > 0
+    named = (ordered.models[int(np.argmax(ordered.mean))], "provisional") if ranks else None
+    for batch in range(1, labels.batches):
         upto = labels.upto(batch)
         if len(set(upto.labels)) < 2:
             continue
         frame = few_label_estimates(
             embeddings, upto.rows, upto.labels, seed=seed, prior=ordered, tolerance_points=tolerance_of(run),
-            named_before=named[0] if named else None,
+            named_before=named[0] if named else None, classes=len(labels.categories),
         )  # fmt: skip
         named = (str(frame["model"].iloc[0]), "batch")
     return named
@@ -160,14 +167,15 @@ def tolerance_of(run: Run) -> float:
     return float(run.manifest.get("params", {}).get("tolerance_points") or DEFAULT_TOLERANCE)
 
 
-def _prior_of(prior: AccuracyPrior | None, embeddings: dict[str, np.ndarray]) -> AccuracyPrior | None:
-    """``prior`` for exactly the embedded candidates (a candidate embedded since it was made: every model
-    alike), or None."""
-    if prior is None:
-        return None
-    if sorted(prior.models) == sorted(embeddings):
+def _prior_of(prior: AccuracyPrior | None, embeddings: dict[str, np.ndarray]) -> AccuracyPrior:
+    """``prior`` for exactly the embedded candidates; every model alike, its labels read as the shipped
+    benchmark reads them, without one (fewer than two label-free scores yet) or for a candidate embedded
+    since it was made."""
+    if prior is not None and sorted(prior.models) == sorted(embeddings):
         return prior
-    return AccuracyPrior.flat(list(embeddings), prior.level_mean)
+    if prior is None:
+        return AccuracyPrior.flat(list(embeddings)).read_with(shipped_reading())
+    return AccuracyPrior.flat(list(embeddings), prior.level_mean).read_with(prior.reading)
 
 
 def next_texts(run: Run, labels: LabelSet, n: int = BATCH_SIZE) -> pd.DataFrame:
@@ -217,7 +225,7 @@ def few_label_history(run: Run, labels: LabelSet, prior: AccuracyPrior | None = 
             continue
         estimates = few_label_estimates(
             embeddings, upto.rows, upto.labels, seed=seed, prior=_prior_of(prior, embeddings),
-            tolerance_points=tolerance_of(run),
+            tolerance_points=tolerance_of(run), classes=len(labels.categories),
         )  # fmt: skip
         frames.append(
             estimates[["model", "estimate", "p_best"]].assign(n_labels=len(upto.labels), batch=batch)

@@ -30,6 +30,7 @@ from flare_core.analyses.label_free_rules import (
     ranked_by,
     rule_table,
 )
+from flare_core.analyses.probe_reading import ProbeReading
 from flare_core.answer.shipped import shipped_answer_results, shipped_results
 from flare_core.answer.stored import LabelFreeGround
 from flare_core.store.atomic import write_text
@@ -224,18 +225,27 @@ def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
     choice follows (:func:`~flare_core.analyses.accuracy_posterior.prior_by_rank`; the first of
     :func:`prior_cases` that scores that rule), so that with no label the posterior names the provisional
     choice. Candidates the rule cannot score come last. Every model alike (:meth:`AccuracyPrior.flat`)
-    without a record of the rule."""
+    without a record of the rule. The labels are read with :func:`shipped_reading`."""
     rule, order = rule_order(scores, use)
     order += [m for m in scores.index if m not in order]
     words = RULES[rule][0] if rule in RULES else f"the rule {rule}"
+    reading = shipped_reading()
     for cases in prior_cases():
         try:
-            return prior_by_rank(
+            prior = prior_by_rank(
                 cases, rule, order, words=f"the record of {words} on {len(cases)} public corpora"
             )
         except ValueError:  # these corpora have no score of this rule
             continue
-    return AccuracyPrior.flat(order)
+        return prior.read_with(reading)
+    return AccuracyPrior.flat(order).read_with(reading)
+
+
+def shipped_reading() -> ProbeReading | None:
+    """What k labels can show of each model (:class:`~flare_core.analyses.probe_reading.ProbeReading`), as
+    the shipped answer benchmark learned it on its classification corpora; None without it."""
+    data = ((shipped_answer_results() or {}).get("few_labels") or {}).get("reading")
+    return ProbeReading.from_json(data) if data else None
 
 
 def _score(scores: pd.DataFrame, rule: str, model: str) -> float:
@@ -285,12 +295,14 @@ def check_sentence(k: int = 32) -> str:
     )
 
 
-def forecast_sentence() -> str:
-    """How often "n more labels would settle it" came true on the shipped answer benchmark ("" without
-    that record)."""
+def forecast_sentence(tolerance_points: float) -> str:
+    """How often "n more labels would settle it" came true on the shipped answer benchmark, where it was
+    checked at the same tolerance of "good enough" ("" without that record, or at another tolerance)."""
     record = (shipped_answer_results() or {}).get("few_labels") or {}
     forecast = record.get("forecast") or {}
     if not forecast.get("told") or forecast.get("came_true") is None:
+        return ""
+    if abs(float(record.get("tolerance", 0.0)) - float(tolerance_points)) > 1e-9:
         return ""
     return (
         f"On public corpora, that many more labels settled it in {forecast['came_true']:.0%} of the "

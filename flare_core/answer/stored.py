@@ -140,9 +140,13 @@ class LabelFreeGround(TypedDict):
     odds: dict[str, Any]
 
 
-class Decision(TypedDict):
+class _Details(TypedDict, total=False):
+    details: str  # how the answer was reached, for a person who opens it
+
+
+class Decision(_Details):
     """The fields a ground decides (:mod:`flare_core.answer.decide`): ``basis`` is "labels", "few labels",
-    "label-free" or "unranked"."""
+    "label-free" or "unranked"; ``details`` (optional) how the answer was reached."""
 
     basis: str
     recommended: str | None
@@ -158,7 +162,7 @@ class _Cost(TypedDict, total=False):
     cost: dict[str, Any]  # the cheapest good-enough model (analyses.tradeoff.cheapest_within), when measured
 
 
-class Verdict(MapVerdict, _Cost):
+class Verdict(MapVerdict, _Cost, _Details):
     """Schema 3: the map's keys (``headline`` … ``recommended`` now those of the deciding ground), the
     :class:`Decision`'s, the blocks behind each ground (None when absent), the ``agreement`` (Spearman of
     the label-free ranking with the labels), the map's own ``map_headline`` and ``map_summary``, ``map_note``

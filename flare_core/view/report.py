@@ -105,6 +105,10 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
         for sentence in (view.next_step, view.cost_sentence):
             if sentence:
                 parts.append(f"<p>{escape(texts.scrub(sentence))}</p>")
+        if view.details:
+            parts.append(
+                f"<details><summary>Details</summary><p>{escape(texts.scrub(view.details))}</p></details>"
+            )
         said = labels_table(verdict)
         if not said.empty:
             parts += ["<h3>What the labels say</h3>", table(chances_in_words(said))]

@@ -15,7 +15,12 @@ from typing import Any
 
 import pandas as pd
 
-from flare_core.answer.decide import chance_words, pending_candidates, pending_words
+from flare_core.answer.decide import (
+    chance_words,
+    interval_words,
+    pending_candidates,
+    pending_words,
+)
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import has_grounds, has_trust
 from flare_core.view.results import labels_words
@@ -53,7 +58,8 @@ class VerdictView:
     """What to show: ``tone`` (success, warning, error or info), the ``headline``, the ``summary``,
     the label-free ranking's trust ``level`` (None for an old run or a run with nothing to rank), the
     ``checks`` table and the controls' sentences; for an answer of schema 3, its ``basis`` (in words:
-    ``basis_words``), the ``next_step`` and the ``map`` sentence (what the label-free ranking says)."""
+    ``basis_words``), the ``next_step``, the ``map`` sentence (what the label-free ranking says) and the
+    ``details`` a person may open (how the answer was reached)."""
 
     tone: str
     headline: str
@@ -67,6 +73,7 @@ class VerdictView:
     map_sentence: str = ""
     cost_sentence: str = ""
     searched: bool = False
+    details: str = ""
 
     @property
     def basis_words(self) -> str:
@@ -101,7 +108,8 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
         tone=tone, basis=basis, next_step=str(verdict.get("next_step") or ""),
         searched=block.get("metric") == SEARCH_METRIC,
         map_sentence=map_sentence if basis != "unranked" else "",
-        cost_sentence=str((verdict.get("cost") or {}).get("sentence") or ""), **common,
+        cost_sentence=str((verdict.get("cost") or {}).get("sentence") or ""),
+        details=str(verdict.get("details") or ""), **common,
     )  # fmt: skip
 
 
@@ -130,9 +138,6 @@ def trust_sentence(level: str | None) -> str:
 
 #: The column of :func:`labels_table` that holds the chance of being the best (0 to 1; drawn as a bar).
 BEST_COLUMN = "chance it is the best"
-#: Intervals wider than this share of the scale say nothing yet: shown as :data:`NOT_MEASURED`.
-WIDEST_INTERVAL = 0.5
-NOT_MEASURED = "not measured yet"
 
 
 def within_column(points: float) -> str:
@@ -143,14 +148,6 @@ def within_column(points: float) -> str:
 def chance_columns(table: pd.DataFrame) -> list[str]:
     """The columns of ``table`` (a :func:`labels_table`) that hold a chance (0 to 1; drawn as a bar)."""
     return [c for c in table.columns if c == BEST_COLUMN or str(c).startswith("chance it is within ")]
-
-
-def interval_words(low: float, high: float, unit: str = "%") -> str:
-    """ "71.2% and 80.4%": a 95% interval of a share in words, or :data:`NOT_MEASURED` when it spans more
-    than :data:`WIDEST_INTERVAL` of the scale (0.0% to 100.0% says nothing)."""
-    if float(high) - float(low) > WIDEST_INTERVAL:
-        return NOT_MEASURED
-    return f"{100 * float(low):.1f}{unit} and {100 * float(high):.1f}{unit}"
 
 
 def _with_chances(table: pd.DataFrame, write: Any) -> pd.DataFrame:

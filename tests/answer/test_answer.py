@@ -7,7 +7,6 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from flare_core.analyses import accuracy_posterior
 from flare_core.answer import labels as store
 from flare_core.answer.decide import compose
 from flare_core.answer.from_labels import few_label_history, next_texts
@@ -59,12 +58,10 @@ def test_a_simulated_person_settles_it_with_a_few_labels(unlabelled):
     assert rows["clear"]["p_within"] >= 0.9 and chances["clear"] == max(chances.values())
     assert abs(sum(chances.values()) - 1) < 1e-9 and verdict["few_labels"]["tolerance_points"] == 2.0
     assert verdict["label_free"]["choice"] == "noise"  # still shown, beside the answer
-    # the words say how each labelled text was scored: carried along the learning curve only when it was
+    # the headline is one sentence; how the answer was reached is under its details
     few = verdict["few_labels"]
-    assert few["prior"] and few["extrapolated"] is accuracy_posterior.EXTRAPOLATED
-    assert (
-        ("learning curve" in verdict["summary"]) is few["extrapolated"] is ("learning curve" in few["method"])
-    )
+    assert few["prior"] and "updating" in few["method"]
+    assert verdict["headline"].count(". ") == 0 and "probe trained on your other labels" in verdict["details"]
     history = few_label_history(run, store.load_labels(run))
     assert sorted(history["n_labels"].unique()) == [16 * b for b in range(1, history["batch"].max() + 1)]
     assert run.load_json(VERDICT_FILE) == verdict  # stored as returned
