@@ -423,9 +423,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from flare_core.store.bundle_import import import_run
+    from flare_core.run.create import import_bundle
 
-    run = import_run(_store(args), args.bundle, run_id=args.run_id)
+    run = import_bundle(_store(args), args.bundle, run_id=args.run_id)
     print(run.id)
     return 0
 

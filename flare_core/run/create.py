@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import CorpusError
-from flare_core.run.params import RunParams
+from flare_core.run.params import RunParams, check_stored_params
 from flare_core.store.runs import Run, RunStore
 
 _VERSIONED = (
@@ -219,3 +220,12 @@ def _check_judgements(judgements: pd.DataFrame, corpus: Corpus) -> None:
     rows = judgements["doc_row"].to_numpy()
     if len(judgements) == 0 or rows.min() < 0 or rows.max() >= len(corpus):
         raise CorpusError(f"the judgements name documents outside the corpus's {len(corpus)} texts")
+
+
+def import_bundle(store: RunStore, bundle: str | os.PathLike | bytes, *, run_id: str | None = None) -> Run:
+    """Add the run of a bundle to ``store`` (:func:`~flare_core.store.bundle_import.import_run`), its
+    settings checked as a new run's are: a bundle with one refused setting is refused whole, with the
+    reason, and nothing is imported."""
+    from flare_core.store.bundle_import import import_run
+
+    return import_run(store, bundle, run_id=run_id, check_params=check_stored_params)
