@@ -15,8 +15,8 @@ A web page the owner visits must not drive the dashboard. Two ways a page could,
 
 A page of another site must not show the dashboard either: framed in it (clickjacking), the dashboard's
 own WebSocket opens with the dashboard's Origin, and clicks a person makes on the framing page land on the
-dashboard's buttons. Every HTTP response (pages, static files, the health check, refusals) carries
-:data:`SECURITY_HEADERS`: no page may frame the dashboard (``frame-ancestors 'none'``, ``X-Frame-Options:
+dashboard's buttons. Every HTTP response (pages, static files, the health check, refusals) and every
+answer to a WebSocket handshake (its 101, its 403) carries :data:`SECURITY_HEADERS`: no page may frame the dashboard (``frame-ancestors 'none'``, ``X-Frame-Options:
 DENY``; the dashboard frames none of its own pages), no address of it is sent on as a referrer, and no
 response is sniffed into another type than it says.
 
@@ -206,7 +206,7 @@ class EdgeGuard:
     is not one of ``names``, or whose Origin is another site's; with ``owner_writes()`` true, every write
     that does not come from a session in :data:`OWNER_SESSIONS`. ``owner_writes`` is asked per request
     (the server's settings are read once it runs). Every HTTP response, the app's and its own refusals,
-    carries :data:`SECURITY_HEADERS`."""
+    and every WebSocket handshake's answer (101 or 403) carries :data:`SECURITY_HEADERS`."""
 
     def __init__(
         self, app: ASGIApp, names: Names | None = None, owner_writes: Callable[[], bool] | None = None
@@ -234,8 +234,7 @@ class EdgeGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if scope["type"] == "http":
-            send = _headed(send)
+        send = _headed(send)
         why = self.refusal(scope)
         if why is None:
             await self.app(scope, receive, send)
@@ -243,15 +242,17 @@ class EdgeGuard:
         import logging
 
         logging.getLogger("flare.edge").warning("refused: %s", why)
-        if scope["type"] == "websocket":
+        websocket = scope["type"] == "websocket"
+        if websocket and "websocket.http.response" not in (scope.get("extensions") or {}):
             await send({"type": "websocket.close", "code": 1008})  # before accept: the handshake gets 403
             return
         body = (
             b"Forbidden: FLARE Studio does not accept this request. Open the address `flare app` printed.\n"
         )
+        kind = "websocket.http.response" if websocket else "http.response"  # a WebSocket's 403, headed
         await send(
             {
-                "type": "http.response.start",
+                "type": f"{kind}.start",
                 "status": 403,
                 "headers": [
                     (b"content-type", b"text/plain; charset=utf-8"),
@@ -259,14 +260,19 @@ class EdgeGuard:
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": f"{kind}.body", "body": body})
 
 
 def _headed(send: Callable[[Message], Awaitable[None]]) -> Callable[[Message], Awaitable[None]]:
-    """``send`` that adds :data:`SECURITY_HEADERS` to the start of an HTTP response."""
+    """``send`` that adds :data:`SECURITY_HEADERS` to the start of an HTTP response, and to a WebSocket's
+    handshake answer (its 101, or its refusal)."""
 
     async def send_headed(message: Message) -> None:
-        if message.get("type") == "http.response.start":
+        if message.get("type") in (
+            "http.response.start",
+            "websocket.accept",
+            "websocket.http.response.start",
+        ):
             message = {**message, "headers": with_security_headers(message.get("headers") or ())}
         await send(message)
 
