@@ -20,10 +20,10 @@ answer to a WebSocket handshake (its 101, its 403) carries :data:`SECURITY_HEADE
 DENY``; the dashboard frames none of its own pages), no address of it is sent on as a referrer, and no
 response is sniffed into another type than it says.
 
-On a server others can reach (one that needs the owner token, or serves share links only), every request
-that writes (any method but GET, HEAD and OPTIONS: Streamlit's file uploads) must also name a session
-that holds the owner's access (:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's
-access); anything else is refused before its body is read, so nothing of it is kept.
+On a server others can reach (one that needs the owner token, or serves share links only), the server's
+metrics (:data:`CLOSED_PATHS`) are not served, and every request that writes (any method but GET, HEAD
+and OPTIONS: Streamlit's file uploads) must also name a session that holds the owner's access
+(:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's access); anything else is refused before its body is read, so nothing of it is kept.
 
 :class:`EdgeGuard` is a plain ASGI middleware (no web framework is imported here); ``app_server.py`` puts
 it in front of the dashboard, and ``flare app`` runs that.
@@ -50,6 +50,9 @@ ALLOWED_HOSTS_ENV = "FLARE_ALLOWED_HOSTS"
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 #: The session ids (Streamlit's, one per browser tab) that hold the owner's access right now.
 OWNER_SESSIONS: set[str] = set()
+#: Addresses of Streamlit's that no page needs, closed on a server others can reach: the server's metrics
+#: (how many sessions are open and for how long, the caches' functions and sizes).
+CLOSED_PATHS = ("/_stcore/metrics",)
 #: The headers every HTTP response gets (replacing any of the same name the app set).
 SECURITY_HEADERS = (
     (b"content-security-policy", b"frame-ancestors 'none'"),
@@ -224,6 +227,9 @@ class EdgeGuard:
         if not self.names.allows_origin(origin, host):
             return f"Origin {origin!r} is not this server's own ({host})"
         method = scope.get("method", "GET").upper()
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.rstrip("/") in CLOSED_PATHS and self.owner_writes():
+            return f"{path} is not served on a server others can reach"
         if scope["type"] == "http" and method not in READ_METHODS and self.owner_writes():
             session = upload_session(scope.get("path", ""))
             if session is None or session not in OWNER_SESSIONS:

@@ -91,6 +91,11 @@ def test_the_guard_refuses_before_the_app_sees_the_request(monkeypatch):
     )
     local = EdgeGuard(None, Names(server_names("127.0.0.1")), owner_writes=lambda: False)
     assert _call(local, "http", "127.0.0.1:8501", path=upload.format("anyone"), **put) == (None, True)
+    # the server's metrics: not served where others can reach the server (this machine only: served)
+    assert _call(exposed, "http", "127.0.0.1:8501", path="/_stcore/metrics") == (403, False)
+    assert _call(exposed, "http", "127.0.0.1:8501", path="/_stcore/metrics/") == (403, False)
+    assert _call(exposed, "http", "127.0.0.1:8501", path="/_stcore/health") == (None, True)
+    assert _call(local, "http", "127.0.0.1:8501", path="/_stcore/metrics") == (None, True)
 
 
 def _response_headers(guard: EdgeGuard, host: str, *, app_headers: list[tuple[bytes, bytes]]) -> dict:

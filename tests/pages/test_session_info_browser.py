@@ -13,6 +13,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 import streamlit
@@ -93,6 +95,18 @@ def test_a_websocket_handshake_is_answered_with_the_security_headers(exposed):
         got, headers = _handshake(url, host)
         assert got == status, (host, got, headers)
         assert {k: headers.get(k) for k in expected} == expected, (host, headers)
+
+
+def test_a_stranger_gets_no_metrics_of_the_server(exposed):
+    """Streamlit's metrics (open sessions, their time, the caches' functions): 403 where others can reach
+    the server; what the page itself needs still answers."""
+    url, _ = exposed
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{url}/_stcore/metrics", timeout=20)
+    assert refused.value.code == 403 and b"session" not in refused.value.read()
+    for path in ("/_stcore/health", "/_stcore/host-config"):
+        with urllib.request.urlopen(f"{url}{path}", timeout=20) as answer:
+            assert answer.status == 200
 
 
 def test_no_session_is_sent_the_servers_path_versions_or_ids(exposed):
