@@ -23,7 +23,8 @@ response is sniffed into another type than it says.
 On a server others can reach (one that needs the owner token, or serves share links only), the server's
 metrics (:data:`CLOSED_PATHS`) are not served, and every request that writes (any method but GET, HEAD
 and OPTIONS: Streamlit's file uploads) must also name a session that holds the owner's access
-(:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's access); anything else is refused before its body is read, so nothing of it is kept.
+(:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's access); anything else is
+refused before its body is read, so nothing of it is kept.
 
 :class:`EdgeGuard` is a plain ASGI middleware (no web framework is imported here); ``app_server.py`` puts
 it in front of the dashboard, and ``flare app`` runs that.
