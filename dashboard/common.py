@@ -14,6 +14,7 @@ from flare_core.run.outcomes import problem_sentences
 from flare_core.run.progress import progress_sentence, stage_words
 from flare_core.store.runs import Run, RunNotFound, validate_run_id
 from flare_core.view.plain import markdown_text
+from flare_core.view.run_labels import run_labels
 from flare_core.view.tables import shown_frame
 from flare_core.view.verdict import (
     chance_columns,
@@ -41,11 +42,6 @@ def escape(text: Any) -> str:
     that may quote one) as markdown that shows exactly that text: for ``st.markdown``, captions, alerts,
     labels, toasts and help texts (:func:`flare_core.view.plain.markdown_text`). Never ``unsafe_allow_html``."""
     return markdown_text(text)
-
-
-def _run_label(manifest: dict[str, Any], status: str) -> str:
-    created = manifest.get("created", "")[:16].replace("T", " ")
-    return f"{manifest.get('name') or manifest['id']} · {status} · {created}"
 
 
 def run_picker() -> None:
@@ -85,7 +81,7 @@ def run_picker() -> None:
     elif "run_picker" in st.session_state:
         index = 0  # the widget keeps its own value; a second default would only raise a warning
     statuses = {m["id"]: effective_status(store().get(m["id"])) for m in runs}
-    labels = {m["id"]: _run_label(m, statuses[m["id"]]) for m in runs}
+    labels = run_labels(runs, statuses)  # unique: the browser answers with the label
     shown = st.session_state.get("run_picker")
     if shown in ids and st.session_state.get(_SHOWN_LABEL, labels[shown]) != labels[shown]:
         # the browser keeps the label it was given: set the choice again so that it gets the new one

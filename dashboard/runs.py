@@ -176,7 +176,7 @@ share_panel()
 if access.allows("import"):
     with st.expander("Import a run bundle"):
         from flare_core.errors import BundleError
-        from flare_core.store.bundle_import import import_run
+        from flare_core.run.create import import_bundle
 
         upload = st.file_uploader(
             "Run bundle (.zip made by `flare export` or the button above)", type=["zip"]
@@ -184,7 +184,7 @@ if access.allows("import"):
         if upload is not None and st.button("Import"):
             access.require("import")
             try:
-                imported = import_run(store(), upload.getvalue())
+                imported = import_bundle(store(), upload.getvalue())
             except BundleError as exc:
                 st.error(f"{escape(upload.name)} was not imported: {escape(exc)}")
             else:

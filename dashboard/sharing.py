@@ -53,18 +53,20 @@ def share_links_panel(run: Run) -> None:
         until = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(days=days) if days else None
         token, link = shares.create_link(store(), run.id, texts=shows == "texts and figures", expires=until)
         st.session_state[_NEW_LINK] = (run.id, f"{dashboard_url()}/?{SHARE_PARAM}={token}", link.prefix)
+    links = shares.list_links(store(), run.id)
+    active = [link.prefix for link in links if link.state() == "active"]
     new = st.session_state.get(_NEW_LINK)
-    if new and new[0] == run.id:
+    if new and new[0] == run.id and new[2] in active:
         st.success(f"Link `{new[2]}` created. Copy it now: it is shown only once.", icon=":material/link:")
         st.code(new[1], language=None)
-    links = shares.list_links(store(), run.id)
+    elif new and new[0] == run.id:  # revoked or expired since (here, or by `flare share --revoke`)
+        st.session_state.pop(_NEW_LINK, None)
     if not links:
         return
     table = pd.DataFrame([link.public() for link in links])
     table["shows"] = table.pop("texts").map({True: "texts and figures", False: "figures only"})
     table["expires"] = table["expires"].fillna("never")
     show_table(table[["prefix", "shows", "created", "expires", "state"]])  # dates as dates
-    active = [link.prefix for link in links if link.state() == "active"]
     if active:
         left, right = st.columns([3, 1])
         victim = left.selectbox("Revoke a link", active, index=None, key="share-revoke")

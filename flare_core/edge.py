@@ -15,15 +15,16 @@ A web page the owner visits must not drive the dashboard. Two ways a page could,
 
 A page of another site must not show the dashboard either: framed in it (clickjacking), the dashboard's
 own WebSocket opens with the dashboard's Origin, and clicks a person makes on the framing page land on the
-dashboard's buttons. Every HTTP response (pages, static files, the health check, refusals) carries
-:data:`SECURITY_HEADERS`: no page may frame the dashboard (``frame-ancestors 'none'``, ``X-Frame-Options:
+dashboard's buttons. Every HTTP response (pages, static files, the health check, refusals) and every
+answer to a WebSocket handshake (its 101, its 403) carries :data:`SECURITY_HEADERS`: no page may frame the dashboard (``frame-ancestors 'none'``, ``X-Frame-Options:
 DENY``; the dashboard frames none of its own pages), no address of it is sent on as a referrer, and no
 response is sniffed into another type than it says.
 
-On a server others can reach (one that needs the owner token, or serves share links only), every request
-that writes (any method but GET, HEAD and OPTIONS: Streamlit's file uploads) must also name a session
-that holds the owner's access (:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's
-access); anything else is refused before its body is read, so nothing of it is kept.
+On a server others can reach (one that needs the owner token, or serves share links only), the server's
+metrics (:data:`CLOSED_PATHS`) are not served, and every request that writes (any method but GET, HEAD
+and OPTIONS: Streamlit's file uploads) must also name a session that holds the owner's access
+(:data:`OWNER_SESSIONS`, kept by the dashboard as it decides each session's access); anything else is
+refused before its body is read, so nothing of it is kept.
 
 :class:`EdgeGuard` is a plain ASGI middleware (no web framework is imported here); ``app_server.py`` puts
 it in front of the dashboard, and ``flare app`` runs that.
@@ -50,6 +51,9 @@ ALLOWED_HOSTS_ENV = "FLARE_ALLOWED_HOSTS"
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 #: The session ids (Streamlit's, one per browser tab) that hold the owner's access right now.
 OWNER_SESSIONS: set[str] = set()
+#: Addresses of Streamlit's that no page needs, closed on a server others can reach: the server's metrics
+#: (how many sessions are open and for how long, the caches' functions and sizes).
+CLOSED_PATHS = ("/_stcore/metrics",)
 #: The headers every HTTP response gets (replacing any of the same name the app set).
 SECURITY_HEADERS = (
     (b"content-security-policy", b"frame-ancestors 'none'"),
@@ -206,7 +210,7 @@ class EdgeGuard:
     is not one of ``names``, or whose Origin is another site's; with ``owner_writes()`` true, every write
     that does not come from a session in :data:`OWNER_SESSIONS`. ``owner_writes`` is asked per request
     (the server's settings are read once it runs). Every HTTP response, the app's and its own refusals,
-    carries :data:`SECURITY_HEADERS`."""
+    and every WebSocket handshake's answer (101 or 403) carries :data:`SECURITY_HEADERS`."""
 
     def __init__(
         self, app: ASGIApp, names: Names | None = None, owner_writes: Callable[[], bool] | None = None
@@ -224,6 +228,9 @@ class EdgeGuard:
         if not self.names.allows_origin(origin, host):
             return f"Origin {origin!r} is not this server's own ({host})"
         method = scope.get("method", "GET").upper()
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.rstrip("/") in CLOSED_PATHS and self.owner_writes():
+            return f"{path} is not served on a server others can reach"
         if scope["type"] == "http" and method not in READ_METHODS and self.owner_writes():
             session = upload_session(scope.get("path", ""))
             if session is None or session not in OWNER_SESSIONS:
@@ -234,8 +241,7 @@ class EdgeGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if scope["type"] == "http":
-            send = _headed(send)
+        send = _headed(send)
         why = self.refusal(scope)
         if why is None:
             await self.app(scope, receive, send)
@@ -243,15 +249,17 @@ class EdgeGuard:
         import logging
 
         logging.getLogger("flare.edge").warning("refused: %s", why)
-        if scope["type"] == "websocket":
+        websocket = scope["type"] == "websocket"
+        if websocket and "websocket.http.response" not in (scope.get("extensions") or {}):
             await send({"type": "websocket.close", "code": 1008})  # before accept: the handshake gets 403
             return
         body = (
             b"Forbidden: FLARE Studio does not accept this request. Open the address `flare app` printed.\n"
         )
+        kind = "websocket.http.response" if websocket else "http.response"  # a WebSocket's 403, headed
         await send(
             {
-                "type": "http.response.start",
+                "type": f"{kind}.start",
                 "status": 403,
                 "headers": [
                     (b"content-type", b"text/plain; charset=utf-8"),
@@ -259,14 +267,19 @@ class EdgeGuard:
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": f"{kind}.body", "body": body})
 
 
 def _headed(send: Callable[[Message], Awaitable[None]]) -> Callable[[Message], Awaitable[None]]:
-    """``send`` that adds :data:`SECURITY_HEADERS` to the start of an HTTP response."""
+    """``send`` that adds :data:`SECURITY_HEADERS` to the start of an HTTP response, and to a WebSocket's
+    handshake answer (its 101, or its refusal)."""
 
     async def send_headed(message: Message) -> None:
-        if message.get("type") == "http.response.start":
+        if message.get("type") in (
+            "http.response.start",
+            "websocket.accept",
+            "websocket.http.response.start",
+        ):
             message = {**message, "headers": with_security_headers(message.get("headers") or ())}
         await send(message)
 

@@ -156,3 +156,8 @@ def test_the_docs_build_with_strict_links(tmp_path):
     )
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "site" / "benchmark" / "index.html").is_file()
+    # system fonts (theme.font: false): no page loads anything from another host (Google Fonts before)
+    pages = sorted((tmp_path / "site").rglob("*.html"))
+    external = re.compile(r"<(?:link|script|img|iframe)\b[^>]*\b(?:href|src)=\"(?:https?:)?//[^\"]*\"")
+    loads = {str(p.relative_to(tmp_path)): external.findall(p.read_text(encoding="utf-8")) for p in pages}
+    assert len(pages) >= 14 and {page: found for page, found in loads.items() if found} == {}

@@ -91,6 +91,11 @@ def test_the_guard_refuses_before_the_app_sees_the_request(monkeypatch):
     )
     local = EdgeGuard(None, Names(server_names("127.0.0.1")), owner_writes=lambda: False)
     assert _call(local, "http", "127.0.0.1:8501", path=upload.format("anyone"), **put) == (None, True)
+    # the server's metrics: not served where others can reach the server (this machine only: served)
+    assert _call(exposed, "http", "127.0.0.1:8501", path="/_stcore/metrics") == (403, False)
+    assert _call(exposed, "http", "127.0.0.1:8501", path="/_stcore/metrics/") == (403, False)
+    assert _call(exposed, "http", "127.0.0.1:8501", path="/_stcore/health") == (None, True)
+    assert _call(local, "http", "127.0.0.1:8501", path="/_stcore/metrics") == (None, True)
 
 
 def _response_headers(guard: EdgeGuard, host: str, *, app_headers: list[tuple[bytes, bytes]]) -> dict:
@@ -136,3 +141,36 @@ def test_every_response_forbids_framing_referrers_and_sniffing():
     assert {k: replaced[k] for k in expected} == expected
     refused = _response_headers(guard, "evil.example:8501", app_headers=[])  # the guard's own 403
     assert refused["status"] == 403 and {k: refused[k] for k in expected} == expected
+
+
+def test_a_websocket_handshake_answer_carries_the_security_headers():
+    """Accepted (the app's ``websocket.accept``) or refused (a 403 through the server's denial response),
+    the answer to a WebSocket handshake carries :data:`edge.SECURITY_HEADERS`; a server without the denial
+    response gets the close before accept (its own 403)."""
+    guard = EdgeGuard(None, Names(server_names("127.0.0.1")))
+    expected = dict(edge.SECURITY_HEADERS)
+
+    def answer(host: str, extensions: dict) -> list[dict]:
+        sent = []
+
+        async def app(scope, receive, send):
+            await send({"type": "websocket.accept", "subprotocol": "streamlit"})
+
+        async def send(message):
+            sent.append(message)
+
+        async def receive():
+            return {"type": "websocket.connect"}
+
+        guard.app = app
+        scope = {"type": "websocket", "path": "/_stcore/stream", "extensions": extensions,
+                 "headers": [(b"host", host.encode()), (b"origin", f"http://{host}".encode())]}  # fmt: skip
+        asyncio.run(guard(scope, receive, send))
+        return sent
+
+    accepted = answer("127.0.0.1:8501", {"websocket.http.response": {}})
+    assert accepted[0]["type"] == "websocket.accept" and dict(accepted[0]["headers"]) == expected
+    refused = answer("evil.example:8501", {"websocket.http.response": {}})
+    assert [m["type"] for m in refused] == ["websocket.http.response.start", "websocket.http.response.body"]
+    assert refused[0]["status"] == 403 and expected.items() <= dict(refused[0]["headers"]).items()
+    assert answer("evil.example:8501", {}) == [{"type": "websocket.close", "code": 1008}]

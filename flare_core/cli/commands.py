@@ -80,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flare_core.data.corpus import AUTO, load_corpus
     from flare_core.encoders import load_precomputed
     from flare_core.run import jobs
-    from flare_core.run.create import create_run
+    from flare_core.run.create import corpus_notes, create_run
     from flare_core.run.params import build_params
 
     pair_columns = tuple(args.pair_cols.split(",")) if args.pair_cols else AUTO
@@ -98,11 +98,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     judgements = _judgements(args, corpus)
-    warning = corpus.stats.get("encoding_warning")
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    if corpus.stats.get("truncation_note"):
-        print(f"note: {corpus.stats['truncation_note']}", file=sys.stderr)
+    for line in corpus_notes(corpus):
+        print(line, file=sys.stderr)
     precomputed = {
         name: load_precomputed(path, n_rows=len(corpus), name=name)
         for name, path in _parse_embeddings(args.embeddings).items()
@@ -423,9 +420,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from flare_core.store.bundle_import import import_run
+    from flare_core.run.create import import_bundle
 
-    run = import_run(_store(args), args.bundle, run_id=args.run_id)
+    run = import_bundle(_store(args), args.bundle, run_id=args.run_id)
     print(run.id)
     return 0
 

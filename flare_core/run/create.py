@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import CorpusError
-from flare_core.run.params import RunParams
+from flare_core.run.params import RunParams, check_stored_params
 from flare_core.store.runs import Run, RunStore
 
 _VERSIONED = (
@@ -80,13 +81,51 @@ class FieldCheck:
         return self.level == "error"
 
 
-def check_labels_for_run(labels: Sequence[str], *, column: str) -> FieldCheck:
+#: The fewest different texts a run accepts: the geometry of the embeddings (effective rank, silhouette)
+#: needs 3 rows, and a run of fewer would end with a failed stage.
+MIN_RUN_TEXTS = 3
+
+
+def check_texts_for_run(texts: Sequence[str]) -> FieldCheck | None:
+    """An error when ``texts`` (the kept texts of a corpus) hold fewer than :data:`MIN_RUN_TEXTS`
+    different texts, the check every run gets before it is created; None when they are enough."""
+    distinct = len(set(texts))
+    if distinct >= MIN_RUN_TEXTS:
+        return None
+    rows = f" (in {len(texts):,} rows)" if len(texts) != distinct else ""
+    return FieldCheck(
+        "error",
+        f"only {distinct} different text{'s' if distinct != 1 else ''}{rows}: a run compares texts and needs "
+        f"at least {MIN_RUN_TEXTS} different ones. Add texts to the file.",
+    )
+
+
+def _repeats_note(labels: Sequence[str], texts: Sequence[str] | None) -> str:
+    """A sentence naming the labelled texts that repeat another, or "" when none does."""
+    if texts is None:
+        return ""
+    repeats = len(texts) - len(set(texts))
+    if not repeats:
+        return ""
+    return (
+        f" {repeats:,} of the {len(labels):,} labelled texts repeat another text: a model can learn a repeated "
+        "text by heart, so the labels' accuracy may read too high for every model. Drop the repeats "
+        "from the file (or run with --drop-duplicates)."
+    )
+
+
+def check_labels_for_run(
+    labels: Sequence[str], *, column: str, texts: Sequence[str] | None = None
+) -> FieldCheck:
     """Whether the labels of the kept texts can drive the supervised check: refused with fewer than
-    ``MIN_CLASSES`` classes of at least ``MIN_CLASS_MEMBERS`` texts (one class only, or one text per
-    class); a warning when classes will be left out or when nearly every text has its own label."""
+    ``MIN_CLASSES`` classes of at least ``MIN_CLASS_MEMBERS`` different texts (one class only, one text
+    per class, or a few texts repeated); a warning when classes will be left out, when nearly every text
+    has its own label, or when labelled texts repeat (given ``texts``, the texts of the labels)."""
     counts = Counter(labels)
-    usable = [c for c, n in counts.items() if n >= MIN_CLASS_MEMBERS]
-    small = sorted(c for c, n in counts.items() if n < MIN_CLASS_MEMBERS)
+    different = Counter(label for _, label in set(zip(texts, labels, strict=True))) if texts else counts
+    usable = [c for c, n in different.items() if n >= MIN_CLASS_MEMBERS]
+    small = sorted(c for c, n in different.items() if n < MIN_CLASS_MEMBERS)
+    repeats = _repeats_note(labels, texts)
     if len(counts) == 1:
         (only,) = counts
         return FieldCheck(
@@ -101,20 +140,25 @@ def check_labels_for_run(labels: Sequence[str], *, column: str) -> FieldCheck:
             if len(counts) > len(labels) / 2
             else "Label more texts of the small classes, or choose another column"
         )
+        texts_word = "different texts" if repeats else "texts"
         return FieldCheck(
             "error",
             f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts but only {len(usable)} "
-            f"with {MIN_CLASS_MEMBERS} or more texts; the supervised check needs {MIN_CLASSES}. {looks}, or run "
-            "without labels (--no-labels, or (none) on the New run page).",
+            f"with {MIN_CLASS_MEMBERS} or more {texts_word}; the supervised check needs {MIN_CLASSES}. {looks}, "
+            "or run without labels (--no-labels, or (none) on the New run page)." + repeats,
         )
-    if len(counts) > len(labels) / 2:
+    return _label_warnings(counts, small, len(labels), column, repeats)
+
+
+def _label_warnings(counts: Counter, small: list[str], n: int, column: str, repeats: str) -> FieldCheck:
+    """The verdict on labels the supervised check can use: ok, or a warning naming what is left out."""
+    if len(counts) > n / 2:
         return FieldCheck(
             "warning",
-            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts: most texts have a label "
+            f"column '{column}' has {len(counts):,} classes for {n:,} texts: most texts have a label "
             f"of their own. Is it a label? {len(small):,} classes with a single text are left out of the "
-            "supervised check.",
+            "supervised check." + repeats,
         )
-    sizes = sorted(counts.values())
     if small:
         shown = ", ".join(repr(c) for c in small[:5]) + (
             f" and {len(small) - 5} more" if len(small) > 5 else ""
@@ -122,9 +166,56 @@ def check_labels_for_run(labels: Sequence[str], *, column: str) -> FieldCheck:
         return FieldCheck(
             "warning",
             f"{len(counts):,} classes; {len(small)} with a single text ({shown}) are left out of the "
-            "supervised check.",
+            "supervised check." + repeats,
         )
-    return FieldCheck("ok", f"{len(counts):,} classes, {sizes[0]:,} to {sizes[-1]:,} texts each")
+    sizes = sorted(counts.values())
+    found = f"{len(counts):,} classes, {sizes[0]:,} to {sizes[-1]:,} texts each"
+    return FieldCheck("warning", found + "." + repeats) if repeats else FieldCheck("ok", found)
+
+
+def corpus_notes(corpus: Corpus) -> list[str]:
+    """What a person should know about ``corpus`` before its run, one line each ("warning: …", "note: …"):
+    the labels' warning (repeated texts, classes left out), its encoding, texts cut."""
+    lines = []
+    if corpus.labels is not None:
+        labels = check_labels_for_run(
+            corpus.labels, column=corpus.label_column or "label", texts=corpus.texts
+        )
+        if labels.level == "warning":
+            lines.append(f"warning: {labels.message}")
+    if corpus.stats.get("encoding_warning"):
+        lines.append(f"warning: {corpus.stats['encoding_warning']}")
+    if corpus.stats.get("truncation_note"):
+        lines.append(f"note: {corpus.stats['truncation_note']}")
+    return lines
+
+
+def _check_inputs(
+    corpus: Corpus, params: RunParams, precomputed: Mapping[str, np.ndarray], judgements: pd.DataFrame | None
+) -> None:
+    """Every check of a new run's inputs, before anything is written: refused with the reason."""
+    params.validate()
+    if judgements is not None:
+        _check_judgements(judgements, corpus)
+    too_few = check_texts_for_run(corpus.texts)
+    if too_few is not None:
+        raise CorpusError(f"'{corpus.source_name}': {too_few.message}")
+    if corpus.labels is not None:
+        labels = check_labels_for_run(
+            corpus.labels, column=corpus.label_column or "label", texts=corpus.texts
+        )
+        if labels.blocks:
+            raise CorpusError(labels.message)
+    if not params.models and not precomputed:
+        raise ValueError("choose at least one model, or add embeddings computed elsewhere")
+    check_embedding_names(
+        list(precomputed), models=[*params.models, *params.controls, *params.reference_pool]
+    )
+    for model_name, array in precomputed.items():
+        if array.shape[0] != len(corpus):
+            raise ValueError(
+                f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"
+            )
 
 
 def create_run(
@@ -143,24 +234,8 @@ def create_run(
     ``flare_core.encoders.load_precomputed``); they join the run as models of kind ``precomputed``.
     ``judgements`` are search judgements on the corpus's texts (:func:`flare_core.data.judgements.load_judgements`).
     """
-    params.validate()
-    if judgements is not None:
-        _check_judgements(judgements, corpus)
-    if corpus.labels is not None:
-        labels = check_labels_for_run(corpus.labels, column=corpus.label_column or "label")
-        if labels.blocks:
-            raise CorpusError(labels.message)
     precomputed = dict(precomputed or {})
-    if not params.models and not precomputed:
-        raise ValueError("choose at least one model, or add embeddings computed elsewhere")
-    check_embedding_names(
-        list(precomputed), models=[*params.models, *params.controls, *params.reference_pool]
-    )
-    for model_name, array in precomputed.items():
-        if array.shape[0] != len(corpus):
-            raise ValueError(
-                f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"
-            )
+    _check_inputs(corpus, params, precomputed, judgements)
     models = [
         {"id": m, "kind": "registry", "role": registry_role(m), "status": "pending"} for m in params.models
     ]
@@ -219,3 +294,12 @@ def _check_judgements(judgements: pd.DataFrame, corpus: Corpus) -> None:
     rows = judgements["doc_row"].to_numpy()
     if len(judgements) == 0 or rows.min() < 0 or rows.max() >= len(corpus):
         raise CorpusError(f"the judgements name documents outside the corpus's {len(corpus)} texts")
+
+
+def import_bundle(store: RunStore, bundle: str | os.PathLike | bytes, *, run_id: str | None = None) -> Run:
+    """Add the run of a bundle to ``store`` (:func:`~flare_core.store.bundle_import.import_run`), its
+    settings checked as a new run's are: a bundle with one refused setting is refused whole, with the
+    reason, and nothing is imported."""
+    from flare_core.store.bundle_import import import_run
+
+    return import_run(store, bundle, run_id=run_id, check_params=check_stored_params)

@@ -276,6 +276,9 @@ def _launch(store: RunStore, run: Run) -> int:
         launched_ns=time.time_ns(),
         pid_start_time=locks.process_start_time(proc.pid),
     )
+    # collect its exit status as soon as it ends: a finished worker leaves no <defunct> entry under the
+    # process that started it (the dashboard runs for days)
+    threading.Thread(target=proc.wait, name=f"reap-worker-{proc.pid}", daemon=True).start()
     return proc.pid
 
 

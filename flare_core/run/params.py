@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flare_core.analyses.probes import TOLERANCES
+from flare_core.analyses.studies import STUDIES
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_bool, check_choice, check_int
 
@@ -63,37 +64,57 @@ class RunParams:
     tolerance_points: float = 2.0
 
     def validate(self) -> RunParams:
-        if len(set(self.models)) != len(self.models):
-            raise ValueError("a model is listed twice")
-        unknown = sorted(set(self.estimators) - set(ESTIMATOR_NAMES))
-        if unknown:
-            raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATOR_NAMES)}")
-        if self.flow_preset not in FLOW_PRESETS:
-            raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
-        if not isinstance(self.controls, list) or len(set(self.controls)) != len(self.controls):
-            raise ValueError("controls must be a list of distinct model ids")
-        check_int(self.max_dims, "max_dims", min_value=2, allow_none=True)
+        """These parameters, each checked as ``flare run`` and the New run page check it; raises
+        ``ValueError`` naming the first one refused (an imported bundle's are read through here too)."""
+        self._check_lists()
+        for name in ("max_dims", "max_texts_sufficiency"):
+            check_int(getattr(self, name), name, min_value=2, allow_none=True)
         check_int(self.workers, "workers", min_value=1, allow_none=True)
-        for name in ("concentration_texts", "batch_size"):
+        for name in ("concentration_texts", "batch_size", "map_points", "validation_repeats"):
             check_int(getattr(self, name), name, min_value=1)
         check_int(self.batch_conditionals, "batch_conditionals", min_value=1, allow_none=True)
         check_int(self.collapse_texts, "collapse_texts", min_value=2, reason="SOCM compares pairs of texts")
+        check_int(self.seed, "seed", min_value=0)
+        check_int(self.max_length, "max_length", min_value=1, allow_none=True)
+        for name in ("collapse", "concentration", "geometry", "downstream", "maps", "autocast"):
+            check_bool(getattr(self, name), name)
+        for name in ("ray_address", "device"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be text or None, got {getattr(self, name)!r}")
         from flare_core.compute import EXECUTORS
 
-        if self.executor not in EXECUTORS:
+        if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {sorted(EXECUTORS)}")
         if self.ray_address and self.executor != "ray":
             raise ValueError("a Ray address needs the Ray executor (--executor ray)")
         if (self.workers or 1) > 1 and self.executor != "local":
             raise ValueError("workers sizes the local process pool; a Ray cluster sizes itself")
-        check_bool(self.autocast, "autocast")
         check_choice(self.use, "use", USES)
-        if self.tolerance_points not in TOLERANCES:
+        if isinstance(self.tolerance_points, bool) or self.tolerance_points not in TOLERANCES:
             raise ValueError(
                 f"the tolerance for 'good enough' is one of {', '.join(f'{t:g}' for t in TOLERANCES)} points, "
                 f"got {self.tolerance_points!r}"
             )
         return self
+
+    def _check_lists(self) -> None:
+        """The lists of names: models, estimators, controls, references, validation studies."""
+        for name in ("models", "estimators", "controls", "reference_pool", "validation"):
+            values = getattr(self, name)
+            if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+                raise ValueError(f"{name} must be a list of names, got {values!r}")
+        if len(set(self.models)) != len(self.models):
+            raise ValueError("a model is listed twice")
+        unknown = sorted(set(self.estimators) - set(ESTIMATOR_NAMES))
+        if unknown:
+            raise ValueError(f"unknown estimator(s) {unknown}: choose from {list(ESTIMATOR_NAMES)}")
+        if not isinstance(self.flow_preset, str) or self.flow_preset not in FLOW_PRESETS:
+            raise ValueError(f"unknown flow preset {self.flow_preset!r}: choose from {list(FLOW_PRESETS)}")
+        if len(set(self.controls)) != len(self.controls):
+            raise ValueError("controls must be a list of distinct model ids")
+        unknown = sorted(set(self.validation) - set(STUDIES))
+        if unknown:
+            raise ValueError(f"unknown validation stud(ies) {unknown}: choose from {list(STUDIES)}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunParams:
@@ -104,6 +125,17 @@ class RunParams:
         values.setdefault("controls", [])
         values.setdefault("max_dims", None)
         return cls(**values)
+
+
+def check_stored_params(data: Mapping[str, Any]) -> RunParams:
+    """The :class:`RunParams` of a manifest's ``params`` read from outside (an imported bundle), each
+    checked as ``flare run`` and the New run page check them; raises ``ValueError`` naming the first
+    one refused. Settings this version does not know are ignored, as on every read of a manifest."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"the run's settings must be an object, got {type(data).__name__}")
+    if "models" not in data:
+        raise ValueError("the run's settings do not list its models")
+    return RunParams.from_dict(data).validate()
 
 
 def build_params(

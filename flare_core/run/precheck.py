@@ -19,13 +19,14 @@ from flare_core.data.corpus import Corpus, corpus_from_table
 from flare_core.data.judgements import document_ids, id_column, load_judgements
 from flare_core.encoders import check_model_ids, load_precomputed
 from flare_core.errors import CorpusError
-from flare_core.run.create import FieldCheck, check_embedding_names, check_labels_for_run
+from flare_core.run.create import FieldCheck, check_embedding_names, check_labels_for_run, check_texts_for_run
 
 __all__ = [
     "CorpusPrecheck",
     "FieldCheck",
     "check_embedding_names",
     "check_labels_for_run",
+    "check_texts_for_run",
     "id_column",
     "precheck_corpus",
     "precheck_embeddings",
@@ -80,6 +81,9 @@ def precheck_corpus(
         texts_only = corpus_from_table(frame, dict(info), label_column=None, pair_columns=None, **options)
     except CorpusError as exc:
         return CorpusPrecheck(FieldCheck("error", str(exc)), None, None, None)
+    too_few = check_texts_for_run(texts_only.texts)  # the run's own minimum, before any work
+    if too_few is not None:
+        return CorpusPrecheck(too_few, None, None, None)
     text = FieldCheck("ok", _texts_sentence(texts_only))
     corpus = texts_only
     label = None
@@ -90,7 +94,7 @@ def precheck_corpus(
             )
         except CorpusError as exc:
             return CorpusPrecheck(text, FieldCheck("error", str(exc)), None, None)
-        label = check_labels_for_run(corpus.labels or [], column=label_column)
+        label = check_labels_for_run(corpus.labels or [], column=label_column, texts=corpus.texts)
     pairs = None
     if pair_columns:
         try:

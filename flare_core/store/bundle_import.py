@@ -18,7 +18,7 @@ import shutil
 import stat
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +194,12 @@ class _Budget:
         return b"".join(self.chunks(zf, info))
 
 
-def _check_manifest(data: bytes) -> dict[str, Any]:
+#: A check of a manifest's run settings: returns when they are valid, raises ``ValueError`` or
+#: ``TypeError`` naming the one refused (:func:`flare_core.run.params.check_stored_params`).
+ParamsCheck = Callable[[Mapping[str, Any]], object]
+
+
+def _check_manifest(data: bytes, check_params: ParamsCheck | None = None) -> dict[str, Any]:
     try:
         manifest = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -217,6 +222,11 @@ def _check_manifest(data: bytes) -> dict[str, Any]:
         raise BundleError("the bundle's manifest 'corpus' must be an object")
     if not isinstance(manifest["params"], dict):
         raise BundleError("the bundle's manifest 'params' must be an object")
+    if check_params is not None:
+        try:
+            check_params(manifest["params"])
+        except (ValueError, TypeError) as exc:
+            raise BundleError(f"the bundle's run settings are refused: {exc}; nothing was imported") from exc
     if manifest["status"] not in STATUSES:
         raise BundleError(
             f"the bundle's manifest has an unknown status {manifest['status']!r} (one of {STATUSES})"
@@ -282,6 +292,7 @@ def import_run(
     *,
     run_id: str | None = None,
     max_bytes: int = 2 * 1024**3,
+    check_params: ParamsCheck | None = None,
 ) -> Run:
     """Check ``bundle`` (a path or the bytes of a zip made by ``export_run``) and add its run to ``store``.
 
@@ -289,6 +300,7 @@ def import_run(
     A run that was ``queued`` or ``running`` when it was bundled is imported as ``failed`` with the
     error ``"imported while still running"`` (no worker exists for it here). Nothing is written into
     the store unless every check passes; the run appears at once (rename of a staging folder).
+    ``check_params`` checks the run's settings as a new run's (:func:`flare_core.run.create.import_bundle`).
 
     Raises ``BundleError`` (a ``ValueError``) with the reason for any refused bundle.
     """
@@ -328,7 +340,7 @@ def import_run(
             raise BundleError("the bundle has no corpus.parquet: it is not a complete FLARE Studio run")
 
         budget = _Budget(max_bytes)
-        manifest = _check_manifest(budget.read(zf, names[MANIFEST]))
+        manifest = _check_manifest(budget.read(zf, names[MANIFEST]), check_params)
         embedding_files = {f"embeddings/{safe_name(m['id'])}.npy" for m in manifest["models"]}
         for name, info in sorted(names.items()):
             if name == MANIFEST:

@@ -239,3 +239,37 @@ def test_corpus_page_says_when_long_texts_were_cut(open_page, labelled_run):
     finally:
         labelled_run.update(corpus=corpus)
     assert note not in [shown(w.value) for w in open_page("dashboard/corpus.py", labelled_run).warning]
+
+
+def test_the_new_link_box_goes_when_its_link_is_revoked(unlabelled_run, tmp_path, monkeypatch):
+    """The box that shows a new link once ("Copy it now") is gone after that link is revoked, on the page
+    or from the command line, and nothing else of it stays on screen."""
+    import shutil
+
+    from flare_core.store import shares
+    from flare_core.store.runs import RunStore
+
+    store = RunStore(tmp_path / "runs")
+    shutil.copytree(unlabelled_run.path, store.root / unlabelled_run.id)
+    monkeypatch.setenv("FLARE_RUNS_DIR", str(store.root))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["run"] = unlabelled_run.id
+    at.run()
+    at.switch_page("dashboard/runs.py")
+    at.run()
+    at.button(key="share-create").click().run()
+    (link,) = shares.list_links(store, unlabelled_run.id)
+    assert f"Link `{link.prefix}` created. Copy it now" in page_texts(at)
+    assert any("share=" in c.value for c in at.code)
+    at.selectbox(key="share-revoke").set_value(link.prefix).run()
+    at.button(key="share-revoke-button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert shares.list_links(store, unlabelled_run.id)[0].state() == "revoked"
+    assert "Copy it now" not in page_texts(at) and not any("share=" in c.value for c in at.code)
+    # revoked elsewhere (flare share RUN --revoke PREFIX) while the box is shown: gone at the next rerun
+    at.button(key="share-create").click().run()
+    second = next(x for x in shares.list_links(store, unlabelled_run.id) if x.state() == "active")
+    assert f"Link `{second.prefix}` created" in page_texts(at)
+    shares.revoke_links(store, unlabelled_run.id, second.prefix)
+    at.run()
+    assert "Copy it now" not in page_texts(at) and not any("share=" in c.value for c in at.code)

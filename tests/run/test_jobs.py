@@ -317,3 +317,20 @@ def test_a_launched_worker_does_not_inherit_the_owner_token(tmp_path, monkeypatc
     assert b"FLARE_TEST_MARKER=inherited" in environ
     assert not [v for v in environ if v.startswith(b"FLARE_OWNER_TOKEN=")]
     assert jobs.wait(store, run.id, timeout=120, poll=0.1) == "failed"  # no parameters: it fails at once
+
+
+def test_a_finished_worker_is_reaped_by_the_process_that_started_it(tmp_path):
+    """The dashboard starts the workers of its runs: one that has finished leaves no ``<defunct>`` entry
+    under the dashboard (its exit status is collected at once, not at the next start of a process)."""
+    store = RunStore(tmp_path / "runs")
+    run = store.create({"name": "no parameters"})
+    jobs.start(store, run.id)
+    pid = run.manifest["pid"]
+    assert jobs.wait(store, run.id, timeout=120, poll=0.1) == "failed"  # no parameters: it fails at once
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}").exists():
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert time.monotonic() < deadline, (
+            f"worker {pid} is still listed (state {state}) 30 s after its run ended"
+        )
+        time.sleep(0.1)

@@ -167,3 +167,89 @@ def test_model_ids_typed_by_hand_are_checked_with_close_matches():
     assert precheck_model_ids(["glove-6b-50d"]).level == "ok"
     check = precheck_model_ids(["glove-6b-50d", "all-mpnet-base-v3"])
     assert check.blocks and "all-mpnet-base-v3" in check.message and "all-mpnet-base-v2" in check.message
+
+
+# -- too few different texts: refused by the form's check and by the run alike, before any work -------------
+
+
+@pytest.mark.parametrize(
+    ("texts", "labels", "message"),
+    [
+        (
+            ["the first text", "the second text"],
+            None,
+            "only 2 different texts: a run compares texts and needs at least 3",
+        ),
+        (
+            ["a one", "a two"] * 15,
+            ["a", "b"] * 15,
+            "only 2 different texts (in 30 rows): a run compares texts",
+        ),
+    ],
+)
+def test_too_few_different_texts_are_refused_by_the_check_and_the_run(texts, labels, message, tmp_path):
+    frame = pd.DataFrame({"text": texts} | ({} if labels is None else {"label": labels}))
+    path, read, info = _table(tmp_path, frame)
+    check = precheck_corpus(read, info, text_column="text", label_column=None if labels is None else "label")
+    assert check.blocks and check.corpus is None and message in check.text.message
+    corpus = load_corpus(
+        path, text_column="text", label_column=None if labels is None else "label", pair_columns=None
+    )
+    store = RunStore(tmp_path / "runs")
+    with pytest.raises(CorpusError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        create_run(store, corpus, RunParams(models=["glove-6b-50d"]))
+    assert not store.root.exists() or list(store.root.iterdir()) == []
+
+
+def test_three_different_texts_are_enough_for_the_check_and_the_run(tmp_path):
+    path, read, info = _table(tmp_path, pd.DataFrame({"text": ["one text", "another text", "a third text"]}))
+    check = precheck_corpus(read, info, text_column="text")
+    assert not check.blocks and check.text.message == "3 texts to analyse"
+    corpus = load_corpus(path, text_column="text", label_column=None, pair_columns=None)
+    run = create_run(RunStore(tmp_path / "runs"), corpus, RunParams(models=["glove-6b-50d"]))
+    assert run.manifest["corpus"]["n_texts"] == 3
+
+
+def test_labelled_texts_are_counted_once_however_often_they_repeat(tmp_path):
+    # 3 different texts x 10, labelled a, a, b: class b has one different text, so no supervised check
+    texts, labels = ["cats purr", "cats nap", "dogs bark"] * 10, ["a", "a", "b"] * 10
+    refused = check_labels_for_run(labels, column="label", texts=texts)
+    assert refused.blocks
+    assert "2 classes for 30 texts but only 1 with 2 or more different texts" in refused.message
+    assert "27 of the 30 labelled texts repeat another text" in refused.message
+    # counted by rows, as before, the same labels passed
+    assert not check_labels_for_run(labels, column="label").blocks
+    path, read, info = _table(tmp_path, pd.DataFrame({"text": texts, "label": labels}))
+    check = precheck_corpus(read, info, text_column="text", label_column="label")
+    assert check.blocks and check.label == refused
+    corpus = load_corpus(path, text_column="text", label_column="label", pair_columns=None)
+    with pytest.raises(CorpusError, match="only 1 with 2 or more different texts"):
+        create_run(RunStore(tmp_path / "runs"), corpus, RunParams(models=["glove-6b-50d"]))
+
+
+def test_repeated_labelled_texts_are_named_in_a_warning(tmp_path):
+    texts = ["cats purr", "cats nap", "dogs bark", "dogs dig"] * 4
+    labels = ["a", "a", "b", "b"] * 4
+    check = check_labels_for_run(labels, column="label", texts=texts)
+    assert check.level == "warning"
+    assert check.message.startswith(
+        "2 classes, 8 to 8 texts each. 12 of the 16 labelled texts repeat another"
+    )
+    assert "--drop-duplicates" in check.message
+    assert check_labels_for_run(labels[:4], column="label", texts=texts[:4]).level == "ok"
+
+
+def test_flare_run_prints_the_repeats_warning(tmp_path):
+    from flare_core.run.create import corpus_notes
+
+    texts, labels = ["cats purr", "cats nap", "dogs bark", "dogs dig"] * 4, ["a", "a", "b", "b"] * 4
+    path, _, _ = _table(tmp_path, pd.DataFrame({"text": texts, "label": labels}))
+    corpus = load_corpus(path, text_column="text", label_column="label", pair_columns=None)
+    assert corpus_notes(corpus) == [
+        f"warning: {check_labels_for_run(labels, column='label', texts=texts).message}"
+    ]
+    assert "12 of the 16 labelled texts repeat another text" in corpus_notes(corpus)[0]
+    distinct = load_corpus(
+        path, text_column="text", label_column="label", pair_columns=None, drop_duplicates=True
+    )
+    assert corpus_notes(distinct) == []
