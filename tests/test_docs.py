@@ -156,3 +156,21 @@ def test_the_docs_build_with_strict_links(tmp_path):
     )
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "site" / "benchmark" / "index.html").is_file()
+
+
+PICTURE = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
+
+
+def test_the_pictures_are_kept_once_in_the_top_level_assets_folder():
+    assert not (DOCS / "assets").exists(), "the pictures live in assets/ at the top, once"
+    assert not [p for p in DOCS.rglob("*") if p.suffix.lower() in PICTURE]
+    texts = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8")}
+    texts |= {f"docs/{p.name}": p.read_text(encoding="utf-8") for p in DOCS.glob("*.md")}
+    linked = {
+        (name, path) for name, text in texts.items() for path in re.findall(r"\]\((assets/[^)\s]+)\)", text)
+    }
+    assert {("README.md", "assets/overview.png"), ("docs/index.md", "assets/overview.png")} <= linked
+    assert not [(name, path) for name, path in linked if not (ROOT / path).is_file()]
+    kept = {f"assets/{p.name}" for p in (ROOT / "assets").iterdir()}
+    assert {path for _, path in linked} == kept, "every picture of assets/ is shown somewhere"
+    assert "mkdocs_hooks.py" in CONFIG["hooks"] and "assets" in CONFIG["watch"]
