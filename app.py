@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.common import run_picker
-from dashboard.page_list import PAGES
+from dashboard.page_list import HELP_PAGES, PAGES
 from dashboard.session import errors_shown_plainly, refusal_page, session_access
 from dashboard.sharing import shared_run_panel
 from flare_core.store.access import Access
@@ -22,6 +22,8 @@ def dashboard(access: Access) -> None:
         if spec.needs is None or access.allows(spec.needs):
             page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.default)
             sections.setdefault(spec.section, []).append(page)
+    for spec in HELP_PAGES:  # the docs' plain pages, shown to every session: they hold no run's data
+        sections.setdefault(spec.section, []).append(st.Page(spec.path, title=spec.title, icon=spec.icon))
     navigation = st.navigation(sections)
     with st.sidebar, errors_shown_plainly("the sidebar"):
         st.markdown("### FLARE Studio")

@@ -35,6 +35,7 @@ from flare_core.view.tables import NUMBER_FORMAT, settings_frame, shown_frame
 from flare_core.view.verdict import labels_given_words, labels_table, map_drawing_words
 
 st.title("Overview")
+st.page_link("dashboard/how_to_read.py", label="How to read this", icon=":material/help:")
 run = current_run()
 if run is None:
     st.stop()

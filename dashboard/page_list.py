@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PageSpec:
-    """One page: its script ``path``, ``title`` and ``icon`` in the navigation, its ``section`` ("Analyse"
-    or "Runs"), and ``needs``: the access action a session must be allowed to see it (None: every session
+    """One page: its script ``path``, ``title`` and ``icon`` in the navigation, its ``section`` ("Analyse",
+    "Runs" or "Help"), and ``needs``: the access action a session must be allowed to see it (None: every session
     that may open a run sees it)."""
 
     path: str
@@ -32,6 +32,11 @@ PAGES = (
     PageSpec("dashboard/new_run.py", "New run", ":material/add_circle:", "Runs", needs="start"),
     PageSpec("dashboard/runs.py", "Runs", ":material/history:", "Runs", needs="list"),
 )
+#: The help pages, beside the others in every session's menu: they show the docs, no run.
+HELP_PAGES = (
+    PageSpec("dashboard/how_to_read.py", "How to read your answer", ":material/help:", "Help"),
+    PageSpec("dashboard/glossary.py", "Glossary", ":material/menu_book:", "Help"),
+)
 #: The pages every session that may open a run sees, a share link's included: the analyses of one run.
 SHARED_PAGES = tuple(p.path for p in PAGES if p.needs is None)
 #: The pages drawn from a stored run alone (no form to fill): the shared pages and the list of runs.
@@ -41,7 +46,7 @@ STORED_RUN_PAGES = tuple(p.path for p in PAGES if p.needs in (None, "list"))
 def url_path(path: str) -> str:
     """The address of the page ``path`` under the app's root: empty for the default page, else the
     script's name without ``.py`` (as ``st.Page`` names it)."""
-    spec = next((p for p in PAGES if p.path == path), None)
+    spec = next((p for p in PAGES + HELP_PAGES if p.path == path), None)
     if spec is None:
         raise ValueError(f"not a page of the dashboard: {path!r}")
     return "" if spec.default else path.rsplit("/", 1)[-1].removesuffix(".py")

@@ -43,6 +43,12 @@ PAGES = {
     "models.md": ["# Models and costs", "## What each model costs", "## A run of the whole pool"],
     "configuration.md": ["# Configuration", "`FLARE_RUNS_DIR`"],
     "contributing.md": ["## Layout", "## To change X, open Y", "## Conventions"],
+    "reading.md": [
+        "# How to read your answer",
+        "## The Overview, number by number",
+        "## How far to trust it",
+    ],
+    "glossary.md": ["# Glossary", "## The answer", "## Your labels and judgements"],
 }
 
 
@@ -161,3 +167,64 @@ def test_the_docs_build_with_strict_links(tmp_path):
     external = re.compile(r"<(?:link|script|img|iframe)\b[^>]*\b(?:href|src)=\"(?:https?:)?//[^\"]*\"")
     loads = {str(p.relative_to(tmp_path)): external.findall(p.read_text(encoding="utf-8")) for p in pages}
     assert len(pages) >= 14 and {page: found for page, found in loads.items() if found} == {}
+
+
+#: The terms a person meets on the pages (the answer, New run, the labelling page, the analysis pages), each
+#: of which the glossary explains.
+TERMS = [
+    "Accuracy", "Points", "nDCG@10", "Behind the best", "Tied", "Good enough", "Tolerance",
+    "Cheapest model that is good enough", "Chance of being the best", "Chance of being good enough",
+    "Provisional", "Settled", "Label-free ranking", "Label-free rule", "Trust", "Agreement", "Benchmark",
+    "Label", "Category", "Batch", "Skipped", "Query", "Judgement", "Relevant", "Pooling", "Embedding",
+    "Model", "Candidate", "Controls", "Reference model", "Dimensions", "Effective rank", "Token",
+    "Mean pooling", "TF-IDF", "Speed", "Peak memory", "Storage", "Information sufficiency",
+    "Nats per dimension", "FLARE score", "EMIR score", "Normalizing flows", "Gaussian mixtures",
+    "Likely between", "IS graph", "Communities", "Embedding map", "Mean-pooling collapse",
+    "Layer-wise concentration", "Uniformity", "IsoScore", "Silhouette", "Supervised oracle", "Macro-F1",
+    "Stability", "Run", "Share link", "Report", "Bundle",
+]  # fmt: skip
+#: Words of the statistics page that the plain page leaves to it.
+STATISTICS = ["Nadeau", "Bengio", "ridge", "Jeffreys", "Brier", "posterior", "bootstrap", "nats", "t-test"]
+PICTURE = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
+
+
+def _prose_words(text: str) -> int:
+    """The words a person reads: a link's target and a picture's address are not read."""
+    return len(re.sub(r"\]\([^)]*\)", "]", text).split())
+
+
+def test_how_to_read_your_answer_is_short_plain_and_shows_the_annotated_overview():
+    text = (DOCS / "reading.md").read_text(encoding="utf-8")
+    assert _prose_words(text) <= 800
+    assert "](assets/overview-annotated.png)" in text
+    callouts = re.findall(r"^(\d+)\. \*\*", text, flags=re.MULTILINE)
+    assert callouts == [str(n) for n in range(1, 10)], "one item per numbered callout of the picture, 1 to 9"
+    assert not [word for word in STATISTICS if word.lower() in text.lower()]
+    assert "](answer.md)" in text and "](glossary.md)" in text, "the details and the terms are a link away"
+
+
+def test_the_glossary_explains_every_term_in_one_or_two_sentences():
+    text = (DOCS / "glossary.md").read_text(encoding="utf-8")
+    entries = dict(re.findall(r"^### ([^\n]+)\n\n(.+?)(?=\n\n|\Z)", text, flags=re.MULTILINE | re.DOTALL))
+    assert not [term for term in TERMS if term not in entries], "terms the glossary does not explain"
+    long = {term: body for term, body in entries.items() if len(re.findall(r"[.!?](?:\s|$)", body)) > 2}
+    assert not long, long
+    assert all(len(body.split()) <= 60 for body in entries.values())
+
+
+def test_the_pictures_are_kept_once_in_the_top_level_assets_folder():
+    assert not (DOCS / "assets").exists(), "the pictures live in assets/ at the top, once"
+    assert not [p for p in DOCS.rglob("*") if p.suffix.lower() in PICTURE]
+    texts = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8")}
+    texts |= {f"docs/{p.name}": p.read_text(encoding="utf-8") for p in DOCS.glob("*.md")}
+    linked = {
+        (name, path) for name, text in texts.items() for path in re.findall(r"\]\((assets/[^)\s]+)\)", text)
+    }
+    assert {
+        ("README.md", "assets/overview.png"),
+        ("docs/reading.md", "assets/overview-annotated.png"),
+    } <= linked
+    assert not [(name, path) for name, path in linked if not (ROOT / path).is_file()]
+    kept = {f"assets/{p.name}" for p in (ROOT / "assets").iterdir()}
+    assert {path for _, path in linked} == kept, "every picture of assets/ is shown somewhere"
+    assert "mkdocs_hooks.py" in CONFIG["hooks"] and "assets" in CONFIG["watch"]

@@ -32,7 +32,7 @@ def test_the_readme_is_read_in_five_minutes():
 def test_the_first_screen_speaks_plainly():
     first_screen = "\n".join(README.splitlines()[:40])
     assert not [word for word in JARGON if word in first_screen]
-    assert "docs/assets/overview.png" in first_screen, "the README shows the Overview first"
+    assert "](assets/overview.png)" in first_screen, "the README shows the Overview first, from assets/"
 
 
 def test_the_install_and_test_blocks_ci_runs_are_there():
