@@ -20,7 +20,8 @@ Measured by ``bench/studies/language_id.py``: on 66 short English ticket subject
 headlines 0.970 are told English (a count of common English words read 0.048 of their words as such,
 under its threshold of 0.10); 0.97 to 1.00 of the texts of the benchmark's English tweets, text messages,
 questions and news titles; 0.965 to 1.00 of its Slovenian, Portuguese, Swedish and Chinese texts get
-their own language; 2,000 texts take about 0.3 s on one core after a 1 s load.
+their own language. 2,000 texts take 0.3 to 1.9 s on one core of a shared machine (Chinese headlines to
+newsgroup posts, read to :data:`MAX_CHARS`), after a 1.2 s load once per process.
 """
 
 from __future__ import annotations
