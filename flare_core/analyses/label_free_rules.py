@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.correlate import ranking_correlation
+from flare_core.data.language import READ_SHARE
 
 SHORT_LIST = 3
 
@@ -81,19 +82,22 @@ def rule_scores(table: pd.DataFrame, rule: str) -> pd.Series:
     return _readers_first(scores, table) if LANGUAGE_GUARD else scores
 
 
-#: Whether a model that cannot read the corpus's writing (``table["reads_corpus"] == 0``: one trained on
-#: English only, on texts that are not; one that splits at spaces, on Chinese) comes after every model
-#: that can, whatever the rule says. Judged on the answer benchmark against no guard (the docs'
-#: answer-benchmark page, "the language guard").
+#: Whether a model that cannot read the corpus's writing (``table["reads_corpus"]``, the share of the
+#: corpus's texts it reads, under :data:`~flare_core.data.language.READ_SHARE`: one trained on English
+#: only, on texts that are not; one that splits at spaces, on Chinese) comes after every model that can,
+#: whatever the rule says. Judged on the answer benchmark against no guard (the docs' answer-benchmark
+#: page, "the language guard").
 LANGUAGE_GUARD = True
 
 
 def cannot_read(table: pd.DataFrame) -> pd.Series:
-    """Whether each model of ``table`` (index: model) cannot read the corpus's writing (its
-    ``reads_corpus`` is 0); False for every model when the table does not say."""
+    """Whether each model of ``table`` (index: model) cannot read the corpus's writing: its
+    ``reads_corpus`` (the share of the texts it reads; 0 or 1 in earlier records) is under
+    :data:`~flare_core.data.language.READ_SHARE`; False for every model when the table does not say, and
+    for a model whose share is not known."""
     if "reads_corpus" not in table:
         return pd.Series(False, index=table.index)
-    return table["reads_corpus"].astype(float).eq(0.0)
+    return table["reads_corpus"].astype(float).lt(READ_SHARE)
 
 
 def _readers_first(scores: pd.Series, table: pd.DataFrame) -> pd.Series:

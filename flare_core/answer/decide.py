@@ -254,8 +254,10 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
     headline = f"Provisionally {best}, without labels."
     if others:
         headline = f"Provisionally {best}, without labels; the short list: {_join([best, *others])}."
+    languages = choice.get("languages") or ""
     summary = (
-        f"Chosen by {choice['rule_words']}, the label-free rule measured best for {choice['use_words']}. "
+        (f"Your texts read as {languages}. " if languages else "")
+        + f"Chosen by {choice['rule_words']}, the label-free rule measured best for {choice['use_words']}. "
         + odds_sentence(choice.get("odds") or {})
     ).strip()
     next_step = need or check_sentence()

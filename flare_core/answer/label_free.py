@@ -33,6 +33,7 @@ from flare_core.analyses.label_free_rules import (
 from flare_core.analyses.probe_reading import ProbeReading
 from flare_core.answer.shipped import shipped_answer_results, shipped_results
 from flare_core.answer.stored import LabelFreeGround
+from flare_core.data.language import READ_SHARE, Writing
 from flare_core.store.atomic import write_text
 from flare_core.store.cache_folder import cache_root
 
@@ -173,17 +174,21 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
     if not order:
         return None
     cannot = _cannot_read(scores)
+    writing = scores.attrs.get("writing")
+    languages = writing.words() if isinstance(writing, Writing) else ""
     return {
         "use": use,
         "use_words": USE_WORDS[use],
         "rule": rule,
         "rule_words": RULES[rule][0]
         + (
-            ", among the models that can read your texts (the others were trained on other languages)"
+            ", among the models that can read your texts (the others read fewer than "
+            f"{READ_SHARE:.0%} of them: they were trained on other languages or scripts)"
             if cannot
             else ""
         ),
         "cannot_read": cannot,
+        "languages": languages,
         "choice": order[0],
         "short_list": order[:SHORT_LIST],
         "odds": {k: v for k, v in odds.items() if k not in ("per_case", "rules")},

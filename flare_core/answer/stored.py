@@ -127,7 +127,11 @@ class FewLabelsGround(TypedDict, total=False):
     unscored: list[str]
 
 
-class LabelFreeGround(TypedDict):
+class _Languages(TypedDict, total=False):
+    languages: str  # the corpus's languages in words ("English 52%, German 48%"; "" when not known)
+
+
+class LabelFreeGround(_Languages):
     """The provisional label-free choice (:func:`flare_core.answer.label_free.provisional_choice`)."""
 
     use: str

@@ -34,7 +34,7 @@ from flare_core.answer.stored import (
     save_verdict,
 )
 from flare_core.data.judgements import JUDGEMENTS
-from flare_core.data.language import corpus_writing, reads
+from flare_core.data.language import Writing, read_share, read_writing
 from flare_core.store.runs import Run
 
 #: Geometry columns a label-free rule reads, with the sign that makes higher better.
@@ -44,8 +44,8 @@ _GEOMETRY = {"effective_rank": 1.0, "uniformity": -1.0, "isoscore": 1.0}
 def label_free_scores(run: Run) -> pd.DataFrame:
     """One row per embedded candidate (index: model): ``dim`` and every label-free score the run has
     (``flow``, ``gmm``, ``effective_rank``, ``uniformity`` negated, ``isoscore``), higher better, and
-    ``reads_corpus`` (1.0 when the model can read the writing of the run's texts, 0.0 when it cannot,
-    NaN when either is not known; the writing in ``attrs["writing"]``; from what each model's embedding
+    ``reads_corpus`` (the share of the run's texts the model reads, NaN when either is not known; the
+    :class:`~flare_core.data.language.Writing` in ``attrs["writing"]``; from what each model's embedding
     record says it reads, so a run embedded before the records said so has none)."""
     models = [m for m in run.manifest["models"] if m.get("status") == "done" and m.get("role") == "candidate"]
     table = pd.DataFrame(
@@ -64,18 +64,18 @@ def label_free_scores(run: Run) -> pd.DataFrame:
     if len(table) and run.has("corpus.parquet") and set(known.values()) != {"unknown"}:
         corpus = run.artefact("corpus.parquet")
         writing = _writing(corpus, corpus.stat().st_mtime_ns)
-        readable = {m: reads(known[m], writing) if known[m] != "unknown" else None for m in table.index}
-        table["reads_corpus"] = [np.nan if readable[m] is None else float(readable[m]) for m in table.index]
+        shares = {m: read_share(known[m], writing) for m in table.index}
+        table["reads_corpus"] = [np.nan if shares[m] is None else float(shares[m]) for m in table.index]
         table.attrs["writing"] = writing
     return table
 
 
 @functools.lru_cache(maxsize=32)
-def _writing(corpus: Path, stamp: int) -> str | None:
-    """Which writing the texts of the ``corpus`` file are in (read once per file and ``stamp``, its
-    modification time)."""
-    texts = pd.read_parquet(corpus, columns=["text"])["text"].head(2000)
-    return corpus_writing(texts.fillna("").astype(str).tolist())
+def _writing(corpus: Path, stamp: int) -> Writing:
+    """Which languages and scripts the texts of the ``corpus`` file are in, read from a seeded sample
+    spread over all of them (once per file and ``stamp``, its modification time)."""
+    texts = pd.read_parquet(corpus, columns=["text"])["text"]
+    return read_writing(texts.fillna("").astype(str).tolist())
 
 
 def _agreement(ranking: MapVerdict, full: LabelsGround | None) -> float | None:

@@ -93,7 +93,7 @@ def judge_kept(kept: KeptCorpus, *, seed: int = 0) -> dict[str, Any]:
         record["n_classes"] = int(bench.frame["label"].astype(str).nunique())
     if kind == "retrieval":
         record["n_queries"] = int(bench.judgements["query_id"].nunique())
-    record["writing"] = writing
+    record["writing"], record["languages"] = writing.kind, writing.record()
     record["cleaning"] = bench.cleaning
     record["judge_seconds"] = round(time.perf_counter() - start, 1)
     return record
@@ -107,7 +107,7 @@ def judged_record(root: str | Path, corpus: str, *, seed: int = 0, again: bool =
     if path.is_file() and not again:
         record = json.loads(path.read_text(encoding="utf-8"))
         if sorted(r["model"] for r in record["table"]) == sorted(kept.embeddings):
-            if "writing" not in record:  # judged before the records said which models read the corpus
+            if "languages" not in record:  # judged before the records said which texts the models read
                 record = _with_reading(record, kept)
                 atomic.write_json(path, record)
             return record
@@ -117,13 +117,14 @@ def judged_record(root: str | Path, corpus: str, *, seed: int = 0, again: bool =
 
 
 def _with_reading(record: dict[str, Any], kept: KeptCorpus) -> dict[str, Any]:
-    """``record`` with its corpus's ``writing`` and each model's ``reads_corpus`` (read from the texts and
-    the models' specs: nothing is judged again)."""
+    """``record`` with its corpus's ``writing`` (one word), its ``languages`` (the shares of languages and
+    scripts) and each model's ``reads_corpus`` (the share of the texts it reads; from the texts and the
+    models' specs: nothing is judged again)."""
     models = [row["model"] for row in record["table"]]
     writing, reading = reads_corpus(models, kept.bench.frame["text"].astype(str).tolist())
     rows = [{**row, "reads_corpus": None if np.isnan(reading[row["model"]]) else reading[row["model"]]}
             for row in record["table"]]  # fmt: skip
-    return {**record, "table": rows, "writing": writing}
+    return {**record, "table": rows, "writing": writing.kind, "languages": writing.record()}
 
 
 def record_table(record: dict[str, Any]) -> pd.DataFrame:

@@ -16,8 +16,10 @@ ProgressFn = Callable[[int, int], None]
 KINDS = ("transformer", "onnx", "compiled", "static", "corpus", "hub", "precomputed")
 #: What a model is for in a ranking (see :mod:`flare_core.encoders.model_pool`).
 ROLES = ("candidate", "control", "partial")
-#: Which texts a model reads: English only, any language written with spaces between words (a model
-#: fitted on the corpus's words), many languages and scripts, or not known.
+#: Which texts a model reads: English only (a text told as English; see :mod:`flare_core.data.language`),
+#: any text in a script written with spaces between words (a model fitted on the corpus's words: not
+#: Chinese, Japanese, Thai, Khmer, Lao, Burmese), texts of many languages and scripts, or not known. A
+#: model reads a corpus when it reads at least :data:`flare_core.data.language.READ_SHARE` of its texts.
 READS = ("english", "spaced", "many", "unknown")
 
 
@@ -30,7 +32,7 @@ class ModelSpec:
     or a hash of local files) and is part of every embedding-cache key. ``role`` is one of
     :data:`ROLES` and ``family`` groups models that share an architecture or training recipe.
     ``reads`` is one of :data:`READS`: which texts the model was made to read (see
-    :func:`flare_core.data.language.reads`).
+    :func:`flare_core.data.language.reads_text` and :func:`~flare_core.data.language.read_share`).
     """
 
     id: str

@@ -9,6 +9,7 @@ import re
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from flare_core.encoders.base import Encoder, ModelSpec
@@ -29,6 +30,9 @@ from flare_core.encoders.model_pool import (
 )
 from flare_core.encoders.offline import hub_offline
 from flare_core.errors import ModelUnavailable
+
+if TYPE_CHECKING:
+    from flare_core.data.language import Writing
 
 #: The first eight trained candidates: the pool the benchmark's earlier figures were measured on (kept to
 #: compare how the judgement of the ranking changes with the size of the pool).
@@ -60,17 +64,18 @@ def get_spec(model_id: str) -> ModelSpec:
     return POOL[model_id].make_spec()
 
 
-def reads_corpus(model_ids: Sequence[str], texts: Sequence[str]) -> tuple[str | None, dict[str, float]]:
-    """The writing of ``texts`` (:func:`flare_core.data.language.corpus_writing`) and, for each model id,
-    whether it can read it: 1.0 or 0.0, NaN when either is not known (an id outside the registry, or a
-    writing the texts do not tell)."""
-    from flare_core.data.language import corpus_writing, reads
+def reads_corpus(model_ids: Sequence[str], texts: Sequence[str]) -> tuple[Writing, dict[str, float]]:
+    """The writing of ``texts`` (:func:`flare_core.data.language.read_writing`: its languages and scripts)
+    and, for each model id, the share of the texts it reads (:func:`flare_core.data.language.read_share`:
+    it can read the corpus at :data:`~flare_core.data.language.READ_SHARE` or more), NaN when either is
+    not known (an id outside the registry, texts too short to tell)."""
+    from flare_core.data.language import read_share, read_writing
 
-    writing = corpus_writing(texts)
+    writing = read_writing(texts)
     out = {}
     for model_id in model_ids:
-        can = reads(POOL[model_id].make_spec().reads, writing) if model_id in POOL else None
-        out[str(model_id)] = float("nan") if can is None else float(can)
+        share = read_share(POOL[model_id].make_spec().reads, writing) if model_id in POOL else None
+        out[str(model_id)] = float("nan") if share is None else float(share)
     return writing, out
 
 

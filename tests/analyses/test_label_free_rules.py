@@ -100,3 +100,14 @@ def test_a_model_that_cannot_read_the_corpus_comes_after_every_one_that_can():
     # when no model can read it (or the table does not say), the rule's own order stands
     none_read = table.assign(reads_corpus=0.0)
     assert rules.ranked_by(none_read, "dim") == ["english-wide", "many-mid", "many-narrow", "unknown"]
+
+
+def test_a_model_that_reads_too_few_of_the_texts_cannot_read_the_corpus():
+    # reads_corpus is the share of the corpus's texts a model reads (a half-English corpus: 0.5 for English
+    # models); under READ_SHARE (0.8) it cannot read the corpus, a share not known says nothing
+    table = pd.DataFrame(
+        {"dim": [768.0, 384.0, 512.0, 256.0], "reads_corpus": [0.5, 1.0, 0.85, np.nan]},
+        index=["english-wide", "many-narrow", "english-mid", "unknown"],
+    )
+    assert rules.cannot_read(table).tolist() == [True, False, False, False]
+    assert rules.ranked_by(table, "dim") == ["english-mid", "many-narrow", "unknown", "english-wide"]

@@ -12,6 +12,7 @@ from flare_core.answer.decide import compose
 from flare_core.answer.from_labels import few_label_history, next_texts
 from flare_core.answer.stored import VERDICT_FILE, load_verdict
 from flare_core.answer.write import build_verdict, label_free_scores, write_verdict
+from tests.data.language_texts import SHORT_ENGLISH, WRITTEN
 
 
 def test_the_runs_own_labels_decide_with_intervals_and_ties(labelled):
@@ -212,6 +213,14 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
     )
 
 
+def _write_texts(run, texts: list[str]) -> None:
+    """The run's corpus with ``texts`` (cycled) in place of its texts."""
+    path = run.artefact("corpus.parquet")
+    frame = pd.read_parquet(path)
+    frame["text"] = [f"{texts[i % len(texts)]} ({i})" for i in range(len(frame))]
+    frame.to_parquet(path)
+
+
 def test_a_model_that_cannot_read_the_texts_is_not_the_provisional_choice(unlabelled):
     from flare_core.store.manifest import set_model
 
@@ -219,12 +228,32 @@ def test_a_model_that_cannot_read_the_texts_is_not_the_provisional_choice(unlabe
     assert label_free_scores(run).columns.tolist().count("reads_corpus") == 0  # the models do not say
     set_model(run, "noise", reads="english")
     set_model(run, "clear", reads="many")
+    # the planted texts ("text number 3 about sport") read as English: every model reads them
     table = label_free_scores(run)
-    # "text number 3 about sport" holds none of English's commonest words: not English, written with spaces
-    assert table.attrs["writing"] == "spaced"
+    assert table.attrs["writing"].kind == "english"
+    assert table.loc[["noise", "clear"], "reads_corpus"].tolist() == [1.0, 1.0]
+    _write_texts(run, list(WRITTEN["de"]))
+    table = label_free_scores(run)
+    assert table.attrs["writing"].languages == {"de": 1.0}
     assert table.loc["noise", "reads_corpus"] == 0.0 and table.loc["clear", "reads_corpus"] == 1.0
     verdict = write_verdict(run)
     # the widest model reads English only, so the narrower one that reads the texts is the choice
     assert verdict["basis"] == "label-free" and verdict["recommended"] == "clear"
     assert verdict["label_free"]["cannot_read"] == ["noise"]
     assert "among the models that can read your texts" in verdict["label_free"]["rule_words"]
+    assert verdict["label_free"]["languages"] == "German 100%"
+    assert verdict["summary"].startswith("Your texts read as German 100%. Chosen by ")
+
+
+def test_a_half_english_corpus_is_not_read_by_an_english_only_model(unlabelled):
+    from flare_core.store.manifest import set_model
+
+    run, _ = unlabelled
+    set_model(run, "noise", reads="english")
+    set_model(run, "clear", reads="many")
+    _write_texts(run, [t for pair in zip(SHORT_ENGLISH, WRITTEN["de"] * 9, strict=False) for t in pair])
+    table = label_free_scores(run)
+    assert 0.4 <= table.loc["noise", "reads_corpus"] <= 0.6 and table.loc["clear", "reads_corpus"] == 1.0
+    verdict = write_verdict(run)
+    assert verdict["label_free"]["cannot_read"] == ["noise"] and verdict["recommended"] == "clear"
+    assert "English" in verdict["label_free"]["languages"] and "German" in verdict["label_free"]["languages"]

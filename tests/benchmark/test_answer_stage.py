@@ -52,6 +52,20 @@ def test_kept_vectors_are_the_models_own_and_judging_again_reads_them(tmp_path, 
     assert judged_record(tmp_path, "sms-spam") == record and path.stat().st_mtime_ns == before
 
 
+def test_a_record_judged_before_the_languages_were_kept_is_read_again(tmp_path, small_spam):
+    embed_corpus(small_spam, MODELS, tmp_path)
+    record = judged_record(tmp_path, "sms-spam")
+    # text messages: English, read by the English-only model and by the one fitted on the corpus's words
+    assert record["writing"] == "english" and next(iter(record["languages"]["languages"])) == "en"
+    shares = {row["model"]: row["reads_corpus"] for row in record["table"]}
+    assert shares["tfidf-svd-256"] == 1.0 and 0.9 <= shares["glove-6b-50d"] <= 1.0
+    path = tmp_path / "sms-spam" / "record.json"
+    old = {k: v for k, v in record.items() if k != "languages"}
+    old["table"] = [{**row, "reads_corpus": 0.0} for row in record["table"]]
+    path.write_text(json.dumps({**old, "writing": "spaced"}), encoding="utf-8")
+    assert judged_record(tmp_path, "sms-spam") == record  # the reading again, nothing judged again
+
+
 def test_other_texts_under_the_same_name_are_refused(tmp_path, small_spam):
     embed_corpus(small_spam, MODELS[:1], tmp_path)
     other = small_spam.frame.iloc[::-1].reset_index(drop=True)
