@@ -122,7 +122,9 @@ def _ship(root: Path, records: dict, seed: int) -> None:
     shipped["few_labels"] = block
     atomic.write_json(SHIPPED_ANSWER_RESULTS, shipped)
     update_docs(Path(__file__).resolve().parents[2] / "docs" / "answer-benchmark.md", shipped)
-    print(json.dumps({k: v for k, v in block.items() if k not in ("per_corpus", "calibration")}, default=float))
+    print(
+        json.dumps({k: v for k, v in block.items() if k not in ("per_corpus", "calibration")}, default=float)
+    )
 
 
 if __name__ == "__main__":

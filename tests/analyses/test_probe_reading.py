@@ -52,8 +52,12 @@ def test_fit_sees_no_own_spread_where_there_is_none():
 
 
 def test_the_posterior_reads_labels_less_the_offset_with_the_whole_error():
-    reading = ProbeReading(-0.08, 0.01, {"m0": (0.03, 0.0)}, 1.2, (np.log(0.02**2), 0.0), (np.log(0.01**2), 0.0), 5)
-    prior = ap.AccuracyPrior(("m0", "m1"), np.array([0.01, -0.01]), np.array([0.03, 0.03]), 0.7, 0.2, "t", reading)
+    reading = ProbeReading(
+        -0.08, 0.01, {"m0": (0.03, 0.0)}, 1.2, (np.log(0.02**2), 0.0), (np.log(0.01**2), 0.0), 5
+    )
+    prior = ap.AccuracyPrior(
+        ("m0", "m1"), np.array([0.01, -0.01]), np.array([0.03, 0.03]), 0.7, 0.2, "t", reading
+    )
     rng = np.random.default_rng(1)
     correct = (rng.random((24, 2)) < [0.7, 0.6]).astype(float)
     mean, cov = ap.posterior(prior, correct, classes=3)
@@ -70,7 +74,9 @@ def test_the_posterior_reads_labels_less_the_offset_with_the_whole_error():
 def test_few_labels_a_class_move_the_answer_less_than_many():
     reading = ProbeReading(-0.1, 0.02, {}, 1.0, (np.log(0.06**2), -0.6), (np.log(0.01**2), 0.0), 5)
     assert reading.variances(16, 16)[0] > 4 * reading.variances(128, 2)[0]
-    prior = ap.AccuracyPrior(("a", "b"), np.array([0.02, -0.02]), np.array([0.03, 0.03]), 0.7, 0.2, "t", reading)
+    prior = ap.AccuracyPrior(
+        ("a", "b"), np.array([0.02, -0.02]), np.array([0.03, 0.03]), 0.7, 0.2, "t", reading
+    )
     correct = np.tile([[0.0, 1.0], [1.0, 1.0]], (8, 1))  # b ahead by half the texts
     few, _ = ap.posterior(prior, correct, classes=16)
     many, _ = ap.posterior(prior, correct, classes=2)
