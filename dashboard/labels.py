@@ -18,6 +18,7 @@ from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import run_few_label_prior, write_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import answer_figures
+from flare_core.view.passages import passage
 from flare_core.view.verdict import labels_table, map_drawing_words
 
 #: The choice for a text the person cannot or will not label (never a category: the store refuses it).
@@ -297,6 +298,8 @@ def drafted(run_id: str, n_queries: int) -> pd.DataFrame:
 
 def queries_step() -> None:
     st.subheader("1. Your queries", divider="gray")
+    if st.session_state.pop(f"added-{run.id}", False):
+        st.session_state[f"query-{run.id}"] = ""  # the query added leaves the box
     typed = st.text_input(
         "Type a query", key=f"query-{run.id}", placeholder="for example: how do I reset my password"
     )
@@ -309,6 +312,7 @@ def queries_step() -> None:
             st.error(escape(exc))
         else:
             st.session_state[f"focus-{run.id}"] = added
+            st.session_state[f"added-{run.id}"] = True
             st.rerun()
     drafts = drafted(run.id, len(judged.ids))
     if not drafts.empty:
@@ -336,21 +340,27 @@ def judge_step() -> None:
         st.info("Add a query to start.")
         return
     pending = judged.pending()
-    choices = pending or judged.ids
     focus = st.session_state.get(f"focus-{run.id}")
+    start = focus if focus in judged.ids else (pending or judged.ids)[0]
     query = st.selectbox(
         "Query",
-        choices,
-        index=choices.index(focus) if focus in choices else 0,
-        format_func=lambda q: f"{q}: {judged.text(q)}",
+        judged.ids,
+        index=judged.ids.index(start),
+        format_func=lambda q: f"{q}: {judged.text(q)}" + ("" if q in pending else " (judged)"),
         key=f"judge-query-{run.id}-{len(judged.ids)}-{judged.batches}",
     )
-    docs = fj.pooled_documents(run, [query], judged)
+    every = bool(st.session_state.get(f"every-{run.id}-{query}"))
+    docs = fj.pooled_documents(run, [query], judged, every=every)
+    found = len(judged.pool(query))
     st.caption(
-        f"{len(docs)} documents: those any model ranks in its top 10 for this query, in a shuffled order that "
-        "does not say which model found which. Read each one and tick those that answer the query. A document "
-        "left unticked counts as not relevant, and so does one nobody judged (as in TREC pooling)."
+        f"{len(docs)} documents: those the models rank highest for this query, in a shuffled order that does "
+        "not say which model found which. Read each one (its passage nearest your words first) and tick those "
+        "that answer the query. A document left unticked counts as not relevant, and so does one nobody "
+        "judged."
     )
+    if len(docs) < found and st.button(f"Show all {found} documents the models found", key="every-doc"):
+        st.session_state[f"every-{run.id}-{query}"] = True
+        st.rerun()
     ticked = pooled_list(docs, query)
     relevant = sum(ticked.values())
     if st.button(
@@ -364,20 +374,25 @@ def judge_step() -> None:
             st.error(f"Nothing was saved: {escape(exc)}")
         else:
             write_verdict(run)
-            st.session_state.pop(f"focus-{run.id}", None)
+            st.session_state[f"focus-{run.id}"] = query  # the picker stays on the query just judged
             st.toast(f"Saved {len(given)} judgement(s) of {escape(query)}, {relevant} relevant.")
             st.rerun()
 
 
 def pooled_list(docs: pd.DataFrame, query: str) -> dict[int, bool]:
-    """Each pooled document of ``query`` in full, wrapped, with a box to tick when it answers the query (ticked
-    when it was judged relevant before); returns each document's row and whether it is ticked."""
+    """Each document of ``query`` to judge, as its passage nearest the query's words (the whole document
+    under "Show all"), with a box to tick when it answers the query (ticked when it was judged relevant
+    before); returns each document's row and whether it is ticked."""
     ticked = {}
     for n, doc in enumerate(docs.itertuples(index=False), start=1):
         row = int(doc.doc_row)
         with st.container(border=True, key=f"pooled-{n}"):
             st.caption(f"Document {n} · row {row} of your corpus")
-            st.markdown(escape(doc.text))
+            short, cut = passage(str(doc.text), judged.text(query))
+            st.markdown(escape(short))
+            if cut:
+                with st.expander("Show all"):
+                    st.markdown(escape(doc.text))
             ticked[row] = st.checkbox(
                 f"Document {n} answers the query",
                 value=str(doc.relevant) not in ("", "0"),

@@ -11,10 +11,11 @@ labels or judgements back.
 For search (:mod:`flare_core.answer.few_judgements`):
 
     flare label RUN_ID --query "reset my password"  add a query of your own (repeat --query for more)
-    flare label RUN_ID --next-queries 5 [-o todo.csv]
+    flare label RUN_ID --next-queries 5 [-o todo.csv] [--all-documents]
                                                    the queries to judge next (yours first, then queries drafted
-                                                   from the corpus) with their pooled documents, one row each:
-                                                   query_id,query,doc_row,text,relevant
+                                                   from the corpus) with the documents the models rank highest
+                                                   (at most 15 a query; --all-documents: every one pooled), one
+                                                   row each: query_id,query,doc_row,text,relevant
     flare label RUN_ID judged.csv                  read the judgements back (relevant: 1 or 0; blank: not
                                                    judged); ``--judgements judged.csv`` says so explicitly
 
@@ -70,6 +71,11 @@ def add_label_parser(sub: Any, common: argparse.ArgumentParser, as_json: argpars
         default=None,
         metavar="N",
         help="write N search queries to judge with their pooled documents (query_id,query,doc_row,text,relevant)",
+    )
+    p.add_argument(
+        "--all-documents",
+        action="store_true",
+        help="with --next-queries: every pooled document of each query, not only the top 15",
     )
     p.add_argument(
         "--judgements",
@@ -128,7 +134,7 @@ def _search(run: Run, args: argparse.Namespace) -> int | None:
             raise ValueError(
                 "no query is left to judge and none could be drafted from the corpus: add one with --query"
             )
-        todo = fj.pooled_documents(run, ids)
+        todo = fj.pooled_documents(run, ids, every=args.all_documents)
         return _write_todo(todo, args.output, ["query_id", "query", "doc_row", "text", "relevant"],
                            f"{len(ids)} queries ({len(todo)} documents) to judge")  # fmt: skip
     if judgements is not None:
