@@ -153,6 +153,9 @@ def batch_step() -> None:
             "a different label you give them here is not saved, and the page says so.",
             icon=":material/group:",
         )
+        if said.button("Show other texts instead", key="redraw"):
+            st.session_state.pop(f"batch-{run.id}", None)
+            st.rerun()
     with st.form(key=f"batch-form-{run.id}-{drawn['id']}", border=False):
         chosen = {}
         for n, item in enumerate(batch.itertuples(index=False), start=1):

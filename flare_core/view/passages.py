@@ -5,47 +5,14 @@ from __future__ import annotations
 
 import re
 
+_WORD = re.compile(r"\w+")
 #: Words of a query too common to point at a passage.
 _COMMON = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "my",
-        "of",
-        "on",
-        "or",
-        "the",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-        "you",
-        "your",
-    ]
+    _WORD.findall(
+        "a an and are as at be by can do does for from how i in is it its my of on or the to was what when "
+        "where which who why with you your"
+    )
 )
-_WORD = re.compile(r"\w+")
 
 
 def query_words(query: str) -> set[str]:
