@@ -165,7 +165,7 @@ def batch_step() -> None:
                 whole_text(str(item.text))
                 chosen[row] = st.pills(
                     f"Category of text {n}",
-                    [*labels.categories, SKIP],
+                    list(dict.fromkeys([*labels.categories, SKIP])),  # a category of an older run
                     format_func=escape,
                     key=f"pick-{run.id}-{drawn['id']}-{row}",
                     label_visibility="collapsed",

@@ -271,6 +271,8 @@ class Saved:
     corrected: list[tuple[int, str, str]] = field(default_factory=list)
     not_saved: list[tuple[int, str, str]] = field(default_factory=list)
     mapped: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: texts marked skip / unsure that have a label ``(row, label)``: they keep it
+    not_skipped: list[tuple[int, str]] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         """Each thing a person must be told, in a sentence: corrections, labels not saved, names mapped."""
@@ -290,6 +292,13 @@ class Saved:
                 "in another tab or with `flare label`: "
                 + _listed([f"row {r:,} (yours {g!r}, saved {s!r})" for r, g, s in self.not_saved])
                 + ". Where yours is right, correct the saved label."
+            )
+        if self.not_skipped:
+            out.append(
+                f"{len(self.not_skipped)} text(s) marked {SKIP} keep their label (a labelled text is not set "
+                "aside; correct its label instead): "
+                + _listed([f"row {r:,} ({label!r})" for r, label in self.not_skipped])
+                + "."
             )
         return out
 
@@ -385,11 +394,12 @@ def save_batch(
         new = {r: v for r, v in given.items() if r not in latest}
         changed = {r: v for r, v in given.items() if r in latest and latest[r] != v}
         not_saved = [(r, v, latest[r]) for r, v in changed.items() if r in stale]
-        not_saved += [(r, SKIP, latest[r]) for r in skip_rows if r in latest and latest[r] and r in stale]
+        not_saved += [(r, SKIP, latest[r]) for r in skip_rows if r in latest and r in stale]
+        not_skipped = [(r, latest[r]) for r in skip_rows if r in latest and r not in stale]
         corrected = [(r, latest[r], v) for r, v in changed.items() if r not in stale]
         skips = [r for r in skip_rows if r not in latest and r not in skipped_now]
         if not (new or corrected or skips):
-            return Saved(current, not_saved=not_saved, mapped=mapped)  # nothing new: not recorded again
+            return Saved(current, not_saved=not_saved, mapped=mapped, not_skipped=not_skipped)  # nothing new
         categories += [v for v in dict.fromkeys(given.values()) if v not in categories]
         entries, skipped_entries = list(current.entries), list(current.skipped)
         batch, order, now = current.batches + 1, current.revision, utc_now()
@@ -411,7 +421,7 @@ def save_batch(
         saved = _save(
             run, LabelSet(categories, entries, skipped_entries, current.renamed, named=current.named)
         )
-        return Saved(saved, len(new), corrected, not_saved, mapped)
+        return Saved(saved, len(new), corrected, not_saved, mapped, not_skipped)
 
 
 def correct_label(run: Run, row: int, label: str, *, source: str = "page") -> Saved:

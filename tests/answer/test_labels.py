@@ -221,6 +221,12 @@ def test_a_stale_page_merges_what_it_can_and_names_what_it_did_not_save(unlabell
     # without a stale page (a file, the correction box) a changed label is a correction
     corrected = store.save_batch(run, {4: other[truth[4]]}, source="file")
     assert corrected.corrected == [(4, truth[4], other[truth[4]])] and corrected.not_saved == []
+    kept = store.save_batch(run, {}, skipped=[0, 22], source="file")  # a labelled text is not set aside
+    assert kept.not_skipped == [(0, truth[0])] and kept.labels.skipped_rows == [21, 22]
+    assert (
+        kept.notes()[0].startswith("1 text(s) marked skip / unsure keep their label")
+        and "row 0" in kept.notes()[0]
+    )
 
 
 def test_a_correction_replaces_the_label_everywhere_and_is_recorded(unlabelled):
