@@ -18,10 +18,11 @@ from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import run_few_label_prior, write_verdict
 from flare_core.run.jobs import effective_status
 from flare_core.view import answer_figures
+from flare_core.view.passages import passage
 from flare_core.view.verdict import labels_table, map_drawing_words
 
-#: The choice in the table for a text the person cannot or will not label.
-SKIP = "skip / unsure"
+#: The choice for a text the person cannot or will not label (never a category: the store refuses it).
+SKIP = label_store.SKIP
 
 #: The page's title for each way of checking.
 TITLES = {False: "Check with a few labels", True: "Check with a few searches"}
@@ -110,9 +111,9 @@ def categories_step() -> None:
             st.rerun()
     if labels.categories:
         with st.expander("Rename a category (its labels follow)"):
-            old = st.selectbox("Category", labels.categories, key="rename-old")
+            old = st.pills("Category", labels.categories, format_func=escape, key="rename-old")
             new = st.text_input("New name", key="rename-new")
-            if st.button("Rename", key="rename") and new.strip():
+            if st.button("Rename", key="rename") and new.strip() and old is not None:
                 access.require("label", run.id)
                 try:
                     label_store.rename_category(run, old, new)
@@ -128,13 +129,12 @@ def batch_step() -> None:
     if len(labels.categories) < 2:
         st.info("Name at least two categories to start labelling.")
         return
+    said = st.container()  # always drawn, so that what follows keeps its place when it is empty
+    for note in st.session_state.pop(f"label-notes-{run.id}", []):
+        said.warning(escape(note), icon=":material/info:")
     size = st.select_slider("Texts in this batch", options=[8, 12, 16], value=BATCH_SIZE, key="batch-size")
-    key = f"batch-{run.id}-{len(labels.entries)}-{len(labels.skipped)}-{size}"
-    # the batch is chosen once: a candidate embedded meanwhile (the choice reads the embedded ones) does not
-    # change the texts under a person's labels
-    if f"{key}-texts" not in st.session_state:
-        st.session_state[f"{key}-texts"] = next_texts(run, labels, size)
-    batch = st.session_state[f"{key}-texts"]
+    drawn = drawn_batch(size)
+    batch = drawn["texts"]
     if batch.empty:
         if len(labels.rows) + len(labels.skipped_rows) >= int(run.manifest["corpus"]["n_texts"]):
             st.success("Every text of this run is labelled or skipped.")
@@ -143,37 +143,115 @@ def batch_step() -> None:
         return
     st.caption(
         f"{len(labels.labels)} texts labelled so far in {labels.batches} batch(es); {len(labels.skipped_rows)} "
-        "skipped. Pick a category in the last column; leave it empty to be asked again later."
+        f"skipped. Read each text and pick its category, or {SKIP} when you cannot tell; a text left without "
+        "a choice is asked again later."
     )
-    lines = int(min(4, max(1, batch["text"].str.len().max() // 90 + 1)))  # taller rows wrap long texts
-    row_height = 12 + 22 * lines
-    edited = st.data_editor(
-        batch.assign(label=pd.Series([None] * len(batch), dtype=object)),
-        hide_index=True,
-        disabled=["row", "text"],
-        row_height=row_height,
-        height=row_height * len(batch) + 40,
-        placeholder="",
-        column_config={
-            "row": st.column_config.NumberColumn("row", width=50, help="The text's row in your corpus."),
-            "text": st.column_config.TextColumn("text", width="large"),
-            "label": st.column_config.SelectboxColumn("label", options=[*labels.categories, SKIP], width=170),
-        },
-        key=key,
-    )
-    chosen = edited[edited["label"].notna()]
-    if st.button(f"Save {len(chosen)} label(s)", type="primary", disabled=chosen.empty, key="save-batch"):
-        given = {int(r): str(v) for r, v in zip(chosen["row"], chosen["label"], strict=True) if v != SKIP}
-        skipped = [int(r) for r, v in zip(chosen["row"], chosen["label"], strict=True) if v == SKIP]
-        access.require("label", run.id)
-        try:
-            label_store.add_labels(run, given, skipped=skipped, source="page")
-        except ValueError as exc:
-            st.error(f"Nothing was saved: {escape(exc)}")
-        else:
-            write_verdict(run)
-            st.toast(f"Saved {len(given)} label(s) and {len(skipped)} skipped text(s).")
+    meanwhile = sorted(set(batch["row"].tolist()) & set(labels.latest()))
+    if meanwhile:
+        said.info(
+            f"{len(meanwhile)} of these texts were labelled meanwhile (in another tab or with flare label): "
+            "a different label you give them here is not saved, and the page says so.",
+            icon=":material/group:",
+        )
+        if said.button("Show other texts instead", key="redraw"):
+            st.session_state.pop(f"batch-{run.id}", None)
             st.rerun()
+    with st.form(key=f"batch-form-{run.id}-{drawn['id']}", border=False):
+        chosen = {}
+        for n, item in enumerate(batch.itertuples(index=False), start=1):
+            row = int(item.row)
+            with st.container(border=True, key=f"text-{n}"):
+                st.caption(f"Text {n} · row {row} of your corpus")
+                whole_text(str(item.text))
+                chosen[row] = st.pills(
+                    f"Category of text {n}",
+                    list(dict.fromkeys([*labels.categories, SKIP])),  # a category of an older run
+                    format_func=escape,
+                    key=f"pick-{run.id}-{drawn['id']}-{row}",
+                    label_visibility="collapsed",
+                )
+        saving = st.form_submit_button("Save the labels of this batch", type="primary")
+    if saving:
+        save_labels({r: v for r, v in chosen.items() if v is not None}, drawn["seen"])
+
+
+def drawn_batch(size: int) -> dict:
+    """The texts this tab shows, drawn once and kept until this tab saves them (another tab's save, or a
+    candidate embedded meanwhile, does not change the texts under a person's choices), with the labels'
+    revision when they were drawn."""
+    key, count = f"batch-{run.id}", f"batches-drawn-{run.id}"
+    drawn = st.session_state.get(key)
+    if drawn is None or drawn["size"] != size:
+        st.session_state[count] = number = st.session_state.get(count, 0) + 1  # fresh choices for new texts
+        drawn = {"id": number, "size": size, "seen": labels.revision, "texts": next_texts(run, labels, size)}
+        st.session_state[key] = drawn
+    return drawn
+
+
+def whole_text(text: str, shown: int = 1200) -> None:
+    """A text in full, wrapped; a long one opens whole under its beginning."""
+    if len(text) <= shown:
+        st.markdown(escape(text))
+        return
+    cut = text[:shown].rsplit(" ", 1)[0]
+    st.markdown(escape(cut + " …"))
+    with st.expander(f"Show the whole text ({len(text.split()):,} words)"):
+        st.markdown(escape(text))
+
+
+def save_labels(given: dict[int, str], seen: int | None) -> None:
+    """Save the person's choices (a correction included); what was not saved, corrected or mapped is said
+    on the page after it reloads."""
+    if not given:
+        st.error("Pick a category for at least one text, then save.")
+        return
+    access.require("label", run.id)
+    labelled = {r: v for r, v in given.items() if v != SKIP}
+    skipped = [r for r, v in given.items() if v == SKIP]
+    try:
+        saved = label_store.save_batch(run, labelled, skipped=skipped, source="page", seen=seen)
+    except ValueError as exc:
+        st.error(f"Nothing was saved: {escape(exc)}")
+        return
+    write_verdict(run)
+    st.session_state[f"label-notes-{run.id}"] = saved.notes()
+    if seen is not None:
+        st.session_state.pop(f"batch-{run.id}", None)  # the next batch is drawn from the labels now
+    done = len(labelled) - len(saved.not_saved)
+    st.toast(f"Saved {done} label(s) and {len(skipped)} skipped text(s).")
+    st.rerun()
+
+
+def correct_step() -> None:
+    """Correct a saved label: pick the text, read it whole, pick its right category."""
+    latest = labels.latest()
+    if not latest:
+        return
+    with st.expander("Correct a saved label", expanded=bool(st.session_state.get(f"correcting-{run.id}"))):
+        texts = run.corpus_frame()["text"]
+        rows = list(reversed(latest))  # the latest labelled first
+        row = st.selectbox(
+            "Text",
+            rows,
+            format_func=lambda r: f"row {r} · {latest[r]} · {shorten(str(texts.iloc[r]))}",
+            key=f"correct-row-{run.id}",
+        )
+        whole_text(str(texts.iloc[row]))
+        st.caption(f"Saved as {escape(latest[row])}.")
+        right = st.pills(
+            "Its right category",
+            [c for c in labels.categories if c != latest[row]],
+            format_func=escape,
+            key=f"correct-to-{run.id}-{row}",
+        )
+        if st.button("Save the correction", key="save-correction", disabled=right is None):
+            st.session_state[f"correcting-{run.id}"] = True
+            save_labels({int(row): str(right)}, None)
+
+
+def shorten(text: str, most: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 1].rsplit(" ", 1)[0] + " …"
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -223,6 +301,8 @@ def drafted(run_id: str, n_queries: int) -> pd.DataFrame:
 
 def queries_step() -> None:
     st.subheader("1. Your queries", divider="gray")
+    if st.session_state.pop(f"added-{run.id}", False):
+        st.session_state[f"query-{run.id}"] = ""  # the query added leaves the box
     typed = st.text_input(
         "Type a query", key=f"query-{run.id}", placeholder="for example: how do I reset my password"
     )
@@ -235,6 +315,7 @@ def queries_step() -> None:
             st.error(escape(exc))
         else:
             st.session_state[f"focus-{run.id}"] = added
+            st.session_state[f"added-{run.id}"] = True
             st.rerun()
     drafts = drafted(run.id, len(judged.ids))
     if not drafts.empty:
@@ -262,21 +343,27 @@ def judge_step() -> None:
         st.info("Add a query to start.")
         return
     pending = judged.pending()
-    choices = pending or judged.ids
     focus = st.session_state.get(f"focus-{run.id}")
+    start = focus if focus in judged.ids else (pending or judged.ids)[0]
     query = st.selectbox(
         "Query",
-        choices,
-        index=choices.index(focus) if focus in choices else 0,
-        format_func=lambda q: f"{q}: {judged.text(q)}",
+        judged.ids,
+        index=judged.ids.index(start),
+        format_func=lambda q: f"{q}: {judged.text(q)}" + ("" if q in pending else " (judged)"),
         key=f"judge-query-{run.id}-{len(judged.ids)}-{judged.batches}",
     )
-    docs = fj.pooled_documents(run, [query], judged)
+    every = bool(st.session_state.get(f"every-{run.id}-{query}"))
+    docs = fj.pooled_documents(run, [query], judged, every=every)
+    found = len(judged.pool(query))
     st.caption(
-        f"{len(docs)} documents: those any model ranks in its top 10 for this query, in a shuffled order that "
-        "does not say which model found which. Read each one and tick those that answer the query. A document "
-        "left unticked counts as not relevant, and so does one nobody judged (as in TREC pooling)."
+        f"{len(docs)} documents: those the models rank highest for this query, in a shuffled order that does "
+        "not say which model found which. Read each one (its passage nearest your words first) and tick those "
+        "that answer the query. A document left unticked counts as not relevant, and so does one nobody "
+        "judged."
     )
+    if len(docs) < found and st.button(f"Show all {found} documents the models found", key="every-doc"):
+        st.session_state[f"every-{run.id}-{query}"] = True
+        st.rerun()
     ticked = pooled_list(docs, query)
     relevant = sum(ticked.values())
     if st.button(
@@ -290,20 +377,25 @@ def judge_step() -> None:
             st.error(f"Nothing was saved: {escape(exc)}")
         else:
             write_verdict(run)
-            st.session_state.pop(f"focus-{run.id}", None)
+            st.session_state[f"focus-{run.id}"] = query  # the picker stays on the query just judged
             st.toast(f"Saved {len(given)} judgement(s) of {escape(query)}, {relevant} relevant.")
             st.rerun()
 
 
 def pooled_list(docs: pd.DataFrame, query: str) -> dict[int, bool]:
-    """Each pooled document of ``query`` in full, wrapped, with a box to tick when it answers the query (ticked
-    when it was judged relevant before); returns each document's row and whether it is ticked."""
+    """Each document of ``query`` to judge, as its passage nearest the query's words (the whole document
+    under "Show all"), with a box to tick when it answers the query (ticked when it was judged relevant
+    before); returns each document's row and whether it is ticked."""
     ticked = {}
     for n, doc in enumerate(docs.itertuples(index=False), start=1):
         row = int(doc.doc_row)
         with st.container(border=True, key=f"pooled-{n}"):
             st.caption(f"Document {n} · row {row} of your corpus")
-            st.markdown(escape(doc.text))
+            short, cut = passage(str(doc.text), judged.text(query))
+            st.markdown(escape(short))
+            if cut:
+                with st.expander("Show all"):
+                    st.markdown(escape(doc.text))
             ticked[row] = st.checkbox(
                 f"Document {n} answers the query",
                 value=str(doc.relevant) not in ("", "0"),
@@ -351,4 +443,5 @@ else:
     categories_step()
     if editable:
         batch_step()
+        correct_step()
     answer_step()

@@ -16,7 +16,8 @@ NumPy files only, so that a bundle carries them and a bundle without texts drops
     labels/search_queries.parquet     query_id (q1, q2, …), query_text, source ("typed", "suggested",
                                       "file"), known_item_row (the document a suggested query was drafted
                                       from, its first sentence; -1 for others), at
-    labels/search_pools.parquet       query_id, position (the shuffled order shown), doc_row
+    labels/search_pools.parquet       query_id, position (the shuffled order shown), doc_row, rank (the
+                                      best place any candidate gave it, 1 to 10; 10 in older runs)
     labels/search_judgements.parquet  query_id, doc_row, relevance (0 or 1), order, batch, at, source
     labels/search_query_embeddings/<model>.npy   each candidate's embedding of every query, in the order
                                       of search_queries.parquet
@@ -49,6 +50,9 @@ JUDGED = ("labels", "search_judgements.parquet")
 QUERY_EMBEDDINGS = ("labels", "search_query_embeddings")
 #: Each candidate's documents pooled per query (the rank cut of nDCG@10).
 POOL_DEPTH = K
+#: The most documents a query asks a person to read, unless they ask for all of its pool: each candidate's
+#: top d documents, d as deep as keeps their union within this (at least each one's first).
+POOL_SHOWN = 15
 #: The longest query kept (longer ones are refused with a message).
 MAX_QUERY_CHARS = 1000
 #: The words of a document's first sentence a drafted (known-item) query keeps, at most; and at least.
@@ -57,7 +61,7 @@ KNOWN_ITEM_WORDS, MIN_KNOWN_ITEM_WORDS = 12, 3
 METRIC = "ndcg@10"
 
 _QUERY_COLUMNS = ["query_id", "query_text", "source", "known_item_row", "at"]
-_POOL_COLUMNS = ["query_id", "position", "doc_row"]
+_POOL_COLUMNS = ["query_id", "position", "doc_row", "rank"]
 _JUDGED_COLUMNS = ["query_id", "doc_row", "relevance", "order", "batch", "at", "source"]
 #: A function that embeds texts with one candidate: (model id, texts) -> (n, d).
 Encode = Callable[[str, Sequence[str]], np.ndarray]
@@ -87,6 +91,15 @@ class SearchJudgements:
         rows = self.pools[self.pools["query_id"] == query_id].sort_values("position")
         return [int(r) for r in rows["doc_row"]]
 
+    def shown(self, query_id: str, every: bool = False) -> list[int]:
+        """The documents of ``query_id`` a person is asked to judge, in the shuffled order: each candidate's
+        top d, d the deepest whose union holds at most :data:`POOL_SHOWN` documents (``every``: the whole
+        pool)."""
+        rows = self.pools[self.pools["query_id"] == query_id].sort_values("position")
+        ranks = rows["rank"].astype(int).to_numpy()
+        depth = max([d for d in range(1, POOL_DEPTH + 1) if (ranks <= d).sum() <= POOL_SHOWN], default=1)
+        return [int(r) for r, rank in zip(rows["doc_row"], ranks, strict=True) if every or rank <= depth]
+
     @property
     def ids(self) -> list[str]:
         return [str(q) for q in self.queries["query_id"]]
@@ -111,9 +124,9 @@ class SearchJudgements:
         return [q for q, docs in self.latest().items() if not any(g > 0 for g in docs.values())]
 
     def pending(self) -> list[str]:
-        """Queries with a pooled document not judged yet, oldest first."""
+        """Queries with a document to judge (:meth:`shown`) not judged yet, oldest first."""
         latest = self.latest()
-        return [q for q in self.ids if set(self.pool(q)) - set(latest.get(q, {}))]
+        return [q for q in self.ids if set(self.shown(q)) - set(latest.get(q, {}))]
 
     @property
     def batches(self) -> int:
@@ -129,6 +142,8 @@ def load_search_judgements(run: Run) -> SearchJudgements:
     entries = run.load_frame(*JUDGED) if run.has(*JUDGED) else SearchJudgements().entries
     if "query_text" not in queries.columns:  # a bundle without texts: the queries are known by id only
         queries = queries.assign(query_text=None)
+    if "rank" not in pools.columns:  # pooled before the ranks were kept: the whole pool is shown
+        pools = pools.assign(rank=POOL_DEPTH)
     return SearchJudgements(queries[_QUERY_COLUMNS], pools[_POOL_COLUMNS], entries[_JUDGED_COLUMNS])
 
 
@@ -271,31 +286,41 @@ def add_queries(
             for i, (query_id, text) in enumerate(zip(ids, new, strict=True)):
                 row = items[cleaned.index(text)]
                 query_rows.append([query_id, text, source, -1 if row is None else int(row), now])
-                found = np.concatenate([p[i] for p in pools])
-                pool_rows += [[query_id, pos, r] for pos, r in enumerate(_shuffled(found, seed, query_id))]
+                rank = _best_ranks([p[i] for p in pools])
+                shuffled = _shuffled(rank, seed, query_id)
+                pool_rows += [[query_id, pos, r, rank[r]] for pos, r in enumerate(shuffled)]
             queries = pd.concat([current.queries, pd.DataFrame(query_rows, columns=_QUERY_COLUMNS)])
             pool = pd.concat([current.pools, pd.DataFrame(pool_rows, columns=_POOL_COLUMNS)])
             for model, emb in embeddings.items():
                 run.save_array(emb.astype(np.float32), *_embedding_parts(model))
-            run.save_frame(
-                pool.astype({"position": "int64", "doc_row": "int64"}).reset_index(drop=True), *POOLS
-            )
+            types = {"position": "int64", "doc_row": "int64", "rank": "int64"}
+            run.save_frame(pool.astype(types).reset_index(drop=True), *POOLS)
             run.save_frame(queries.astype({"known_item_row": "int64"}).reset_index(drop=True), *QUERIES)
             asked.update(zip(new, ids, strict=True))
     return [asked[t] for t in cleaned]
 
 
+def _best_ranks(tops: list[np.ndarray]) -> dict[int, int]:
+    """Each pooled document → the best place (1 = first) any candidate's top list gave it."""
+    rank: dict[int, int] = {}
+    for top in tops:
+        for place, row in enumerate(top, start=1):
+            rank[int(row)] = min(rank.get(int(row), place), place)
+    return rank
+
+
 def pooled_documents(
-    run: Run, query_ids: Sequence[str], judged: SearchJudgements | None = None
+    run: Run, query_ids: Sequence[str], judged: SearchJudgements | None = None, every: bool = False
 ) -> pd.DataFrame:
-    """The pooled documents of ``query_ids``, one row per document in the shuffled order: ``query_id``,
-    ``query``, ``doc_row``, ``text``, ``relevant`` (the latest judgement, or blank)."""
+    """The documents of ``query_ids`` to judge (:meth:`SearchJudgements.shown`; ``every``: the whole pool),
+    one row per document in the shuffled order: ``query_id``, ``query``, ``doc_row``, ``text``,
+    ``relevant`` (the latest judgement, or blank)."""
     judged = judged if judged is not None else load_search_judgements(run)
     texts = run.corpus_frame()["text"].astype(str).to_numpy()
     latest = judged.latest()
     rows = []
     for query_id in query_ids:
-        for doc in judged.pool(query_id):
+        for doc in judged.shown(query_id, every):
             grade = latest.get(query_id, {}).get(doc)
             rows.append(
                 [query_id, judged.text(query_id), doc, texts[doc], "" if grade is None else str(grade)]

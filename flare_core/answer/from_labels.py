@@ -115,15 +115,22 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
 def _named_before(
     run: Run, labels: LabelSet, embeddings: dict[str, np.ndarray], prior: AccuracyPrior | None, seed: int
 ) -> tuple[str, str] | None:
-    """The model the answer named before the last batch and what it was (``"batch"``, or
-    ``"provisional"``: the prior's pick before any label); None when nothing came before. With a prior the
-    batches are replayed from its pick, each keeping the model named before it unless its labels displace
-    it (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch."""
+    """The model the answer named before the latest change to the labels and what that change was
+    (``"batch"``; ``"correction"`` or ``"corrections"`` when corrected labels came last, and the answer
+    before them read every batch with the labels they replaced; ``"provisional"``: the prior's pick before
+    any label); None when nothing came before. With a prior the batches are replayed from its pick, each
+    keeping the model named before it unless its labels displace it
+    (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch."""
     ordered = _prior_of(prior, embeddings)
     # a prior that tells the models apart names one before any label; a flat one names none
     ranks = float(np.ptp(ordered.mean)) > 0
     named = (ordered.models[int(np.argmax(ordered.mean))], "provisional") if ranks else None
-    for batch in range(1, labels.batches):
+    corrections = labels.last_corrections()
+    last, kind = labels.batches - 1, "batch"
+    if corrections:
+        labels, last = labels.before_last_corrections(), labels.batches
+        kind = "correction" if len(corrections) == 1 else "corrections"
+    for batch in range(1, last + 1):
         upto = labels.upto(batch)
         if len(set(upto.labels)) < 2:
             continue
@@ -131,8 +138,17 @@ def _named_before(
             embeddings, upto.rows, upto.labels, seed=seed, prior=ordered, tolerance_points=tolerance_of(run),
             named_before=named[0] if named else None, classes=len(labels.categories),
         )  # fmt: skip
-        named = (str(frame["model"].iloc[0]), "batch")
+        named = (str(frame["model"].iloc[0]), kind)
     return named
+
+
+#: What came before the answer, by the latest change to the labels (:func:`_named_before`).
+THEN = {
+    "provisional": "before your labels",
+    "batch": "before your last batch",
+    "correction": "before your correction",
+    "corrections": "before your corrections",
+}
 
 
 def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n_labels: int) -> str:
@@ -143,7 +159,7 @@ def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n
     leader, p_within = str(estimates["model"].iloc[0]), float(estimates["p_within"].iloc[0])
     tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
     points = f"{tolerance:g} point" + ("" if tolerance == 1 else "s")
-    then = "before your labels" if before[1] == "provisional" else "before your last batch"
+    then = THEN.get(before[1], THEN["batch"])
     if kept := estimates.attrs.get("kept"):
         higher = float(
             estimates.set_index("model").loc[kept["leader"], "estimate"] - estimates["estimate"].iloc[0]

@@ -5,14 +5,17 @@ labels or judgements back.
     flare label RUN_ID labels.csv                  read the labels back (columns row and label)
     flare label RUN_ID --categories sport,politics name the categories (optional; a file names them too)
     flare label RUN_ID --rename old=new            rename a category, keeping its labels
+    flare label RUN_ID --correct 12=sport          correct a saved label (repeatable); a labels file that
+                                                   gives a labelled text another label corrects it too
 
 For search (:mod:`flare_core.answer.few_judgements`):
 
     flare label RUN_ID --query "reset my password"  add a query of your own (repeat --query for more)
-    flare label RUN_ID --next-queries 5 [-o todo.csv]
+    flare label RUN_ID --next-queries 5 [-o todo.csv] [--all-documents]
                                                    the queries to judge next (yours first, then queries drafted
-                                                   from the corpus) with their pooled documents, one row each:
-                                                   query_id,query,doc_row,text,relevant
+                                                   from the corpus) with the documents the models rank highest
+                                                   (at most 15 a query; --all-documents: every one pooled), one
+                                                   row each: query_id,query,doc_row,text,relevant
     flare label RUN_ID judged.csv                  read the judgements back (relevant: 1 or 0; blank: not
                                                    judged); ``--judgements judged.csv`` says so explicitly
 
@@ -49,6 +52,13 @@ def add_label_parser(sub: Any, common: argparse.ArgumentParser, as_json: argpars
     p.add_argument("--categories", default=None, help="comma-separated names of the categories")
     p.add_argument("--rename", default=None, metavar="OLD=NEW", help="rename a category, keeping its labels")
     p.add_argument(
+        "--correct",
+        action="append",
+        default=None,
+        metavar="ROW=CATEGORY",
+        help="correct the saved label of a text (repeatable)",
+    )
+    p.add_argument(
         "--query",
         action="append",
         default=None,
@@ -61,6 +71,11 @@ def add_label_parser(sub: Any, common: argparse.ArgumentParser, as_json: argpars
         default=None,
         metavar="N",
         help="write N search queries to judge with their pooled documents (query_id,query,doc_row,text,relevant)",
+    )
+    p.add_argument(
+        "--all-documents",
+        action="store_true",
+        help="with --next-queries: every pooled document of each query, not only the top 15",
     )
     p.add_argument(
         "--judgements",
@@ -119,7 +134,7 @@ def _search(run: Run, args: argparse.Namespace) -> int | None:
             raise ValueError(
                 "no query is left to judge and none could be drafted from the corpus: add one with --query"
             )
-        todo = fj.pooled_documents(run, ids)
+        todo = fj.pooled_documents(run, ids, every=args.all_documents)
         return _write_todo(todo, args.output, ["query_id", "query", "doc_row", "text", "relevant"],
                            f"{len(ids)} queries ({len(todo)} documents) to judge")  # fmt: skip
     if judgements is not None:
@@ -145,6 +160,7 @@ def _search(run: Run, args: argparse.Namespace) -> int | None:
 def cmd_label(args: argparse.Namespace) -> int:
     from flare_core.answer import labels as label_store
     from flare_core.answer.from_labels import next_texts
+    from flare_core.answer.labels_file import read_labels_file
     from flare_core.answer.write import write_verdict
 
     run = RunStore(args.runs_dir).get(args.run_id)
@@ -166,22 +182,58 @@ def cmd_label(args: argparse.Namespace) -> int:
     if args.next is not None:
         todo = next_texts(run, label_store.load_labels(run), args.next).assign(label="")
         return _write_todo(todo, args.output)
+    if args.correct:
+        _say(label_store.save_batch(run, _corrections(run, args.correct), source="cli"))
     if args.labels_file is not None:
-        pairs = label_store.read_labels_file(
+        notes: list[str] = []
+        pairs = read_labels_file(
             args.labels_file.read_bytes(),
             name=args.labels_file.name,
             texts=run.corpus_frame()["text"].tolist(),
+            notes=notes,
         )
+        for note in notes:
+            print(note, file=sys.stderr)
         if not pairs:
             raise ValueError(f"{args.labels_file.name} has no label to read (every label cell is blank)")
-        saved = label_store.add_labels(run, pairs, source="file")
-        print(f"{len(pairs)} labels read; {len(saved.latest())} texts labelled in all", file=sys.stderr)
+        skipped = [row for row, label in pairs if label == label_store.SKIP]
+        given = [(row, label) for row, label in pairs if label != label_store.SKIP]
+        saved = _say(label_store.save_batch(run, given, skipped=skipped, source="file"))
+        print(
+            f"{len(given)} labels read ({saved.added} new, {len(saved.corrected)} corrected), {len(skipped)} "
+            f"texts set aside; {len(saved.labels.latest())} texts labelled in all",
+            file=sys.stderr,
+        )
     verdict = write_verdict(run)
     if args.json:
         print(json.dumps(verdict, indent=2, ensure_ascii=False, default=str))
     else:
         print(verdict["text"])
     return 0
+
+
+def _corrections(run: Run, given: list[str]) -> list[tuple[int, str]]:
+    """``--correct ROW=CATEGORY`` arguments as pairs; a row that has no saved label is refused."""
+    from flare_core.answer import labels as label_store
+
+    latest = label_store.load_labels(run).latest()
+    pairs = []
+    for item in given:
+        row, sep, label = item.partition("=")
+        number = label_store.row_number(row)
+        if not sep or number is None:
+            raise ValueError(f"--correct expects ROW=CATEGORY (such as 12=sport), got {item!r}")
+        if number not in latest:
+            raise ValueError(f"row {number:,} has no saved label to correct: label it in a batch first")
+        pairs.append((number, label))
+    return pairs
+
+
+def _say(saved: Any) -> Any:
+    """Print what a saved batch must tell (corrections, names mapped, labels not saved); returns it."""
+    for note in saved.notes():
+        print(note, file=sys.stderr)
+    return saved
 
 
 def _write_todo(

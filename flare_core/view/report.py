@@ -166,10 +166,13 @@ def _labels_given(results: dict[str, Any]) -> list[str]:
     latest = {int(e["row"]): str(e["label"]) for e in entries}
     counts = pd.Series(list(latest.values())).value_counts()
     batches = max(int(e.get("batch", 0)) for e in entries)
+    corrected = sum("was" in e for e in entries)
+    skipped = len({int(s["row"]) for s in given.get("skipped") or []} - set(latest))
     frame = pd.DataFrame({"category": counts.index.astype(str), "texts labelled": counts.to_numpy()})
+    fixed = f", {corrected} label(s) corrected since" if corrected else ""
     return [
-        f"<p>Labels given to this run: {len(latest)} texts in {batches} batch(es), {len(given.get('skipped') or [])} "
-        "marked skip / unsure.</p>",
+        f"<p>Labels given to this run: {len(latest)} texts in {batches} batch(es){fixed}, {skipped} marked "
+        "skip / unsure.</p>",
         table(frame),
         *judged,
     ]

@@ -273,3 +273,38 @@ def test_the_search_answer_reads_the_run_s_tolerance():
     assert five.loc["b", "gap"] == pytest.approx(gaps.mean())
     words = search_stopping_advice(five.reset_index(), 24)["text"]
     assert "5 nDCG@10 points" in words and "1 nDCG@10 point" not in words
+
+
+def test_a_query_asks_for_the_top_documents_within_fifteen_and_all_when_asked(tmp_path):
+    """Three models whose top 10s are apart (30 documents): each asks for its top 5, 15 in all; the whole
+    pool of 30 when the person asks for all; a query is judged once the 15 it asked for are."""
+
+    def arc(order: list[int]) -> np.ndarray:
+        out = np.zeros((30, 2), dtype=np.float32)
+        for j, row in enumerate(order):
+            out[row] = [math.cos(0.1 * j), math.sin(0.1 * j)]
+        return out
+
+    order = list(range(30))
+    arrays = {m: arc(order[10 * i :] + order[: 10 * i]) for i, m in enumerate("abc")}
+    run = _run(tmp_path, [f"document {i}" for i in range(30)], arrays)
+    (query,) = fj.add_queries(run, ["where"], encode=lambda m, texts: np.tile([1.0, 0.0], (len(texts), 1)))
+    judged = fj.load_search_judgements(run)
+    assert sorted(judged.pool(query)) == order  # every top 10 is pooled
+    shown = judged.shown(query)
+    assert sorted(shown) == [*range(5), *range(10, 15), *range(20, 25)]
+    assert shown == [r for r in judged.pool(query) if r in shown]  # in the pool's shuffled order
+    assert judged.shown(query, every=True) == judged.pool(query)
+    assert fj.pooled_documents(run, [query])["doc_row"].tolist() == shown
+    assert len(fj.pooled_documents(run, [query], every=True)) == 30
+    fj.add_judgements(run, [(query, row, int(row == 3)) for row in shown])
+    assert fj.load_search_judgements(run).pending() == []  # judged: the 15 it asked for are
+
+
+def test_a_pool_kept_before_the_ranks_shows_whole(tmp_path):
+    run, encode = _tiny(tmp_path)
+    (query,) = fj.add_queries(run, ["where is the document"], encode=encode)
+    pools = run.load_frame(*fj.POOLS)
+    run.save_frame(pools.drop(columns="rank"), *fj.POOLS)  # as an older version wrote it
+    judged = fj.load_search_judgements(run)
+    assert judged.shown(query) == judged.pool(query) and len(judged.pool(query)) == 14

@@ -60,6 +60,25 @@ def _tick(page, query: str, rows: list[int]) -> None:
             raise AssertionError(f"the relevant box of row {position} of {query} could not be ticked")
 
 
+def _reads_passages(page, run, query: str) -> None:
+    """The query asks for at most 15 documents, each as a passage shorter than the article with the whole
+    article under "Show all"; every document the models found is one click away."""
+    judged = fj.load_search_judgements(run)
+    shown, found = judged.shown(query), judged.pool(query)
+    boxes = page.locator("[class*='st-key-pooled-']")
+    assert boxes.count() == len(shown) and 5 <= len(shown) <= fj.POOL_SHOWN
+    assert shown == found if len(found) <= fj.POOL_SHOWN else set(shown) < set(found)
+    texts = run.corpus_frame()["text"]
+    for n, row in enumerate(shown):
+        box = boxes.nth(n)
+        assert f"row {row} of your corpus" in box.inner_text()
+        words = len(box.locator("[data-testid='stMarkdownContainer']").nth(1).inner_text().split())
+        assert words <= 47 < len(str(texts[row]).split())  # a passage (with its "…"), not the article
+        assert box.get_by_text("Show all").count() == 1
+    more = page.get_by_role("button", name=f"Show all {len(found)} documents the models found")
+    assert more.count() == (len(found) > len(shown))
+
+
 def test_judge_three_queries_restart_and_carry_them_in_a_bundle(tmp_path):
     articles = bbc_news_frame(n_per_topic=6, seed=1)
     articles[["text"]].to_csv(tmp_path / "articles.csv", index=False)
@@ -84,10 +103,14 @@ def test_judge_three_queries_restart_and_carry_them_in_a_bundle(tmp_path):
                 page.get_by_role("button", name=f"Save the judgements of {query} (0 relevant)").wait_for(
                     timeout=90_000
                 )
+                assert page.get_by_role("textbox", name="Type a query").input_value() == ""  # added, gone
+                _reads_passages(page, run, query)
                 _tick(page, query, [0, 1] if n != 2 else [1, 2, 3])
                 page.get_by_role("button", name=f"Save the judgements of {query}").click()
                 words = f"after {n} judged quer{'y' if n == 1 else 'ies'}"
                 page.locator(".st-key-labels-verdict").get_by_text(words).first.wait_for(timeout=90_000)
+                picker = page.locator("[class*='st-key-judge-query-']")
+                assert picker.locator("input").input_value() == f"{query}: {text} (judged)"  # it stays there
                 verdict = load_verdict(run)
                 assert verdict["headline"] in _answer(page)
                 chances.append({r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]})

@@ -113,3 +113,25 @@ def test_a_viewer_is_never_asked_to_label(open_page, few_labelled):
     assert "labels would settle it" in _answer(at)  # the advice, said as a fact
     assert not re.search(r"\blabel \d+ more texts\b", text, flags=re.I), text
     assert "more labels would settle it; the run's owner can add them" in text.replace("&#x27;", "'")
+
+
+def test_each_text_of_a_batch_is_shown_whole_beside_its_choices(open_page, few_labelled):
+    """The batch's articles (about 2,000 characters each) are shown whole: the first 1,200 characters in
+    the text's box, the whole under "Show the whole text"; the box holds its own choices."""
+    _, run = few_labelled
+    at = open_page("dashboard/labels.py")
+    texts = run.corpus_frame()["text"]
+    rows = [
+        int(re.search(r"row (\d+) of your corpus", c.value).group(1))
+        for c in at.caption
+        if "of your corpus" in c.value
+    ]
+    assert len(rows) == 16 and not set(rows) & set(label_store.load_labels(run).latest())
+    shown_words = " ".join(page_texts(at).split())
+    assert all(" ".join(str(texts[r]).split()) in shown_words for r in rows)  # each text whole
+    corrected = list(label_store.load_labels(run).latest())[-1]  # the text "Correct a saved label" shows
+    long = [r for r in [*rows, corrected] if len(str(texts[r])) > 1200]
+    wholes = [e for e in at.expander if e.label.startswith("Show the whole text")]
+    assert len(long) > 8 and len(wholes) == len(long)
+    picks = [p for p in at.get("button_group") if p.key and p.key.startswith(f"pick-{run.id}-")]
+    assert [int(p.key.rsplit("-", 1)[1]) for p in picks] == rows  # each text's choices, in its order

@@ -168,7 +168,7 @@ def test_runs_read_as_name_time_and_short_id_and_share_names_the_run(app, page, 
     assert f"labelled fixture ({run.id}, {when})" in text
 
 
-def test_the_search_check_speaks_of_searches_and_shows_each_document_whole(app, page, store):
+def test_the_search_check_speaks_of_searches_and_shows_each_passage_then_document(app, page, store):
     run = store.get("fixture-static")
     _open(page, f"{app}/labels?run=fixture-static", "Check with a few searches")
     page.get_by_text("2. Mark what answers it").wait_for(timeout=60_000)
@@ -180,11 +180,15 @@ def test_the_search_check_speaks_of_searches_and_shows_each_document_whole(app, 
     judged = fj.load_search_judgements(run)
     texts = run.corpus_frame()["text"]
     (query,) = judged.ids
-    longest = max((str(texts[row]) for row in judged.pool(query)), key=len)
-    assert len(longest) > 300
-    assert " ".join(longest.split()) in " ".join(text.split())  # the whole document, not its first line
+    row = max(judged.shown(query), key=lambda r: len(str(texts[r])))
+    longest = " ".join(str(texts[row]).split())
+    assert len(longest) > 300 and longest not in " ".join(text.split())  # a passage of it first
+    box = page.locator("[class*='st-key-pooled-']").filter(has_text=f"row {row} of your corpus")
+    box.get_by_text("Show all").click()  # then the whole document, not its first line
+    box.get_by_text(longest[:40]).last.wait_for(timeout=30_000)
+    assert longest in " ".join(box.inner_text().split())
     boxes = page.get_by_role("checkbox", name=re.compile(r"Document \d+ answers the query"))
-    assert boxes.count() == len(judged.pool(query))
+    assert boxes.count() == len(judged.shown(query))
 
 
 def _upload(page, url: str, corpus_path) -> None:

@@ -187,3 +187,10 @@ def test_the_report_and_flare_show_count_the_labels(few_labelled_planted):
     assert "labels: 32 given, in 2 batches" in shown
     data = json.loads(flare_here("show", run.id, "--json", runs_dir=run.path.parent).stdout)
     assert data["labels"]["given"] == 32 and data["labels"]["batches"] == 2
+    assert "32 texts in 2 batch(es), 0 marked skip / unsure" in text
+    was = label_store.load_labels(run).latest()[3]
+    label_store.correct_label(run, 3, next(c for c in sorted(verdict["few_labels"]["counts"]) if c != was))
+    label_store.add_labels(run, {40: "sport"}, skipped=[41])
+    label_store.add_labels(run, {41: "sport"})  # a text skipped, then labelled: no longer skipped
+    text = " ".join(re.sub(r"<[^>]+>", " ", build_report(run)).split())
+    assert "34 texts in 4 batch(es), 1 label(s) corrected since, 0 marked skip / unsure" in text
