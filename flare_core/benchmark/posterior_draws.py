@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
+from threadpoolctl import threadpool_limits
 
 from flare_core.analyses import accuracy_posterior as ap
 from flare_core.analyses.accuracy_posterior import estimate_frame, forecast, prior_by_rank
@@ -309,9 +310,10 @@ def judge_all(
         reads = any(v[1].startswith("learned") for v in variants.values())
         learned = all_rows(root, own, seed=seed) if reads else []
     out = []
-    for n in own:
-        reading = left_out_reading(learned, n) if learned else None
-        out.extend(judge_corpus(root, n, own, draws, seed, variants, reading))
+    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: a second BLAS thread only waits
+        for n in own:
+            reading = left_out_reading(learned, n) if learned else None
+            out.extend(judge_corpus(root, n, own, draws, seed, variants, reading))
     return pd.DataFrame(out)
 
 
