@@ -341,7 +341,9 @@ def _stability(subsampling: pd.DataFrame | None) -> str:
         word, effect = "unstable", "changes its order"
     return (
         f"The ranking is {word}: recomputed from {alpha:.0%} of the held-out texts, it {effect} "
-        f"(agreement {_number(agreement)} on average over {_count(repeats, 'repeat')}; 1 = same order)."
+        f"(agreement {_number(agreement)} on average over {_count(repeats, 'repeat')}; 1 = same order). "
+        "This compares one estimator with itself; whether the two estimators agree with each other is a "
+        "separate check of the answer."
     )
 
 

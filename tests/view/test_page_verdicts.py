@@ -189,6 +189,9 @@ def test_validation_reads_stability_at_a_fifth_of_the_texts(agreement, word):
     assert verdict.headline.startswith(f"The ranking is {word}recomputed from 20% of the held-out texts")
     assert f"agreement {agreement:.2f} on average over 2 repeats" in verdict.headline
     assert verdict.detail.startswith("Without labels")
+    # beside the answer's check of the two estimators (its own "agreement"), it says why they can differ
+    assert "compares one estimator with itself" in verdict.headline
+    assert "whether the two estimators agree with each other is a separate check" in verdict.headline
 
 
 def test_validation_refuses_correlations_over_fewer_than_five_models():
