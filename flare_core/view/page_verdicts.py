@@ -175,11 +175,15 @@ def corpus_verdict(
     models: Sequence[Mapping[str, Any]] = (),
     *,
     lengths: pd.Series | None = None,
+    labelled: int = 0,
+    judged: int = 0,
 ) -> PageVerdict:
     """The Corpus page's verdict: how many texts and how long (characters), the labels and their
-    balance, then what was dropped or repeated and how many models embedded the texts (``stats`` is the
-    manifest's corpus statistics, ``models`` its model entries). ``lengths`` (characters per text) stand
-    in for the texts' own when these are hidden (a "figures only" share link)."""
+    balance, then what was dropped or repeated and how many of the models the person chose embedded the
+    texts (``stats`` is the manifest's corpus statistics, ``models`` its model entries; the controls the
+    product adds are not counted). ``lengths`` (characters per text) stand in for the texts' own when
+    these are hidden (a "figures only" share link). ``labelled`` and ``judged``: the texts a person
+    labelled and the search queries they judged, said instead of "without labels" when there are any."""
     if not isinstance(texts, pd.Series):
         raise ValueError(f"texts must be a pandas Series, got {type(texts).__name__}")
     if lengths is not None and (not isinstance(lengths, pd.Series) or len(lengths) != len(texts)):
@@ -192,13 +196,11 @@ def corpus_verdict(
         f"{_count(len(texts), 'text')}, typically {int(lengths.median()):,} characters long "
         f"(from {int(lengths.min()):,} to {int(lengths.max()):,})"
     )
-    if labels is None:
-        headline += ", without labels."
+    counts = pd.Series(dtype=int) if labels is None else labels.dropna().astype(str).value_counts()
+    if counts.empty:
+        headline += _given_words(int(labelled), int(judged))
     else:
-        counts = labels.dropna().astype(str).value_counts()
-        if counts.empty:
-            headline += ", without labels."
-        elif counts.min() == counts.max():
+        if counts.min() == counts.max():
             headline += f", in {_count(len(counts), 'label')} of {_count(int(counts.max()), 'text')} each."
         else:
             headline += (
@@ -217,6 +219,7 @@ def corpus_verdict(
     if sampled_out:
         found.append(f"{_count(sampled_out, 'text')} left out by sampling")
     detail = ("Found " + ", ".join(found)) if found else "No duplicate or empty texts"
+    models = [m for m in models if m.get("role", "candidate") == "candidate"]
     if models:
         done = [m for m in models if m.get("status") == "done"]
         failed = [str(m.get("id")) for m in models if m.get("status") == "failed"]
@@ -224,6 +227,18 @@ def corpus_verdict(
         if failed:
             detail += f" ({', '.join(failed)} failed)"
     return PageVerdict(headline, detail + ".")
+
+
+def _given_words(labelled: int, judged: int) -> str:
+    """The end of the Corpus headline for a corpus without a label column: what a person gave it."""
+    given = []
+    if labelled:
+        given.append(f"you labelled {labelled:,} of them")
+    if judged:
+        given.append(f"you judged {_count(judged, 'search query', 'search queries')} on them")
+    if not given:
+        return ", without labels."
+    return ", without a label column; " + " and ".join(given) + "."
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import pandas as pd
 
 from flare_core.answer.decide import (
     chance_words,
+    chosen_candidates,
     interval_words,
     pending_candidates,
     pending_words,
@@ -232,6 +233,12 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
 
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
+
+
+def models_chosen_words(manifest: Mapping[str, Any]) -> str:
+    """How many models a run compares, for its run line: the candidates the person chose ("4 models"),
+    not the controls or partial models the product adds to check the ranking."""
+    return _plural(len(chosen_candidates(manifest)), "model", "models")
 
 
 def labels_given_words(

@@ -102,6 +102,29 @@ def test_corpus_counts_lengths_labels_and_what_was_dropped():
     assert pv.corpus_verdict(texts).headline.endswith("without labels.")
 
 
+def test_corpus_says_what_the_person_gave_and_counts_the_models_they_chose():
+    texts = pd.Series(["a" * 10, "b" * 20, "c" * 300])
+    models = [{"id": "m1", "status": "done", "role": "candidate"}, {"id": "m2", "status": "done"},
+              {"id": "random", "status": "done", "role": "control"}]  # fmt: skip
+    verdict = pv.corpus_verdict(texts, None, {}, models, labelled=48)
+    assert verdict.headline.endswith(", without a label column; you labelled 48 of them.")
+    assert "without labels" not in verdict.headline
+    assert verdict.detail.endswith("; 2 of 2 models embedded them.")  # the control is not one they chose
+    judged = pv.corpus_verdict(texts, None, {}, [], judged=1).headline
+    assert judged.endswith(", without a label column; you judged 1 search query on them.")
+    both = pv.corpus_verdict(texts, pd.Series([None, None, None]), {}, [], labelled=2, judged=5).headline
+    assert both.endswith("you labelled 2 of them and you judged 5 search queries on them.")
+
+
+def test_the_run_line_counts_the_models_the_person_chose():
+    from flare_core.view.verdict import models_chosen_words
+
+    manifest = {"models": [{"id": m, "role": "candidate"} for m in "abcd"]
+                + [{"id": "random", "role": "control"}, {"id": "shuffled", "role": "control"}]}  # fmt: skip
+    assert models_chosen_words(manifest) == "4 models"
+    assert models_chosen_words({"models": [{"id": "a"}]}) == "1 model"
+
+
 def _scores(second_high: float) -> pd.DataFrame:
     return pd.DataFrame(
         {
