@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.correlate import spearman
+from flare_core.view.columns import column_words
 from flare_core.view.figures import MIN_CORRELATION_MODELS
 from flare_core.view.glossary import label
 
@@ -330,7 +331,8 @@ def floor_sentence(pairs: pd.DataFrame) -> str:
     return (
         f"{len(held)} of {len(pairs)} pairs are shown as 0: trained on the source, the estimator fitted the "
         f"held-out texts worse than the target's own density did, so it claims no information. Its own "
-        f"figures for them, {spread}, are in the column is_raw_nats: how far below 0 an estimate can fall "
+        f'figures for them, {spread}, are in the column "{column_words("is_raw_nats")[0]}": how far below '
+        "0 an estimate can fall "
         "when there is nothing to find."
     )
 

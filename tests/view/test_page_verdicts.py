@@ -175,7 +175,8 @@ def test_floor_sentence_names_the_pairs_held_at_zero_and_their_raw_figures():
     pairs = pd.DataFrame({"is_nats": [0.0, 0.0, 2.5, 0.0], "is_raw_nats": [-0.31, -0.02, 2.5, 0.0]})
     sentence = pv.floor_sentence(pairs)
     assert sentence.startswith("2 of 4 pairs are shown as 0")
-    assert "from -0.31 to -0.02 nats" in sentence and "is_raw_nats" in sentence
+    assert "from -0.31 to -0.02 nats" in sentence and "is_raw_nats" not in sentence  # no internal name
+    assert 'in the column "information before the floor at 0 (nats)"' in sentence
     one = pv.floor_sentence(pairs.iloc[:1])
     assert "1 of 1 pairs" in one and "-0.31 nats" in one
     assert pv.floor_sentence(pairs.iloc[2:]) == ""  # nothing held at 0
