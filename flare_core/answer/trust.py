@@ -233,7 +233,7 @@ def check_pool(n_candidates: int) -> Check:
         text = (
             f"Only {n_candidates} trained candidates: a pool this small can flag a clearly broken model but "
             "cannot pick the best one reliably (agreement with task scores reaches 0.8 only from about "
-            "15 models in the EMIR study). Add models to the pool."
+            "15 models in the published study of the mixture estimator, EMIR). Add models to the pool."
         )
     return Check("pool", status, f"{n_candidates} candidates", text, float(n_candidates))
 

@@ -257,8 +257,8 @@ def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = Non
     lead = ranked.iloc[0]
     headline = (
         f"{lead['model']} tells the most about the other models' embeddings: "
-        f"{_number(float(lead['score']))} nats per dimension, likely between "
-        f"{_number(float(lead['ci_low']))} and {_number(float(lead['ci_high']))}"
+        f"a score of {_number(float(lead['score']))}, likely between "
+        f"{_number(float(lead['ci_low']))} and {_number(float(lead['ci_high']))} (nats per dimension)"
     )
     if len(ranked) > 1:
         second = ranked.iloc[1]
@@ -275,7 +275,7 @@ def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = Non
         stacked = matrix.stack().dropna()
         if not stacked.empty:
             (source, target), value = stacked.idxmax(), float(stacked.max())
-            detail = f"Strongest link: {source} predicts {target} best ({_number(value)} nats per dimension)"
+            detail = f"Strongest link: {source} predicts {target} best (a score of {_number(value)})"
             received = matrix.median(axis=0, skipna=True).dropna()
             if len(received) > 1:
                 hardest = received.idxmin()

@@ -318,7 +318,7 @@ def _baselines(results: dict[str, Any]) -> str:
     parts = ["<h3>Label-free baselines</h3>"]
     geometry = records_frame(results.get("geometry"))
     parts.append(table(geometry) if not geometry.empty else missing("Label-free baselines"))
-    parts.append("<h3>Downstream (supervised oracle)</h3>")
+    parts.append("<h3>How the models do on your labels</h3>")
     downstream = records_frame(results.get("downstream"))
     parts.append(
         table(downstream)

@@ -144,12 +144,12 @@ def test_sufficiency_leader_tie_strongest_link_and_hardest_target():
     )
     verdict = pv.sufficiency_verdict(_scores(0.26), per_dim)
     assert verdict.headline == (
-        "a tells the most about the other models' embeddings: 0.30 nats per dimension, likely between 0.25 "
-        "and 0.35; b is too close to tell apart."
+        "a tells the most about the other models' embeddings: a score of 0.30, likely between 0.25 "
+        "and 0.35 (nats per dimension); b is too close to tell apart."
     )
     # the control row is not a candidate: the strongest link is a → b, and a is the hardest target
     assert verdict.detail == (
-        "Strongest link: a predicts b best (0.40 nats per dimension); a is the hardest to predict from the "
+        "Strongest link: a predicts b best (a score of 0.40); a is the hardest to predict from the "
         "others (typically 0.07)."
     )
     assert pv.sufficiency_verdict(_scores(0.24)).headline.endswith(", clearly ahead of b (0.20).")
