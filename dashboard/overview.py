@@ -33,6 +33,7 @@ from flare_core.view.results import (
 )
 from flare_core.view.tables import NUMBER_FORMAT, settings_frame, shown_frame
 from flare_core.view.verdict import (
+    grounds_heading,
     labels_given_words,
     labels_table,
     map_drawing_words,
@@ -75,7 +76,7 @@ answer(run.id)
 verdict = load_verdict(run)
 said = labels_table(verdict) if verdict and has_grounds(verdict) else None
 if said is not None and not said.empty:
-    st.subheader("What the labels say")
+    st.subheader(grounds_heading(verdict))
     show_labels_table(said)
 manifest = run.manifest
 version = run_version(run)

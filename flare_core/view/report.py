@@ -43,6 +43,7 @@ from flare_core.view.html import (
 from flare_core.view.page_verdicts import floor_sentence
 from flare_core.view.verdict import (
     chances_in_words,
+    grounds_heading,
     labels_given_words,
     labels_table,
     trust_sentence,
@@ -111,7 +112,7 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
             )
         said = labels_table(verdict)
         if not said.empty:
-            parts += ["<h3>What the labels say</h3>", table(chances_in_words(said))]
+            parts += [f"<h3>{escape(grounds_heading(verdict))}</h3>", table(chances_in_words(said))]
         parts += _labels_given(results)
         if view.map_sentence:
             parts += [

@@ -267,9 +267,20 @@ def without_asking(text: str) -> str:
     cannot label it (the answer's summary opens with the stopping advice, which asks)."""
     asks = r"[;,]?\s*\blabel (\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
     text = re.sub(asks, r"; \1 more labels would settle it", text, flags=re.I)
-    judge = r"[;,]?\s*\bjudge (\d+) more queries(?: \(Check with a few labels\))?(?: to settle it)?"
-    text = re.sub(judge, r"; \1 more judged queries would settle it", text, flags=re.I)
+    judge = r"[;,]?\s*\bjudge (\d+) more quer(y|ies)(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(judge, r"; \1 more judged quer\2 would settle it", text, flags=re.I)
     return text[2:] if text.startswith("; ") else text
+
+
+def is_search_answer(verdict: Mapping[str, Any]) -> bool:
+    """Whether an answer is a search run's: judged by search queries, or chosen for search without them."""
+    grounds = [(verdict.get(key) or {}).get("metric") for key in ("labels", "few_labels")]
+    return SEARCH_METRIC in grounds or (verdict.get("label_free") or {}).get("use") == "search"
+
+
+def grounds_heading(verdict: Mapping[str, Any]) -> str:
+    """The heading of the table of what the answer's grounds say: a search run's judgements, or labels."""
+    return "What your judgements say" if is_search_answer(verdict) else "What the labels say"
 
 
 def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
@@ -279,10 +290,12 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
     if can_label or verdict.get("settled") or verdict.get("basis") not in ("few labels", "label-free"):
         return step
     more = ((verdict.get("few_labels") or {}).get("advice") or {}).get("more_labels")
+    search = is_search_answer(verdict)
     if verdict.get("basis") == "few labels" and more:
-        what = "judged queries" if (verdict.get("few_labels") or {}).get("metric") == "ndcg@10" else "labels"
-        return f"{int(more)} more {what} would settle it; the run's owner can add them."
-    return "A few labels would settle it; the run's owner can add them."
+        n = int(more)
+        what = f"judged quer{'y' if n == 1 else 'ies'}" if search else ("label" if n == 1 else "labels")
+        return f"{n} more {what} would settle it; the run's owner can add them."
+    return f"A few {'judged queries' if search else 'labels'} would settle it; the run's owner can add them."
 
 
 def still_embedding_words(manifest: Mapping[str, Any], status: str) -> str | None:
