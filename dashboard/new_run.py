@@ -151,6 +151,7 @@ st.markdown(
     "the answer needs none, and with labels it also checks the models on your own categories. Words you "
     "meet here are explained in the Glossary (under Help)."
 )
+st.page_link("dashboard/glossary.py", label="Glossary: the terms in plain words", icon=":material/menu_book:")
 upload = st.file_uploader("Corpus file", type=["csv", "tsv", "txt", "parquet", "jsonl"], key="corpus-upload")
 if upload is None:
     st.stop()

@@ -220,7 +220,10 @@ def _quality_cost(run: Run) -> str:
     for cost, div in (("texts_per_s", "quality-cost-speed"), ("bytes_per_vector", "quality-cost-storage")):
         parts.append(
             figure_div(
-                answer_figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), div
+                answer_figures.quality_cost(
+                    view["quality"], view["costs"], cost, best=view.get("best"), mark=view["suggest"]
+                ),
+                div,
             )
         )
         sentence = cheapest_sentence(view, cost)

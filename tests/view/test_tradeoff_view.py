@@ -104,5 +104,9 @@ def test_a_label_free_score_the_answer_does_not_trust_names_no_cheaper_model(unl
     assert str(view["quality"]["label"].iloc[0]).startswith("label-free") and view["suggest"] is False
     assert cheapest_sentence(view) == NOT_SUGGESTED
     assert "faster" not in NOT_SUGGESTED and "Cheapest" not in NOT_SUGGESTED
+    chart = answer_figures.quality_cost(
+        view["quality"], view["costs"], best=view["best"], mark=view["suggest"]
+    )
+    assert figures.HIGHLIGHT not in list(chart.data[-1].marker.color)  # no model marked as the cheaper pick
     verdict = load_verdict(unlabelled_run)
     assert not label_free_speaks(unlabelled_run, {**verdict, "trust": {"level": "low", "checks": []}})
