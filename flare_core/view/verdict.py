@@ -137,6 +137,10 @@ def trust_sentence(level: str | None) -> str:
     }.get(level or "", "")
 
 
+#: The search columns of :func:`labels_table`: a plain phrase first, the measure's name after it.
+SEARCH_QUALITY = "search quality (nDCG@10)"
+FOUND = "relevant found in the top 10 (recall@10)"
+FIRST_FOUND = "how soon the first relevant comes (MRR@10)"
 #: The column of :func:`labels_table` that holds the chance of being the best (0 to 1; drawn as a bar).
 BEST_COLUMN = "chance it is the best"
 
@@ -186,8 +190,8 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             score = (
                 {"Spearman with your scores": f"{r['spearman']:.3f}"}
                 if pairs
-                else {"nDCG@10": f"{100 * r['ndcg_at_10']:.1f}", "recall@10": f"{100 * r['recall_at_10']:.1f}%",
-                      "MRR@10": f"{r['mrr_at_10']:.3f}"}
+                else {SEARCH_QUALITY: f"{100 * r['ndcg_at_10']:.1f}", FOUND: f"{100 * r['recall_at_10']:.1f}%",
+                      FIRST_FOUND: f"{r['mrr_at_10']:.3f}"}
                 if search
                 else {"accuracy": f"{100 * r['accuracy']:.1f}%", "macro-F1": f"{100 * r['f1_macro']:.1f}%"}
             )  # fmt: skip
@@ -205,9 +209,9 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             [
                 {
                     "model": r["model"],
-                    "nDCG@10": f"{100 * r['estimate']:.1f}",
+                    SEARCH_QUALITY: f"{100 * r['estimate']:.1f}",
                     "likely between": interval_words(r["ci_low"], r["ci_high"], unit=""),
-                    "recall@10": f"{100 * r['recall_at_10']:.1f}%",
+                    FOUND: f"{100 * r['recall_at_10']:.1f}%",
                     BEST_COLUMN: float(r["p_best"]),
                     within_column(few.get("tolerance_points") or 1.0): float(r["p_within"]),
                 }

@@ -36,7 +36,9 @@ def test_judged_queries_in_the_run_line_the_table_and_a_viewers_words():
     )
     assert labels_given_words({"n_texts": 60}, [], None) == "none"
     table = labels_table(_verdict())
-    assert list(table.columns)[:3] == ["model", "nDCG@10", "likely between"] and table["nDCG@10"][0] == "90.0"
+    quality = "search quality (nDCG@10)"  # a plain phrase first, the measure's name after it
+    assert list(table.columns)[:3] == ["model", quality, "likely between"] and table[quality][0] == "90.0"
+    assert "relevant found in the top 10 (recall@10)" in table.columns
     assert next_step_words(_verdict(), can_label=False) == (
         "5 more judged queries would settle it; the run's owner can add them."
     )
