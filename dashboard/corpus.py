@@ -18,10 +18,11 @@ from dashboard.common import (
 from dashboard.findings import show_page_verdict
 from dashboard.session import texts_shown
 from dashboard.tables import show_table
+from flare_core.answer.labels import load_labels
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
 from flare_core.view.page_verdicts import corpus_verdict
-from flare_core.view.results import embedding_table
+from flare_core.view.results import embedding_table, search_judged
 
 run = open_analysis_page("Corpus & embeddings")
 manifest = run.manifest
@@ -31,9 +32,16 @@ with_texts = texts_shown(run.id)  # a "figures only" link: lengths of the texts,
 lengths = corpus["text"].str.len() if with_texts else corpus["n_chars"]
 stats = manifest["corpus"].get("stats", {})
 has_labels = manifest["corpus"].get("has_labels")
+judged = search_judged(run) or {}
 show_page_verdict(
     corpus_verdict(
-        corpus["text"], corpus["label"] if has_labels else None, stats, manifest["models"], lengths=lengths
+        corpus["text"],
+        corpus["label"] if has_labels else None,
+        stats,
+        manifest["models"],
+        lengths=lengths,
+        labelled=len({int(e["row"]) for e in load_labels(run).entries}),
+        judged=int(judged.get("judged", 0)),
     )
 )
 

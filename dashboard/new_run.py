@@ -148,8 +148,10 @@ started_panel()
 
 st.markdown(
     "Upload a corpus (CSV, TSV, Parquet or JSONL) with one text per row. Labels are optional: "
-    "the ranking needs none, but with labels the dashboard also checks it against a supervised oracle."
+    "the answer needs none, and with labels it also checks the models on your own categories. Words you "
+    "meet here are explained in the Glossary (under Help)."
 )
+st.page_link("dashboard/glossary.py", label="Glossary: the terms in plain words", icon=":material/menu_book:")
 upload = st.file_uploader("Corpus file", type=["csv", "tsv", "txt", "parquet", "jsonl"], key="corpus-upload")
 if upload is None:
     st.stop()
@@ -182,7 +184,7 @@ label_status = right.empty()
 pair_columns = None
 if detected.get("pairs") and st.checkbox(
     f"Use pair columns {escape(', '.join(c for c in detected['pairs'] if c))} for "
-    + ("STS" if detected["pairs"][2] else "retrieval"),
+    + ("similarity scores (STS)" if detected["pairs"][2] else "search (retrieval)"),
     value=True,
 ):
     pair_columns = tuple(detected["pairs"])
@@ -192,7 +194,8 @@ with st.expander("Search judgements (optional): which of these documents answer 
         "Each row of the corpus is a document. A judgements file has the columns query_id, doc_id and "
         "relevance (0 = not relevant, 1 = relevant, 2 and up = more relevant; a TREC qrels file works too), "
         "with the query texts in a query column or in a queries file. With judgements, the answer ranks the "
-        "models by nDCG@10 over your queries."
+        "models by how well each puts the relevant documents first in its top 10 for your queries (the "
+        "search score nDCG@10, in the Glossary)."
     )
     qrels_upload = st.file_uploader(
         "Judgements file", type=["csv", "tsv", "txt", "qrels", "parquet", "jsonl"], key="qrels-upload"
@@ -267,7 +270,7 @@ tolerance = st.radio(
     index=list(TOLERANCES).index(2.0),
     format_func=lambda t: f"{t:g} point" + ("" if t == 1 else "s") + " of the best",
     horizontal=True,
-    help="How close to the best model (in accuracy points, or nDCG@10 points for search) you would accept. "
+    help="How close to the best model (in points of accuracy, or of search quality, nDCG@10) you would accept. "
     "The answer says how sure it is that its choice is this close, and when a few labels have settled it.",
 )
 
@@ -277,9 +280,10 @@ with st.expander("Analysis settings"):
         list(ESTIMATOR_CHOICES),
         format_func=lambda e: ESTIMATOR_WORDS.get(e, e),
         horizontal=True,
-        help="Information sufficiency IS(U→V): how much one model's embedding of a text tells about another's. "
-        "Estimated with FLARE's normalizing flows (flow: slower, more accurate), EMIR's Gaussian mixtures "
-        "(gmm: fast, rougher) or both (each checks the other).",
+        help="How much one model's embedding of a text tells about another's (information sufficiency, "
+        "IS(U→V)), estimated in one of two ways or both: flows are small neural networks (FLARE's normalizing "
+        "flows: slower, finer), mixtures are sums of bell curves (EMIR's Gaussian mixtures: fast, rougher); "
+        "with both, each checks the other.",
     )
     flow_preset = st.radio(
         "Estimator settings",

@@ -32,7 +32,13 @@ from flare_core.view.results import (
     search_judged,
 )
 from flare_core.view.tables import NUMBER_FORMAT, settings_frame, shown_frame
-from flare_core.view.verdict import labels_given_words, labels_table, map_drawing_words
+from flare_core.view.verdict import (
+    grounds_heading,
+    labels_given_words,
+    labels_table,
+    map_drawing_words,
+    models_chosen_words,
+)
 
 st.title("Overview")
 st.page_link("dashboard/how_to_read.py", label="How to read this", icon=":material/help:")
@@ -70,14 +76,14 @@ answer(run.id)
 verdict = load_verdict(run)
 said = labels_table(verdict) if verdict and has_grounds(verdict) else None
 if said is not None and not said.empty:
-    st.subheader("What the labels say")
+    st.subheader(grounds_heading(verdict))
     show_labels_table(said)
 manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]
 st.markdown(
     f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · "
-    f"labels: {escape(labels_given_words(corpus, load_labels(run).entries, search_judged(run)))} · {len(manifest['models'])} models · "
+    f"labels: {escape(labels_given_words(corpus, load_labels(run).entries, search_judged(run)))} · {models_chosen_words(manifest)} · "
     f"run `{run.id}`"
 )
 

@@ -11,7 +11,7 @@ from dashboard.session import access_fragment, credential_query, current_access
 from dashboard.sharing import build_and_offer, bundle_bytes, report_bytes, share_links_panel
 from dashboard.tables import show_table
 from flare_core.run import jobs
-from flare_core.run.progress import progress_sentence, stage_words
+from flare_core.run.progress import WORKER_COLUMNS, progress_sentence, stage_words, worker_table
 from flare_core.store.access import Access
 from flare_core.view.results import run_words, runs_table
 from flare_core.view.tables import date_words
@@ -22,25 +22,6 @@ if not access.allows("list"):
     st.info("This page is not part of a shared link.")
     st.stop()
 st.caption("Runs execute in a background process: you can close this tab and come back later.")
-
-
-WORKER_COLUMNS = {
-    "worker": "worker",
-    "stage": "working on",
-    "units": "steps done",
-    "failed": "steps failed",
-    "busy_s": "seconds busy",
-    "last_unit": "last step",
-    "last_seen": "last seen",
-}
-
-
-def worker_table(workers: dict) -> pd.DataFrame:
-    """One row per worker process, the stage in words; shown with the headers of ``WORKER_COLUMNS``."""
-    table = pd.DataFrame([{"worker": name, **info} for name, info in workers.items()])
-    table = table.reindex(columns=list(WORKER_COLUMNS)).sort_values("worker")
-    table["stage"] = table["stage"].map(lambda s: stage_words(s) if isinstance(s, str) and s else s)
-    return table
 
 
 def stages_in_order(manifest: dict) -> list[tuple[str, dict]]:

@@ -45,11 +45,11 @@ download_csv(scores, f"{run.id}-{estimator}-scores")
 st.subheader("What each model tells about each other model", help=f"{explain('is')} {explain('is_per_dim')}")
 order_by = st.radio("Order", list(HEATMAP_ORDERS), horizontal=True)
 threshold = st.slider(
-    "Hide links weaker than (nats per dimension)",
+    "Hide links weaker than",
     0.0,
     float(max(per_dim.max().max(), 0.0) or 1.0),
     0.0,
-    help=explain("is_per_dim"),
+    help=f"In nats per dimension. {explain('is_per_dim')}",
 )
 resolution = st.slider(
     "Group size (higher = more, smaller groups)", 0.5, 2.0, 1.1, 0.1, help=explain("community")
@@ -61,7 +61,7 @@ download_csv(per_dim.reset_index(names="source"), f"{run.id}-{estimator}-is-per-
 st.subheader("Groups of models that inform each other", help=explain("community"))
 st.plotly_chart(figures.is_graph_figure(view.nodes, view.edges), key="graph")
 st.caption(
-    f"IS graph with Louvain communities: {len(view.edges)} links above {threshold:.3g} nats per dimension; "
+    f"Which model tells about which: {len(view.edges)} links above {threshold:.3g} (nats per dimension), in "
     f"{view.communities} groups "
     f"(Louvain communities, resolution {resolution}, seed 0). A bigger dot is a higher score, a colour is a "
     "group, a wider arrow is a stronger link."

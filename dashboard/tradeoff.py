@@ -33,7 +33,9 @@ def show_quality_cost(run: Run, quality: pd.DataFrame | None = None) -> None:
     choice = st.radio("Weigh quality against", list(COST_CHOICES), horizontal=True, key="cost-axis")
     cost = COST_CHOICES[choice]
     st.plotly_chart(
-        answer_figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")),
+        answer_figures.quality_cost(
+            view["quality"], view["costs"], cost, best=view.get("best"), mark=view["suggest"]
+        ),
         key="quality-cost",
     )
     sentence = cheapest_sentence(view, cost)

@@ -70,3 +70,15 @@ def test_the_readme_links_every_docs_page():
     pages = {str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")}
     linked = {link.split("#")[0] for link in LINKS}
     assert pages <= linked, sorted(pages - linked)
+
+
+def test_the_demo_s_model_count_is_the_one_the_app_shows():
+    from flare_core.run.demo import DEMO_MODELS
+    from flare_core.view.verdict import models_chosen_words
+
+    # the Overview's run line counts the candidates, not the two controls every run adds
+    demo = {"models": [{"id": m, "role": "candidate"} for m in DEMO_MODELS]
+            + [{"id": "random", "role": "control"}, {"id": "shuffled", "role": "control"}]}  # fmt: skip
+    shown = models_chosen_words(demo)
+    assert shown == f"{len(DEMO_MODELS)} models"
+    assert f"demo run (250 BBC News articles, {shown})" in README

@@ -193,13 +193,17 @@ def _undecided_sentence(row: pd.Series, record: dict[str, Any], best: pd.Series,
     high = float(row.get("gap_high", np.nan))
     if np.isfinite(high):
         where += f", and may be up to {high:.1f} behind"
+    search = str(best.get("label", "")).startswith("nDCG@10")  # a search run's judged queries
+    ground, more = ("judgements", "judged quer") if search else ("labels", "label")
     text = (
-        f"The labels cannot tell yet whether {row['model']}{speed} is within {amount} of {best['model']}: "
+        f"The {ground} cannot tell yet whether {row['model']}{speed} is within {amount} of {best['model']}: "
         f"its estimate is {where}"
     )
-    if record["more_labels"]:
-        return text + f"; about {record['more_labels']} more labels would tell."
-    return text + "; more labels would tell."
+    n = record["more_labels"]
+    if n:
+        plural = ("y" if n == 1 else "ies") if search else ("" if n == 1 else "s")
+        return text + f"; about {n} more {more}{plural} would tell."
+    return text + f"; more {more}{'ies' if search else 's'} would tell."
 
 
 def _ratio(pick: pd.Series, best: pd.Series, column: str) -> float | None:

@@ -118,19 +118,25 @@ def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any]
     points = float((verdict.get("few_labels") or {}).get("tolerance_points") or tolerance_of(run))
     quality = answer_quality(verdict, points)
     if quality is None:
-        # the label-free score speaks of quality only where its benchmark record supports it: where the
-        # rule the product follows for this use is information sufficiency itself
-        from flare_core.answer.label_free import rule_for
-
-        if rule_for(str(run.manifest.get("params", {}).get("use") or "unsure")).get("rule") not in (
-            "flow",
-            "gmm",
-        ):
+        if not label_free_speaks(run, verdict):
             return None
         quality = label_free_quality(run)
     if quality is None or not costs["texts_per_s"].notna().any():
         return None
     return cheapest_within(quality, costs, points=points, cost="texts_per_s", best=verdict.get("recommended"))
+
+
+def label_free_speaks(run: Run, verdict: Mapping[str, Any]) -> bool:
+    """Whether the label-free score may name a cheaper model as good enough: only where its benchmark
+    record supports it (the rule the product follows for the run's use is information sufficiency
+    itself) and where the answer does not call the label-free ranking untrustworthy on this corpus (its
+    checks' trust level is "low")."""
+    from flare_core.answer.label_free import rule_for
+
+    if ((verdict.get("trust") or {}).get("level") or "moderate") == "low":
+        return False
+    use = str(run.manifest.get("params", {}).get("use") or "unsure")
+    return rule_for(use).get("rule") in ("flow", "gmm")
 
 
 def label_free_quality(run: Run) -> pd.DataFrame | None:

@@ -26,6 +26,7 @@ Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -189,16 +190,27 @@ def interval_words(low: float, high: float, unit: str = "%") -> str:
     return f"{100 * float(low):.1f}{unit} and {100 * float(high):.1f}{unit}"
 
 
+def _queries(n: int, judged: str = "judged ") -> str:
+    """ "1 judged query", "5 judged queries"."""
+    return f"{n} {judged}quer{'y' if n == 1 else 'ies'}"
+
+
+def _one_query(text: str) -> str:
+    """``text`` with "1 judged queries are" and "1 more queries" said in the singular."""
+    text = re.sub(r"\b1 judged queries are\b", "1 judged query is", text)
+    return re.sub(r"\b1 more (judged )?queries\b", r"1 more \1query", text)
+
+
 def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:
     """Headline, summary and fields of an answer from a person's few search judgements: every figure from
     the one estimate of :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`."""
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]
-    n = block["n_labels"]
-    queries = f"{n} judged quer{'y' if n == 1 else 'ies'}"
-    points = _points(block.get("tolerance_points", 1.0)).replace("point", "nDCG@10 point")
+    queries = _queries(block["n_labels"])
+    points = _points(block.get("tolerance_points", 1.0)) + " of search quality (nDCG@10)"
     either = [m for m in advice.get("either", []) if m != best]
+    more = advice["more_labels"]
     if advice["settled"] and either:
         headline = (
             f"Use {best} or {_join(either)}: after {queries} each is within {points} of the best with "
@@ -214,14 +226,15 @@ def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None)
     else:
         headline = (
             f"Provisionally {best}: the most likely best after {queries} ({chance_words(top['p_best'])} "
-            f"chance), not settled yet; {advice['more_labels']} more judged queries would settle it."
+            f"chance), not settled yet; {_queries(more, 'more judged ')} would settle it."
         )
-        next_step = f"Judge {advice['more_labels']} more queries (Check with a few labels) to settle it."
+        next_step = f"Judge {_queries(more, 'more ')} (Check with a few labels) to settle it."
     summary = (
-        f"{advice['text']} On your {queries} its nDCG@10 is {100 * top['estimate']:.1f} out of 100, likely "
-        f"{100 * top['ci_low']:.1f} to {100 * top['ci_high']:.1f}; it finds {_pct(top['recall_at_10'])} of the "
-        "documents you marked relevant in its top 10. Each model ranks all your documents for each query; a "
-        "document nobody judged counts as not relevant (as in TREC pooling), and the interval and every "
+        f"{_one_query(advice['text'])} On your {queries} its search quality (nDCG@10) is "
+        f"{100 * top['estimate']:.1f} out of 100, likely {100 * top['ci_low']:.1f} to "
+        f"{100 * top['ci_high']:.1f}; it finds {_pct(top['recall_at_10'])} of the documents you marked relevant "
+        "in its top 10. Each model ranks all your documents for each query; a document nobody judged counts "
+        "as not relevant (the usual rule when only some documents are judged), and the interval and every "
         "chance come from resampling your queries."
     )
     if block.get("no_relevant"):
@@ -257,12 +270,33 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
     languages = choice.get("languages") or ""
     summary = (
         (f"Your texts read as {languages}. " if languages else "")
-        + f"Chosen by {choice['rule_words']}, the label-free rule measured best for {choice['use_words']}. "
+        + rule_sentence(choice)
+        + " "
         + odds_sentence(choice.get("odds") or {})
     ).strip()
-    next_step = need or check_sentence()
+    next_step = need or check_sentence(search=choice.get("use") == "search")
     return {"basis": "label-free", "recommended": best, "settled": False, "headline": headline,
             "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
+
+
+def rule_sentence(choice: LabelFreeGround) -> str:
+    """Which label-free rule chose, named as the benchmark chose it for the use, and what ranks in its
+    place while its scores are not in yet (the same rule named the same way all through a run)."""
+    stand_in, chosen = choice.get("stand_in"), choice.get("chosen_words") or choice["rule_words"]
+    if not stand_in:
+        return (
+            f"Chosen by {choice['rule_words']}, the label-free rule measured best for {choice['use_words']}."
+        )
+    return (
+        f"The label-free rule measured best for {choice['use_words']} is {chosen}; until it is measured on "
+        f"your texts, {choice['rule_words']} chooses in its place."
+    )
+
+
+def chosen_candidates(manifest: Mapping[str, Any]) -> list[str]:
+    """The candidates the person chose for a run (``manifest``), in its order: not the controls, the
+    references or the partial models the product adds."""
+    return [m["id"] for m in manifest.get("models", []) if m.get("role", "candidate") == "candidate"]
 
 
 def pending_candidates(manifest: Mapping[str, Any]) -> list[str]:
@@ -304,6 +338,15 @@ def _wait_for(decided: Decision, pending: list[str], *, running: bool) -> None:
         )
 
 
+def so_far(n_candidates: int | None, pending: list[str], failed: list[str]) -> str:
+    """How a provisional answer opens: "So far, from 4 of 6 models: " while candidates are still being
+    embedded (of the ``n_candidates`` the person chose), "While the run finishes: " once all are in."""
+    if pending and n_candidates:
+        compared = max(int(n_candidates) - len(pending) - len(failed), 0)
+        return f"So far, from {compared} of {int(n_candidates)} models: "
+    return "While the run finishes: "
+
+
 def map_note(decided: Decision, leading: str | None) -> str | None:
     """Why the label-free ranking's leader is not the answer, in words (None when it is, or there is none)."""
     best = decided.get("recommended")
@@ -326,10 +369,12 @@ def compose(
     agreement: float | None = None,
     provisional: bool = False,
     pending: list[str] | None = None,
+    n_candidates: int | None = None,
 ) -> Verdict:
     """The version-3 verdict: ``ranking`` is the version-2 verdict of the label-free ranking (the map,
     :func:`~flare_core.answer.verdict.verdict` or ``unranked_verdict``); the grounds in order of strength.
-    ``pending``: the candidates not embedded yet (still being embedded while ``provisional``)."""
+    ``pending``: the candidates not embedded yet (still being embedded while ``provisional``);
+    ``n_candidates``: how many candidates the person chose, for "so far, from N of M models"."""
     pending = list(pending or [])
     decided = None
     if full is not None:
@@ -351,7 +396,9 @@ def compose(
         _wait_for(decided, pending, running=provisional)
     if provisional:
         decided["headline"] = (
-            "While the run finishes: " + decided["headline"][0].lower() + decided["headline"][1:]
+            so_far(n_candidates, pending, ranking.get("failed") or [])
+            + decided["headline"][0].lower()
+            + decided["headline"][1:]
         )
     text = " ".join([decided["headline"], decided["summary"], decided["next_step"]])
     if ranking.get("failed"):

@@ -31,6 +31,7 @@ from flare_core.analyses.label_free_rules import (
     rule_table,
 )
 from flare_core.analyses.probe_reading import ProbeReading
+from flare_core.analyses.stopping import MIN_SETTLED_QUERIES
 from flare_core.answer.shipped import shipped_answer_results, shipped_results
 from flare_core.answer.stored import LabelFreeGround
 from flare_core.data.language import READ_SHARE, Writing
@@ -173,6 +174,7 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
     rule, order = rule_order(scores, use)
     if not order:
         return None
+    chosen = odds.get("rule") or "dim"
     cannot = _cannot_read(scores)
     writing = scores.attrs.get("writing")
     languages = writing.words() if isinstance(writing, Writing) else ""
@@ -187,6 +189,10 @@ def provisional_choice(scores: pd.DataFrame, use: str) -> LabelFreeGround | None
             if cannot
             else ""
         ),
+        # the rule the benchmark chose for this use, named one way, and the one that ranks for it until
+        # its scores are in ("" when it ranks itself)
+        "chosen_words": RULES[chosen][0] if chosen in RULES else RULES[rule][0],
+        "stand_in": RULES[rule][0] if chosen in RULES and chosen != rule else "",
         "cannot_read": cannot,
         "languages": languages,
         "choice": order[0],
@@ -288,8 +294,14 @@ def few_label_record(k: int) -> dict[str, Any] | None:
             "label_free_within": float(record["label_free"]["within"]), "tolerance": float(record.get("tolerance", 2.0))}  # fmt: skip
 
 
-def check_sentence(k: int = 32) -> str:
-    """The invitation to label a few texts, with what the benchmark measured of it."""
+def check_sentence(k: int = 32, *, search: bool = False) -> str:
+    """The invitation to label a few texts, with what the benchmark measured of it; for a search run
+    (``search``), to judge a few queries (the benchmark's record is of labelled texts, so it is not quoted)."""
+    if search:
+        return (
+            f"Check with a few judged queries: write or accept {MIN_SETTLED_QUERIES} search queries, mark the "
+            "documents that answer each, and the answer will say how far to trust it."
+        )
     record = few_label_record(k)
     if record is None:
         return "Check with a few labels: label 16 texts and the answer will say how far to trust it."

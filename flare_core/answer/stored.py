@@ -131,7 +131,12 @@ class _Languages(TypedDict, total=False):
     languages: str  # the corpus's languages in words ("English 52%, German 48%"; "" when not known)
 
 
-class LabelFreeGround(_Languages):
+class _StandIn(_Languages, total=False):
+    chosen_words: str  # the rule the benchmark chose for the use, in words (the same while the run works)
+    stand_in: str  # the rule ranking in its place until its scores are in, in words ("" when none)
+
+
+class LabelFreeGround(_StandIn):
     """The provisional label-free choice (:func:`flare_core.answer.label_free.provisional_choice`)."""
 
     use: str

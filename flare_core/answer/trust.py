@@ -121,10 +121,18 @@ def check_agreement(agreement: float | None) -> Check:
         )  # fmt: skip
     status = _graded(agreement, 0.6, 0.3)
     if agreement < 0:
-        text = f"The two estimators rank the models in opposite orders (agreement {agreement:.2f})."
+        text = f"The two ways of estimating the score rank the models in opposite orders (agreement {agreement:.2f}"
     else:
         words = {"pass": "agree", "warn": "agree only partly", "fail": "hardly agree"}[status]
-        text = f"The flow and the mixture estimators {words} on the order (agreement {agreement:.2f})."
+        text = (
+            f"The two ways of estimating the score (flows and Gaussian mixtures) {words} on the order of the "
+            f"models (agreement {agreement:.2f}"
+        )
+    text += (
+        "; 1 = same order). This compares two estimators with each other; the ranking's stability compares "
+        "one estimator with itself on fewer texts, so the ranking can be stable and still depend on the "
+        "estimator."
+    )
     return Check("agreement", status, f"ρ = {agreement:.2f}", text, agreement)
 
 
@@ -225,7 +233,7 @@ def check_pool(n_candidates: int) -> Check:
         text = (
             f"Only {n_candidates} trained candidates: a pool this small can flag a clearly broken model but "
             "cannot pick the best one reliably (agreement with task scores reaches 0.8 only from about "
-            "15 models in the EMIR study). Add models to the pool."
+            "15 models in the published study of the mixture estimator, EMIR). Add models to the pool."
         )
     return Check("pool", status, f"{n_candidates} candidates", text, float(n_candidates))
 

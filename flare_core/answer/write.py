@@ -20,7 +20,7 @@ from flare_core.analyses.accuracy_posterior import AccuracyPrior
 from flare_core.analyses.correlate import ranking_correlation
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.costs import cheapest_good_enough
-from flare_core.answer.decide import compose, pending_candidates
+from flare_core.answer.decide import chosen_candidates, compose, pending_candidates
 from flare_core.answer.evidence import ranking_verdict
 from flare_core.answer.from_labels import few_label_block, full_label_block
 from flare_core.answer.label_free import few_label_prior, provisional_choice
@@ -134,6 +134,7 @@ def build_verdict(run: Run, *, provisional: bool) -> Verdict:
         agreement=_agreement(ranking, full),
         provisional=provisional,
         pending=pending_candidates(run.manifest),
+        n_candidates=len(chosen_candidates(run.manifest)),
     )
     cost = cheapest_good_enough(run, verdict)
     if cost is not None and verdict["recommended"]:

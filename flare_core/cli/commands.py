@@ -17,6 +17,7 @@ import pandas as pd
 from flare_core.cli.model_commands import budget_models, budget_result
 from flare_core.store.atomic import to_json
 from flare_core.store.runs import RunStore
+from flare_core.view.verdict import models_chosen_words
 
 #: ``--max-dims`` left out: the estimator preset's whitened width (not a string, so argparse keeps it)
 PRESET_WIDTH = object()
@@ -130,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = create_run(
         _store(args), corpus, params, name=args.name, precomputed=precomputed, judgements=judgements
     )
-    print(f"run {run.id}: {len(corpus)} texts, {len(run.manifest['models'])} models", file=sys.stderr)
+    print(f"run {run.id}: {len(corpus)} texts, {models_chosen_words(run.manifest)}", file=sys.stderr)
     position = None
     if args.background:
         submitted = jobs.submit(_store(args), run.id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pandas as pd
+
 from flare_core.run.eta import describe_remaining, manifest_remaining_seconds, timestamp_seconds
 from flare_core.store.runs import Run
 
@@ -87,3 +89,26 @@ class ProgressReporter:
 
 def no_report(*args: Any, **kwargs: Any) -> None:
     return None
+
+
+#: The columns of :func:`worker_table`, with their headings in words.
+WORKER_COLUMNS = {
+    "worker": "worker",
+    "stage": "working on",
+    "units": "steps done",
+    "failed": "steps failed",
+    "busy_s": "seconds busy",
+    "last_unit": "last step",
+    "last_seen": "last seen",
+}
+
+
+def worker_table(workers: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per worker process of a run (its manifest's ``workers``), in :data:`WORKER_COLUMNS`: each
+    named "worker 1", "worker 2"… in the order of their process names (a machine's name and a process
+    id mean nothing to a reader), the stage in words."""
+    table = pd.DataFrame([{"worker": name, **info} for name, info in workers.items()])
+    table = table.reindex(columns=list(WORKER_COLUMNS)).sort_values("worker").reset_index(drop=True)
+    table["worker"] = [f"worker {i + 1}" for i in range(len(table))]
+    table["stage"] = table["stage"].map(lambda s: stage_words(s) if isinstance(s, str) and s else s)
+    return table

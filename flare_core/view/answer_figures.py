@@ -45,7 +45,12 @@ _COST_UNITS = {"texts_per_s": "texts per second", "bytes_per_vector": "bytes per
 
 
 def quality_cost(
-    quality: pd.DataFrame, costs: pd.DataFrame, cost: str = "texts_per_s", best: str | None = None
+    quality: pd.DataFrame,
+    costs: pd.DataFrame,
+    cost: str = "texts_per_s",
+    best: str | None = None,
+    *,
+    mark: bool = True,
 ) -> go.Figure:
     """Each model's quality (y, with its interval) against its cost (x: ``texts_per_s`` or
     ``bytes_per_vector``), the Pareto front drawn as a line through the models no other beats on both, and
@@ -53,7 +58,8 @@ def quality_cost(
 
     ``quality``: model, quality, ci_low, ci_high, label; ``costs``: model, texts_per_s,
     bytes_per_vector_float32 (see :mod:`flare_core.analyses.tradeoff`); ``best``: the model the others are
-    measured against (the answer's choice; by default the one of highest quality)."""
+    measured against (the answer's choice; by default the one of highest quality); ``mark``: whether to
+    mark the cheapest good-enough model (not where the quality cannot say which are good enough)."""
     from flare_core.analyses.tradeoff import cheapest_within, pareto_front, tradeoff_table
 
     table = tradeoff_table(quality, costs)
@@ -61,7 +67,7 @@ def quality_cost(
         table[cost] = np.nan
     table = table[np.isfinite(table[cost].astype(float)) & (table[cost].astype(float) > 0)]
     table = table.assign(front=pareto_front(table, cost)).sort_values(cost, kind="stable")
-    pick = cheapest_within(quality, costs, cost=cost, best=best)
+    pick = cheapest_within(quality, costs, cost=cost, best=best) if mark else None
     names = [html.escape(str(m)) for m in table["model"]]
     # labels above and below in turn along the cost axis, so that neighbours' names do not overlap
     positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(table))]

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.correlate import spearman
+from flare_core.view.columns import column_words
 from flare_core.view.figures import MIN_CORRELATION_MODELS
 from flare_core.view.glossary import label
 
@@ -175,11 +176,15 @@ def corpus_verdict(
     models: Sequence[Mapping[str, Any]] = (),
     *,
     lengths: pd.Series | None = None,
+    labelled: int = 0,
+    judged: int = 0,
 ) -> PageVerdict:
     """The Corpus page's verdict: how many texts and how long (characters), the labels and their
-    balance, then what was dropped or repeated and how many models embedded the texts (``stats`` is the
-    manifest's corpus statistics, ``models`` its model entries). ``lengths`` (characters per text) stand
-    in for the texts' own when these are hidden (a "figures only" share link)."""
+    balance, then what was dropped or repeated and how many of the models the person chose embedded the
+    texts (``stats`` is the manifest's corpus statistics, ``models`` its model entries; the controls the
+    product adds are not counted). ``lengths`` (characters per text) stand in for the texts' own when
+    these are hidden (a "figures only" share link). ``labelled`` and ``judged``: the texts a person
+    labelled and the search queries they judged, said instead of "without labels" when there are any."""
     if not isinstance(texts, pd.Series):
         raise ValueError(f"texts must be a pandas Series, got {type(texts).__name__}")
     if lengths is not None and (not isinstance(lengths, pd.Series) or len(lengths) != len(texts)):
@@ -192,13 +197,11 @@ def corpus_verdict(
         f"{_count(len(texts), 'text')}, typically {int(lengths.median()):,} characters long "
         f"(from {int(lengths.min()):,} to {int(lengths.max()):,})"
     )
-    if labels is None:
-        headline += ", without labels."
+    counts = pd.Series(dtype=int) if labels is None else labels.dropna().astype(str).value_counts()
+    if counts.empty:
+        headline += _given_words(int(labelled), int(judged))
     else:
-        counts = labels.dropna().astype(str).value_counts()
-        if counts.empty:
-            headline += ", without labels."
-        elif counts.min() == counts.max():
+        if counts.min() == counts.max():
             headline += f", in {_count(len(counts), 'label')} of {_count(int(counts.max()), 'text')} each."
         else:
             headline += (
@@ -217,6 +220,7 @@ def corpus_verdict(
     if sampled_out:
         found.append(f"{_count(sampled_out, 'text')} left out by sampling")
     detail = ("Found " + ", ".join(found)) if found else "No duplicate or empty texts"
+    models = [m for m in models if m.get("role", "candidate") == "candidate"]
     if models:
         done = [m for m in models if m.get("status") == "done"]
         failed = [str(m.get("id")) for m in models if m.get("status") == "failed"]
@@ -224,6 +228,18 @@ def corpus_verdict(
         if failed:
             detail += f" ({', '.join(failed)} failed)"
     return PageVerdict(headline, detail + ".")
+
+
+def _given_words(labelled: int, judged: int) -> str:
+    """The end of the Corpus headline for a corpus without a label column: what a person gave it."""
+    given = []
+    if labelled:
+        given.append(f"you labelled {labelled:,} of them")
+    if judged:
+        given.append(f"you judged {_count(judged, 'search query', 'search queries')} on them")
+    if not given:
+        return ", without labels."
+    return ", without a label column; " + " and ".join(given) + "."
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -241,8 +257,8 @@ def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = Non
     lead = ranked.iloc[0]
     headline = (
         f"{lead['model']} tells the most about the other models' embeddings: "
-        f"{_number(float(lead['score']))} nats per dimension, likely between "
-        f"{_number(float(lead['ci_low']))} and {_number(float(lead['ci_high']))}"
+        f"a score of {_number(float(lead['score']))}, likely between "
+        f"{_number(float(lead['ci_low']))} and {_number(float(lead['ci_high']))} (nats per dimension)"
     )
     if len(ranked) > 1:
         second = ranked.iloc[1]
@@ -259,7 +275,7 @@ def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = Non
         stacked = matrix.stack().dropna()
         if not stacked.empty:
             (source, target), value = stacked.idxmax(), float(stacked.max())
-            detail = f"Strongest link: {source} predicts {target} best ({_number(value)} nats per dimension)"
+            detail = f"Strongest link: {source} predicts {target} best (a score of {_number(value)})"
             received = matrix.median(axis=0, skipna=True).dropna()
             if len(received) > 1:
                 hardest = received.idxmin()
@@ -315,7 +331,8 @@ def floor_sentence(pairs: pd.DataFrame) -> str:
     return (
         f"{len(held)} of {len(pairs)} pairs are shown as 0: trained on the source, the estimator fitted the "
         f"held-out texts worse than the target's own density did, so it claims no information. Its own "
-        f"figures for them, {spread}, are in the column is_raw_nats: how far below 0 an estimate can fall "
+        f'figures for them, {spread}, are in the column "{column_words("is_raw_nats")[0]}": how far below '
+        "0 an estimate can fall "
         "when there is nothing to find."
     )
 
@@ -341,7 +358,9 @@ def _stability(subsampling: pd.DataFrame | None) -> str:
         word, effect = "unstable", "changes its order"
     return (
         f"The ranking is {word}: recomputed from {alpha:.0%} of the held-out texts, it {effect} "
-        f"(agreement {_number(agreement)} on average over {_count(repeats, 'repeat')}; 1 = same order)."
+        f"(agreement {_number(agreement)} on average over {_count(repeats, 'repeat')}; 1 = same order). "
+        "This compares one estimator with itself; whether the two estimators agree with each other is a "
+        "separate check of the answer."
     )
 
 

@@ -43,6 +43,7 @@ from flare_core.view.html import (
 from flare_core.view.page_verdicts import floor_sentence
 from flare_core.view.verdict import (
     chances_in_words,
+    grounds_heading,
     labels_given_words,
     labels_table,
     trust_sentence,
@@ -111,7 +112,7 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
             )
         said = labels_table(verdict)
         if not said.empty:
-            parts += ["<h3>What the labels say</h3>", table(chances_in_words(said))]
+            parts += [f"<h3>{escape(grounds_heading(verdict))}</h3>", table(chances_in_words(said))]
         parts += _labels_given(results)
         if view.map_sentence:
             parts += [
@@ -219,7 +220,10 @@ def _quality_cost(run: Run) -> str:
     for cost, div in (("texts_per_s", "quality-cost-speed"), ("bytes_per_vector", "quality-cost-storage")):
         parts.append(
             figure_div(
-                answer_figures.quality_cost(view["quality"], view["costs"], cost, best=view.get("best")), div
+                answer_figures.quality_cost(
+                    view["quality"], view["costs"], cost, best=view.get("best"), mark=view["suggest"]
+                ),
+                div,
             )
         )
         sentence = cheapest_sentence(view, cost)
@@ -318,7 +322,7 @@ def _baselines(results: dict[str, Any]) -> str:
     parts = ["<h3>Label-free baselines</h3>"]
     geometry = records_frame(results.get("geometry"))
     parts.append(table(geometry) if not geometry.empty else missing("Label-free baselines"))
-    parts.append("<h3>Downstream (supervised oracle)</h3>")
+    parts.append("<h3>How the models do on your labels</h3>")
     downstream = records_frame(results.get("downstream"))
     parts.append(
         table(downstream)

@@ -345,6 +345,16 @@ def is_graph_view(
     return ISGraphView(shown, nodes, edges, int(nodes["community"].nunique()) if len(nodes) else 0)
 
 
+#: A spread of the vectors' lengths below this share of their mean length is float32 rounding of vectors
+#: of one length (a model that normalises them): it reads 0, not "4.33e-8".
+SAME_LENGTH = 1e-5
+
+
+def length_spread(mean_norm: float, std_norm: float) -> float:
+    """The spread of the vectors' lengths as a table shows it: 0 where it is rounding of one length."""
+    return 0.0 if std_norm <= SAME_LENGTH * abs(mean_norm) else float(std_norm)
+
+
 def embedding_table(run: Run) -> pd.DataFrame:
     """One row per model of the run: status, width and row-norm statistics of its embeddings, or its error."""
     from flare_core.analyses.geometry import norm_statistics
@@ -362,7 +372,7 @@ def embedding_table(run: Run) -> pd.DataFrame:
                 "status": "done",
                 "dim": int(x.shape[1]),
                 "mean norm": norms["mean_norm"],
-                "std norm": norms["std_norm"],
+                "std norm": length_spread(norms["mean_norm"], norms["std_norm"]),
                 "zero rows": norms["zero_rows"],
                 "seconds": model.get("seconds"),
             }

@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.answer.costs import COST_COLUMNS, answer_quality, label_free_quality, run_costs
+from flare_core.answer.costs import (
+    COST_COLUMNS,
+    answer_quality,
+    label_free_quality,
+    label_free_speaks,
+    run_costs,
+)
 from flare_core.answer.from_labels import tolerance_of
 from flare_core.answer.stored import load_verdict
 from flare_core.store.runs import Run
@@ -22,6 +28,14 @@ __all__ = [
     "run_quality",
     "tradeoff_view",
 ]
+
+#: What the quality–cost section says instead of a cheaper model when the label-free score is all it has
+#: and the answer does not trust that score for quality on this run.
+NOT_SUGGESTED = (
+    "No cheaper model is suggested: without labels, the score in this chart is not trusted to say which "
+    "models are good enough on your texts. Label a few texts or judge a few queries (Check with a few "
+    "labels) to weigh quality against cost."
+)
 
 #: The cost columns in words, as the page and the report show them.
 COST_WORDS = {
@@ -87,7 +101,11 @@ def tradeoff_view(run: Run, quality: pd.DataFrame | None = None) -> dict[str, An
     answers = own and (
         "good_enough" in quality.columns or str(quality["label"].iloc[0]).startswith("label-free")
     )
-    return {"quality": quality, "costs": costs, "best": verdict.get("recommended") if answers else None}
+    # a label-free score names no cheaper model where the answer does not trust it for quality
+    free = str(quality["label"].iloc[0]).startswith("label-free")
+    suggest = not free or label_free_speaks(run, verdict)
+    return {"quality": quality, "costs": costs, "best": verdict.get("recommended") if answers else None,
+            "suggest": suggest}  # fmt: skip
 
 
 def cost_table(costs: pd.DataFrame) -> pd.DataFrame:
@@ -100,5 +118,7 @@ def cheapest_sentence(view: dict[str, Any], cost: str = "texts_per_s") -> str | 
     """The "cheapest model that is good enough" sentence of a :func:`tradeoff_view` (None without one)."""
     from flare_core.analyses.tradeoff import cheapest_within
 
+    if not view.get("suggest", True):
+        return NOT_SUGGESTED
     pick = cheapest_within(view["quality"], view["costs"], cost=cost, best=view.get("best"))
     return None if pick is None else str(pick["sentence"])

@@ -17,6 +17,7 @@ import pandas as pd
 
 from flare_core.answer.decide import (
     chance_words,
+    chosen_candidates,
     interval_words,
     pending_candidates,
     pending_words,
@@ -136,6 +137,10 @@ def trust_sentence(level: str | None) -> str:
     }.get(level or "", "")
 
 
+#: The search columns of :func:`labels_table`: a plain phrase first, the measure's name after it.
+SEARCH_QUALITY = "search quality (nDCG@10)"
+FOUND = "relevant found in the top 10 (recall@10)"
+FIRST_FOUND = "how soon the first relevant comes (MRR@10)"
 #: The column of :func:`labels_table` that holds the chance of being the best (0 to 1; drawn as a bar).
 BEST_COLUMN = "chance it is the best"
 
@@ -185,8 +190,8 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             score = (
                 {"Spearman with your scores": f"{r['spearman']:.3f}"}
                 if pairs
-                else {"nDCG@10": f"{100 * r['ndcg_at_10']:.1f}", "recall@10": f"{100 * r['recall_at_10']:.1f}%",
-                      "MRR@10": f"{r['mrr_at_10']:.3f}"}
+                else {SEARCH_QUALITY: f"{100 * r['ndcg_at_10']:.1f}", FOUND: f"{100 * r['recall_at_10']:.1f}%",
+                      FIRST_FOUND: f"{r['mrr_at_10']:.3f}"}
                 if search
                 else {"accuracy": f"{100 * r['accuracy']:.1f}%", "macro-F1": f"{100 * r['f1_macro']:.1f}%"}
             )  # fmt: skip
@@ -204,9 +209,9 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             [
                 {
                     "model": r["model"],
-                    "nDCG@10": f"{100 * r['estimate']:.1f}",
+                    SEARCH_QUALITY: f"{100 * r['estimate']:.1f}",
                     "likely between": interval_words(r["ci_low"], r["ci_high"], unit=""),
-                    "recall@10": f"{100 * r['recall_at_10']:.1f}%",
+                    FOUND: f"{100 * r['recall_at_10']:.1f}%",
                     BEST_COLUMN: float(r["p_best"]),
                     within_column(few.get("tolerance_points") or 1.0): float(r["p_within"]),
                 }
@@ -232,6 +237,12 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
 
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
+
+
+def models_chosen_words(manifest: Mapping[str, Any]) -> str:
+    """How many models a run compares, for its run line: the candidates the person chose ("4 models"),
+    not the controls or partial models the product adds to check the ranking."""
+    return _plural(len(chosen_candidates(manifest)), "model", "models")
 
 
 def labels_given_words(
@@ -260,9 +271,20 @@ def without_asking(text: str) -> str:
     cannot label it (the answer's summary opens with the stopping advice, which asks)."""
     asks = r"[;,]?\s*\blabel (\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
     text = re.sub(asks, r"; \1 more labels would settle it", text, flags=re.I)
-    judge = r"[;,]?\s*\bjudge (\d+) more queries(?: \(Check with a few labels\))?(?: to settle it)?"
-    text = re.sub(judge, r"; \1 more judged queries would settle it", text, flags=re.I)
+    judge = r"[;,]?\s*\bjudge (\d+) more quer(y|ies)(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(judge, r"; \1 more judged quer\2 would settle it", text, flags=re.I)
     return text[2:] if text.startswith("; ") else text
+
+
+def is_search_answer(verdict: Mapping[str, Any]) -> bool:
+    """Whether an answer is a search run's: judged by search queries, or chosen for search without them."""
+    grounds = [(verdict.get(key) or {}).get("metric") for key in ("labels", "few_labels")]
+    return SEARCH_METRIC in grounds or (verdict.get("label_free") or {}).get("use") == "search"
+
+
+def grounds_heading(verdict: Mapping[str, Any]) -> str:
+    """The heading of the table of what the answer's grounds say: a search run's judgements, or labels."""
+    return "What your judgements say" if is_search_answer(verdict) else "What the labels say"
 
 
 def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
@@ -272,10 +294,12 @@ def next_step_words(verdict: Mapping[str, Any], *, can_label: bool) -> str:
     if can_label or verdict.get("settled") or verdict.get("basis") not in ("few labels", "label-free"):
         return step
     more = ((verdict.get("few_labels") or {}).get("advice") or {}).get("more_labels")
+    search = is_search_answer(verdict)
     if verdict.get("basis") == "few labels" and more:
-        what = "judged queries" if (verdict.get("few_labels") or {}).get("metric") == "ndcg@10" else "labels"
-        return f"{int(more)} more {what} would settle it; the run's owner can add them."
-    return "A few labels would settle it; the run's owner can add them."
+        n = int(more)
+        what = f"judged quer{'y' if n == 1 else 'ies'}" if search else ("label" if n == 1 else "labels")
+        return f"{n} more {what} would settle it; the run's owner can add them."
+    return f"A few {'judged queries' if search else 'labels'} would settle it; the run's owner can add them."
 
 
 def still_embedding_words(manifest: Mapping[str, Any], status: str) -> str | None:

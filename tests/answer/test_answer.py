@@ -241,7 +241,9 @@ def test_a_model_that_cannot_read_the_texts_is_not_the_provisional_choice(unlabe
     assert verdict["label_free"]["cannot_read"] == ["noise"]
     assert "among the models that can read your texts" in verdict["label_free"]["rule_words"]
     assert verdict["label_free"]["languages"] == "German 100%"
-    assert verdict["summary"].startswith("Your texts read as German 100%. Chosen by ")
+    assert verdict["summary"].startswith("Your texts read as German 100%. ")
+    # the planted run has no effective rank: the width ranks in place of the rule chosen for the use
+    assert "the embedding's width, among the models that can read your texts" in verdict["summary"]
 
 
 def test_a_half_english_corpus_is_not_read_by_an_english_only_model(unlabelled):

@@ -83,7 +83,7 @@ def test_ndcg_on_a_judged_pool_by_hand_and_by_trec_eval(tmp_path):
     verdict = write_verdict(run)
     assert verdict["basis"] == "few labels" and verdict["recommended"] == "a" and not verdict["settled"]
     assert verdict["headline"].startswith("Provisionally a: the most likely best after 1 judged query")
-    assert "counts as not relevant (as in TREC pooling)" in verdict["summary"]
+    assert "counts as not relevant (the usual rule when only some documents are judged)" in verdict["summary"]
 
 
 def _planted(tmp_path, seed: int = 0):
@@ -141,7 +141,7 @@ def test_judged_queries_update_the_answer_and_survive_a_restart_and_a_bundle(tmp
         assert verdict["few_labels"]["n_labels"] == 3 * (step + 1)
     assert verdict["recommended"] == "clear" and verdict["basis"] == "few labels" and verdict["settled"]
     assert verdict["headline"].startswith(
-        "Use clear: after 21 judged queries it is within 2 nDCG@10 points"
+        "Use clear: after 21 judged queries it is within 2 points of search quality (nDCG@10)"
     )  # the run's tolerance
     assert len({tuple(sorted(c.items())) for c in chances}) > 1  # the chances changed as queries were judged
     rows = {r["model"]: r for r in verdict["few_labels"]["estimates"]}

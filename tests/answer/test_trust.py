@@ -56,6 +56,10 @@ def test_estimators_that_disagree_never_read_as_moderate():
     )
     assert _status(assess(_evidence(agreement=0.45)), "agreement") == "warn"
     assert assess(_evidence(agreement=None)).level == "moderate"
+    # a stable ranking beside estimators that disagree: the check says what each compares
+    text = next(c.text for c in assess(_evidence(agreement=0.2)).checks if c.name == "agreement")
+    assert "hardly agree on the order of the models (agreement 0.20; 1 = same order)" in text
+    assert "the ranking can be stable and still depend on the estimator" in text
 
 
 def test_too_few_texts_for_the_dimensions_fails():

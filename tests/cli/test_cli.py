@@ -40,6 +40,8 @@ def test_run_show_runs_end_to_end(tmp_path, small_corpus_path):
         "--text-col", "text", runs_dir=tmp_path / "runs",
     )  # fmt: skip
     run_id = proc.stdout.strip().splitlines()[-1]
+    # the run line counts the three models chosen, not the two controls every run adds
+    assert f"run {run_id}: 50 texts, 3 models" in proc.stderr.splitlines()
     shown = json.loads(flare_here("show", run_id, "--json", runs_dir=tmp_path / "runs").stdout)
     assert shown["status"] == "done"
     scores = {row["model"]: row for row in shown["sufficiency"]["gmm"]["scores"]}

@@ -21,7 +21,7 @@ SHOTS = ROOT / "test-output" / "screenshots"
 # (url path, text that must appear, whether a plotly chart must render)
 PAGES = [
     ("", "What the labels say", True),
-    ("sufficiency", "IS graph with Louvain communities", True),
+    ("sufficiency", "Which model tells about which", True),
     ("corpus", "Embedding map", True),
     ("collapse", "Most-collapsed pairs", True),
     ("layers", "Layer-wise concentration", True),

@@ -190,7 +190,7 @@ def test_runs_page_shows_worker_processes_of_an_active_run(tmp_path, monkeypatch
     assert not at.exception, [e.value for e in at.exception]
     assert "Worker processes" in page_texts(at)
     table = next(d.value for d in at.dataframe if "worker" in d.value.columns)
-    assert list(table["worker"]) == ["node-a:101", "node-b:202"]
+    assert list(table["worker"]) == ["worker 1", "worker 2"]  # numbered, not a machine name and a process id
     assert list(table["units"]) == [3, 2] and list(table["failed"]) == [0, 1]
 
 

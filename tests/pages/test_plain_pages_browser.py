@@ -204,8 +204,10 @@ def test_new_run_speaks_plainly_with_the_terms_in_the_help(app, page, small_corp
     _upload(page, app, small_corpus_path)
     text = shown(page.inner_text("body"))
     for jargon in ("flare models --measure", "Information-sufficiency estimator", "IS targets only",
-                   "Texts for SOCM", "Built-in models and controls", "SOCM", "gmm"):  # fmt: skip
+                   "Texts for SOCM", "Built-in models and controls", "SOCM", "gmm", "supervised oracle",
+                   "normalizing flows", "nats per dimension", "EMIR", "TREC pooling"):  # fmt: skip
         assert jargon not in text, jargon
+    assert "explained in the Glossary (under Help)" in text  # where the terms are, for who wants them
     for words in ("How to measure what the models know about each other", "mixtures (fast, rougher)",
                   "Models to compare against, not ranked", "Texts compared two by two"):  # fmt: skip
         assert words in text, words

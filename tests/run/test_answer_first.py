@@ -157,6 +157,7 @@ def test_the_answer_comes_from_the_quick_candidates_and_names_those_still_being_
     assert verdict["pending"] == [slow] and verdict["recommended"] in STATIC
     assert verdict["provisional"] and not verdict["settled"] and not verdict["run_finished"]
     assert f"1 model is {PENDING}: {slow}" in verdict["text"] and "checked again" in verdict["text"]
+    assert verdict["headline"].startswith("So far, from 2 of 3 models: ")  # of the candidates chosen
     assert seen["usable"]  # the benchmark's reading: the answer names a model, the slow one pending
     batch = pd.read_csv(io.StringIO(seen["next"].stdout))
     assert list(batch.columns) == ["row", "text", "label"] and len(batch) == 16
@@ -168,4 +169,5 @@ def test_the_answer_comes_from_the_quick_candidates_and_names_those_still_being_
 
     final = load_verdict(run)
     assert final["pending"] == [] and final["run_finished"] and PENDING not in final["text"]
+    assert not final["headline"].startswith(("So far", "While the run"))
     assert slow in [row["model"] for row in final["ranking"]], "the slow candidate joins the final answer"

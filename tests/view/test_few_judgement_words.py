@@ -4,7 +4,13 @@ judged queries would do (never asked), and Validation checks the map against the
 from __future__ import annotations
 
 from flare_core.view.page_verdicts import few_labels_check
-from flare_core.view.verdict import labels_given_words, labels_table, next_step_words, without_asking
+from flare_core.view.verdict import (
+    grounds_heading,
+    labels_given_words,
+    labels_table,
+    next_step_words,
+    without_asking,
+)
 
 
 def _verdict(n: int = 12) -> dict:
@@ -30,7 +36,9 @@ def test_judged_queries_in_the_run_line_the_table_and_a_viewers_words():
     )
     assert labels_given_words({"n_texts": 60}, [], None) == "none"
     table = labels_table(_verdict())
-    assert list(table.columns)[:3] == ["model", "nDCG@10", "likely between"] and table["nDCG@10"][0] == "90.0"
+    quality = "search quality (nDCG@10)"  # a plain phrase first, the measure's name after it
+    assert list(table.columns)[:3] == ["model", quality, "likely between"] and table[quality][0] == "90.0"
+    assert "relevant found in the top 10 (recall@10)" in table.columns
     assert next_step_words(_verdict(), can_label=False) == (
         "5 more judged queries would settle it; the run's owner can add them."
     )
@@ -57,3 +65,23 @@ def test_an_answer_from_judged_searches_is_not_said_to_come_from_labels():
     assert verdict_view(labelled).basis_words == "From your labels so far"
     decided = {**searched, "basis": "labels", "labels": {"metric": "ndcg@10"}}
     assert verdict_view(decided).basis_words == "Decided by your search judgements"
+
+
+def test_one_more_judged_query_and_a_search_run_without_judgements_speak_of_queries():
+    one = {**_verdict(), "next_step": "Judge 1 more query (Check with a few labels) to settle it."}
+    one["few_labels"] = {**one["few_labels"], "advice": {"best": "clear", "more_labels": 1}}
+    assert (
+        next_step_words(one, can_label=False)
+        == "1 more judged query would settle it; the run's owner can add them."
+    )
+    assert without_asking("clear leads; judge 1 more query to settle it.") == (
+        "clear leads; 1 more judged query would settle it."
+    )
+    label_free = {"basis": "label-free", "settled": False, "next_step": "x", "label_free": {"use": "search"}}
+    assert next_step_words(label_free, can_label=False) == (
+        "A few judged queries would settle it; the run's owner can add them."
+    )
+    assert grounds_heading(_verdict()) == grounds_heading(label_free) == "What your judgements say"
+    classifier = {**label_free, "label_free": {"use": "classifier"}}
+    assert next_step_words(classifier, can_label=False).startswith("A few labels would settle it")
+    assert grounds_heading(classifier) == "What the labels say"

@@ -102,6 +102,29 @@ def test_corpus_counts_lengths_labels_and_what_was_dropped():
     assert pv.corpus_verdict(texts).headline.endswith("without labels.")
 
 
+def test_corpus_says_what_the_person_gave_and_counts_the_models_they_chose():
+    texts = pd.Series(["a" * 10, "b" * 20, "c" * 300])
+    models = [{"id": "m1", "status": "done", "role": "candidate"}, {"id": "m2", "status": "done"},
+              {"id": "random", "status": "done", "role": "control"}]  # fmt: skip
+    verdict = pv.corpus_verdict(texts, None, {}, models, labelled=48)
+    assert verdict.headline.endswith(", without a label column; you labelled 48 of them.")
+    assert "without labels" not in verdict.headline
+    assert verdict.detail.endswith("; 2 of 2 models embedded them.")  # the control is not one they chose
+    judged = pv.corpus_verdict(texts, None, {}, [], judged=1).headline
+    assert judged.endswith(", without a label column; you judged 1 search query on them.")
+    both = pv.corpus_verdict(texts, pd.Series([None, None, None]), {}, [], labelled=2, judged=5).headline
+    assert both.endswith("you labelled 2 of them and you judged 5 search queries on them.")
+
+
+def test_the_run_line_counts_the_models_the_person_chose():
+    from flare_core.view.verdict import models_chosen_words
+
+    manifest = {"models": [{"id": m, "role": "candidate"} for m in "abcd"]
+                + [{"id": "random", "role": "control"}, {"id": "shuffled", "role": "control"}]}  # fmt: skip
+    assert models_chosen_words(manifest) == "4 models"
+    assert models_chosen_words({"models": [{"id": "a"}]}) == "1 model"
+
+
 def _scores(second_high: float) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -121,12 +144,12 @@ def test_sufficiency_leader_tie_strongest_link_and_hardest_target():
     )
     verdict = pv.sufficiency_verdict(_scores(0.26), per_dim)
     assert verdict.headline == (
-        "a tells the most about the other models' embeddings: 0.30 nats per dimension, likely between 0.25 "
-        "and 0.35; b is too close to tell apart."
+        "a tells the most about the other models' embeddings: a score of 0.30, likely between 0.25 "
+        "and 0.35 (nats per dimension); b is too close to tell apart."
     )
     # the control row is not a candidate: the strongest link is a → b, and a is the hardest target
     assert verdict.detail == (
-        "Strongest link: a predicts b best (0.40 nats per dimension); a is the hardest to predict from the "
+        "Strongest link: a predicts b best (a score of 0.40); a is the hardest to predict from the "
         "others (typically 0.07)."
     )
     assert pv.sufficiency_verdict(_scores(0.24)).headline.endswith(", clearly ahead of b (0.20).")
@@ -152,7 +175,8 @@ def test_floor_sentence_names_the_pairs_held_at_zero_and_their_raw_figures():
     pairs = pd.DataFrame({"is_nats": [0.0, 0.0, 2.5, 0.0], "is_raw_nats": [-0.31, -0.02, 2.5, 0.0]})
     sentence = pv.floor_sentence(pairs)
     assert sentence.startswith("2 of 4 pairs are shown as 0")
-    assert "from -0.31 to -0.02 nats" in sentence and "is_raw_nats" in sentence
+    assert "from -0.31 to -0.02 nats" in sentence and "is_raw_nats" not in sentence  # no internal name
+    assert 'in the column "information before the floor at 0 (nats)"' in sentence
     one = pv.floor_sentence(pairs.iloc[:1])
     assert "1 of 1 pairs" in one and "-0.31 nats" in one
     assert pv.floor_sentence(pairs.iloc[2:]) == ""  # nothing held at 0
@@ -189,6 +213,9 @@ def test_validation_reads_stability_at_a_fifth_of_the_texts(agreement, word):
     assert verdict.headline.startswith(f"The ranking is {word}recomputed from 20% of the held-out texts")
     assert f"agreement {agreement:.2f} on average over 2 repeats" in verdict.headline
     assert verdict.detail.startswith("Without labels")
+    # beside the answer's check of the two estimators (its own "agreement"), it says why they can differ
+    assert "compares one estimator with itself" in verdict.headline
+    assert "whether the two estimators agree with each other is a separate check" in verdict.headline
 
 
 def test_validation_refuses_correlations_over_fewer_than_five_models():

@@ -124,6 +124,22 @@ def test_embedding_table_norms(run):
     assert "not here" in table.loc["broken", "error"]
 
 
+def test_vectors_of_one_length_read_a_spread_of_zero_not_rounding_noise(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((50, 8)).astype(np.float32)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)  # float32: lengths 1 give or take 1e-7
+    assert 0 < np.linalg.norm(unit, axis=1).std() < 1e-6
+    manifest = {"name": "unit", "status": "done", "corpus": {"n_texts": 50, "has_labels": False},
+                "models": [{"id": m, "status": "done", "dim": 8} for m in ("unit", "raw")],
+                "params": {"models": ["unit", "raw"], "seed": 0}}  # fmt: skip
+    run = RunStore(tmp_path).create(manifest, run_id="unit")
+    run.save_embeddings("unit", unit)
+    run.save_embeddings("raw", x)
+    table = results.embedding_table(run).set_index("model")
+    assert table.loc["unit", "std norm"] == 0.0 and table.loc["unit", "mean norm"] == pytest.approx(1.0)
+    assert table.loc["raw", "std norm"] == pytest.approx(np.linalg.norm(x, axis=1).std())
+
+
 def test_most_collapsed_pairs_and_collapse_pairs(run):
     pairs = results.collapse_pairs(run, "a")
     assert results.collapse_pairs(run, "b") is None

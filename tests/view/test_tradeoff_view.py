@@ -92,3 +92,21 @@ def test_a_label_free_answer_names_no_cheapest_model_from_a_score_its_record_doe
     use = unlabelled_run.manifest["params"].get("use") or "unsure"
     assert rule_for(use)["rule"] not in ("flow", "gmm")  # the shipped record backs another rule for this use
     assert cheapest_good_enough(unlabelled_run, verdict) is None
+
+
+def test_a_label_free_score_the_answer_does_not_trust_names_no_cheaper_model(unlabelled_run):
+    from flare_core.answer.costs import label_free_speaks
+    from flare_core.answer.stored import load_verdict
+    from flare_core.view.tradeoff import NOT_SUGGESTED
+
+    view = tradeoff_view(unlabelled_run)
+    # the chart still shows the label-free score and the costs, but names no cheaper model from it
+    assert str(view["quality"]["label"].iloc[0]).startswith("label-free") and view["suggest"] is False
+    assert cheapest_sentence(view) == NOT_SUGGESTED
+    assert "faster" not in NOT_SUGGESTED and "Cheapest" not in NOT_SUGGESTED
+    chart = answer_figures.quality_cost(
+        view["quality"], view["costs"], best=view["best"], mark=view["suggest"]
+    )
+    assert figures.HIGHLIGHT not in list(chart.data[-1].marker.color)  # no model marked as the cheaper pick
+    verdict = load_verdict(unlabelled_run)
+    assert not label_free_speaks(unlabelled_run, {**verdict, "trust": {"level": "low", "checks": []}})
