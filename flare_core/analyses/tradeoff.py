@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flare_core.analyses.probes import DEFAULT_TOLERANCE
 from flare_core.checks import check_choice, check_number
 
 #: The costs a user can weigh quality against: (column, higher is cheaper).
@@ -112,7 +113,7 @@ def cheapest_within(
     quality: pd.DataFrame,
     costs: pd.DataFrame,
     *,
-    points: float = 1.0,
+    points: float = DEFAULT_TOLERANCE,
     cost: str = "texts_per_s",
     best: str | None = None,
 ) -> dict[str, Any] | None:

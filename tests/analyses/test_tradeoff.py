@@ -26,7 +26,7 @@ def _quality(values, low=np.nan, high=np.nan, label="accuracy (points)") -> pd.D
 
 def test_cheapest_within_one_point_by_hand():
     # best: mpnet 80.0; within 1 point: mpnet and minilm (79.4), not para (78.5) nor glove (70)
-    pick = cheapest_within(_quality([80.0, 79.4, 78.5, 70.0]), COSTS)
+    pick = cheapest_within(_quality([80.0, 79.4, 78.5, 70.0]), COSTS, points=1.0)
     assert pick["model"] == "minilm" and pick["best"] == "mpnet" and not pick["label_free"]
     assert pick["speedup"] == pytest.approx(120 / 20) and pick["storage_ratio"] == pytest.approx(0.5)
     assert sorted(pick["candidates"]) == ["minilm", "mpnet"]
@@ -42,7 +42,7 @@ def test_cheapest_within_one_point_by_hand():
 def test_an_interval_that_cannot_tell_is_never_called_within_one_point():
     # mpnet 80 (78-82) and para 78.5: the labels cannot tell them apart, which is not "within 1 point"
     quality = _quality([80.0, 79.4, 78.5, 70.0], low=[78.0, 77, 76, 60], high=[82.0, 81, 80, 75])
-    assert cheapest_within(quality, COSTS)["model"] == "minilm"
+    assert cheapest_within(quality, COSTS, points=1.0)["model"] == "minilm"
 
 
 def test_the_answers_own_good_enough_decides_and_an_undecided_cheaper_model_is_named():
@@ -51,7 +51,7 @@ def test_the_answers_own_good_enough_decides_and_an_undecided_cheaper_model_is_n
         good_enough=[True, True, False, False], undecided=[False, False, False, True],
         gap_high=[0.0, 0.9, 3.0, 14.0], more_labels=[np.nan, np.nan, np.nan, 48],
     )  # fmt: skip
-    pick = cheapest_within(quality, COSTS)
+    pick = cheapest_within(quality, COSTS, points=1.0)
     assert pick["model"] == "minilm" and pick["candidates"] == ["minilm", "mpnet"]
     assert pick["undecided"] == {"model": "glove", "behind": 9.0, "more_labels": 48, "speedup": 250.0}
     assert pick["sentence"] == (
@@ -60,7 +60,10 @@ def test_the_answers_own_good_enough_decides_and_an_undecided_cheaper_model_is_n
         "and may be up to 14.0 behind; about 48 more labels would tell."
     )
     # measured against the answer's choice, not the highest quality
-    assert cheapest_within(quality.assign(good_enough=True), COSTS, best="minilm")["best"] == "minilm"
+    assert (
+        cheapest_within(quality.assign(good_enough=True), COSTS, best="minilm", points=1.0)["best"]
+        == "minilm"
+    )
 
 
 def test_label_free_quality_counts_the_models_its_intervals_cannot_separate():
@@ -68,7 +71,7 @@ def test_label_free_quality_counts_the_models_its_intervals_cannot_separate():
         [0.6, 0.52, 0.40, 0.1], low=[0.5, 0.45, 0.35, 0.0], high=[0.7, 0.55, 0.45, 0.2],
         label="label-free: information sufficiency",
     )  # fmt: skip
-    pick = cheapest_within(quality, COSTS)
+    pick = cheapest_within(quality, COSTS, points=1.0)
     assert pick["label_free"] and pick["model"] == "minilm"  # 0.55 reaches 0.5; para's 0.45 does not
     assert "label-free" in pick["sentence"] and pick["sentence"].endswith(
         "minilm, 6× faster, half the storage."

@@ -176,7 +176,7 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
         {"model": "b", "accuracy": 0.895, "f1_macro": 0.9, "gap": 0.5, "gap_low": -1.0, "gap_high": 2.0, "tied": True},
         {"model": "c", "accuracy": 0.800, "f1_macro": 0.8, "gap": 10.0, "gap_low": 8.0, "gap_high": 12.0, "tied": False},
     ]  # fmt: skip
-    quality = answer_quality({"labels": {"rows": rows, "metric": "accuracy"}})
+    quality = answer_quality({"labels": {"rows": rows, "metric": "accuracy"}}, tolerance_points=1.0)
     assert quality["quality"].tolist() == pytest.approx([90.0, 89.5, 80.0])
     # each gap's half-width is the uncertainty of its model; the best takes the widest of them (2.0)
     assert quality["ci_low"].tolist() == pytest.approx([88.0, 88.0, 78.0])
@@ -187,7 +187,7 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
             "bytes_per_vector_float32": [3072, 1536, 256],
         }
     )
-    pick = cheapest_within(quality, costs)
+    pick = cheapest_within(quality, costs, points=1.0)
     # good enough: a paired gap interval within 1 point. b's reaches 2.0: the labels cannot tell whether b
     # is within 1 point, and the sentence says so instead of calling it good enough; c is 8 to 12 behind
     assert quality["good_enough"].tolist() == [True, False, False]
@@ -199,8 +199,8 @@ def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
         "would tell."
     )
     narrow = [dict(rows[1], gap_low=0.1, gap_high=0.9)]
-    quality = answer_quality({"labels": {"rows": [rows[0], *narrow, rows[2]], "metric": "accuracy"}})
-    assert cheapest_within(quality, costs)["sentence"] == (
+    quality = answer_quality({"labels": {"rows": [rows[0], *narrow, rows[2]], "metric": "accuracy"}}, 1.0)
+    assert cheapest_within(quality, costs, points=1.0)["sentence"] == (
         "Cheapest within 1 point of the best (a): b, 6× faster, half the storage."
     )
     # at a run's tolerance of 2 points b's interval (up to 2.0 behind) is good enough; c's 12 is not

@@ -79,13 +79,15 @@ def test_the_overview_counts_the_labels_and_shows_why_the_advice_says_what_it_sa
     text = page_texts(at)
     assert "labels: 32 given, in 2 batches" in text and "labels: none" not in text
     reason = verdict["few_labels"]["advice"]["text"]
-    assert reason in _answer(at), reason  # under the headline
+    assert verdict["details"].startswith(reason) and reason in text  # under the answer's details
+    assert verdict["headline"] in _answer(at)
     chances = next(f.value for f in at.dataframe if "chance it is the best" in f.value.columns)
     expected = [round(100 * r["p_best"]) for r in verdict["few_labels"]["estimates"]]
     assert chances["chance it is the best"].tolist() == expected  # whole percents: "95%", as in the report
     assert not [c for c in _cells(at) if RAW.search(c)]  # controls, layers, parameters: no None, no JSON
     assert not at.json  # the parameters are a table, not JSON
-    assert [link.label for link in at.get("page_link")] == ["Check with a few labels"]  # the offer stays here
+    links = [link.label for link in at.get("page_link")]
+    assert links == ["How to read this", "Check with a few labels"]  # the offer stays here
     assert any("device" in c for c in _cells(at))
 
 
@@ -93,7 +95,7 @@ def test_the_labels_page_shows_the_reason_and_never_links_to_itself(open_page, f
     _, run = few_labelled
     at = open_page("dashboard/labels.py")
     assert not [link for link in at.get("page_link") if link.label == "Check with a few labels"]
-    assert load_verdict(run)["few_labels"]["advice"]["text"] in _answer(at)
+    assert load_verdict(run)["few_labels"]["advice"]["text"] in page_texts(at)
     assert not [c for c in _cells(at) if RAW.search(c)]
 
 
@@ -110,9 +112,13 @@ def test_a_viewer_is_never_asked_to_label(open_page, few_labelled):
     link, _ = shares.create_link(store, run.id, texts=True)
     at = open_page("dashboard/overview.py", {"share": link})
     text = page_texts(at)
-    assert "labels would settle it" in _answer(at)  # the advice, said as a fact
-    assert not re.search(r"\blabel \d+ more texts\b", text, flags=re.I), text
-    assert "more labels would settle it; the run's owner can add them" in text.replace("&#x27;", "'")
+    advice = load_verdict(run)["few_labels"]["advice"]
+    assert not re.search(r"\blabel (at least |about )?\d+ more texts\b", text, flags=re.I), text
+    if advice["more_labels"]:  # the forecast, said as a fact
+        assert "labels would settle it" in _answer(at)
+        assert "more labels would settle it; the run's owner can add them" in text.replace("&#x27;", "'")
+    else:  # too close to settle: no count, and the choice called sound
+        assert advice["reason"] == "too close" and "too close to tell apart" in _answer(at)
 
 
 def test_each_text_of_a_batch_is_shown_whole_beside_its_choices(open_page, few_labelled):
