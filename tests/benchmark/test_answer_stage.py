@@ -118,7 +118,13 @@ def test_the_docs_print_the_shipped_answer_benchmark():
     assert printed == markdown_tables(shipped).strip()
     # every corpus judged, with its source and licence; the few-label record beside the label-free pick
     assert all(r["source"] and r["licence"] for r in shipped["corpora"])
-    assert {r["method"] for r in shipped["few_labels"]["by_k"]} == {"posterior", "from nothing"}
+    few = shipped["few_labels"]
+    assert {r["method"] for r in few["by_k"]} == {"posterior", "before reading"}
+    # the reading the product ships, and the intervals' coverage measured beside their nominal level
+    from flare_core.analyses.probe_reading import ProbeReading
+
+    assert ProbeReading.from_json(few["reading"]).corpora == len(few["per_corpus"]) >= 12
+    assert few["coverage"]["posterior"]["nominal"] == 0.95 and 0 < few["coverage"]["posterior"]["measured"] <= 1
     assert shipped["summary"]["control_recommended"] == 0
 
 
