@@ -135,7 +135,10 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
         assert out["headline"] == "Use a: 90.0% accuracy on your labels, 10.0 points (± 4.0) ahead of b."
         assert "agreed with your labels at ρ = -0.50; its leader, b, is 10.0 points behind" in out["summary"]
     if basis == "few labels":
-        assert out["headline"] == "Use a: after 16 labels it has a 97% chance of being within 2 points of the best."
+        assert (
+            out["headline"]
+            == "Use a: after 16 labels it has a 97% chance of being within 2 points of the best."
+        )
         assert out["details"].startswith(few_block["advice"]["text"])  # the advice's reason, under details
         assert out["summary"].count(". ") <= 2  # why, in at most three short sentences
     # the text says, in this order, the headline, the summary and the next step of the same ground

@@ -124,7 +124,9 @@ def test_the_docs_print_the_shipped_answer_benchmark():
     from flare_core.analyses.probe_reading import ProbeReading
 
     assert ProbeReading.from_json(few["reading"]).corpora == len(few["per_corpus"]) >= 12
-    assert few["coverage"]["posterior"]["nominal"] == 0.95 and 0 < few["coverage"]["posterior"]["measured"] <= 1
+    assert (
+        few["coverage"]["posterior"]["nominal"] == 0.95 and 0 < few["coverage"]["posterior"]["measured"] <= 1
+    )
     assert shipped["summary"]["control_recommended"] == 0
 
 

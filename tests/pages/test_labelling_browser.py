@@ -86,7 +86,7 @@ def test_label_eight_texts_restart_and_carry_them_in_a_bundle(tmp_path):
             after = load_verdict(run)
             assert after["basis"] == "few labels" and after["headline"] in answer
             # the answer now reads the labels (8 of them do not yet overturn the benchmark's prior)
-            assert after["headline"] != before["headline"] and f"after {LABELLED} labels" in after["headline"]
+            assert after["headline"] != before["headline"] and f"{LABELLED} labels" in after["headline"]
             assert after["recommended"] in after["headline"]
             assert "chance" in answer  # the chance that the leader is the best, in words
             page.screenshot(path=str(SHOTS / "labels-after-8.png"), full_page=True)

@@ -141,7 +141,7 @@ def test_one_screen_one_truth(labelled_twice):
     if not advice["settled"] and advice["reason"] in ("not sure yet", "too close"):
         assert f"({estimates.loc[best, 'p_within']:.0%} chance" in advice["text"]
     if advice["more_labels"] is not None and advice["reason"] != "too close":
-        assert f"label {advice['more_labels']} more texts" in advice["text"]
+        assert f"about {advice['more_labels']} more labels" in advice["text"]
     assert verdict["headline"] in report and cost["sentence"] in report
     assert re.search(r"\b32 labels\b", report) and "32 given, in 2 batches" in report  # the run line
 
@@ -156,7 +156,9 @@ def test_one_screen_one_truth(labelled_twice):
             page.get_by_text("labels: 32 given, in 2 batches").first.wait_for(timeout=60_000)  # the run line
             shown = overview.inner_text()
             assert verdict["headline"] in shown and cost["sentence"] in shown
-            assert few["advice"]["text"] in shown  # the stopping advice shows its reason
+            page.get_by_text("Details: how this answer was reached").first.click()  # the advice's reason
+            page.get_by_text(few["advice"]["text"][:60]).first.wait_for(timeout=30_000)
+            assert few["advice"]["text"] in overview.inner_text()
             names = {m for m in estimates.index if m in verdict["headline"]}
             assert names == {best} | set(verdict["tied_with"])  # one best on the screen
 
