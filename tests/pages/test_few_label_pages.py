@@ -87,7 +87,8 @@ def test_the_overview_counts_the_labels_and_shows_why_the_advice_says_what_it_sa
     assert not [c for c in _cells(at) if RAW.search(c)]  # controls, layers, parameters: no None, no JSON
     assert not at.json  # the parameters are a table, not JSON
     links = [link.label for link in at.get("page_link")]
-    assert links == ["How to read this", "Check with a few labels"]  # the offer stays here
+    offer = [] if verdict["settled"] else ["Check with a few labels"]  # the offer stays here until settled
+    assert links == ["How to read this", *offer]
     assert any("device" in c for c in _cells(at))
 
 
@@ -114,7 +115,9 @@ def test_a_viewer_is_never_asked_to_label(open_page, few_labelled):
     text = page_texts(at)
     advice = load_verdict(run)["few_labels"]["advice"]
     assert not re.search(r"\blabel (at least |about )?\d+ more texts\b", text, flags=re.I), text
-    if advice["more_labels"]:  # the forecast, said as a fact
+    if advice["settled"]:  # nothing more is asked of anyone
+        assert _answer(at).startswith("**Use ") and "more labels would settle it" not in text
+    elif advice["more_labels"]:  # the forecast, said as a fact
         assert "labels would settle it" in _answer(at)
         assert "more labels would settle it; the run's owner can add them" in text.replace("&#x27;", "'")
     else:  # too close to settle: no count, and the choice called sound
