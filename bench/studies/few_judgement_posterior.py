@@ -30,13 +30,11 @@ from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
 from flare_core.benchmark.search_draws import (  # noqa: E402
     PRODUCT,
     SEARCH_CORPORA,
+    VARIANTS,
     judge_all,
     method_table,
     summary,
 )
-
-#: The posterior's error models judged with ``--variants``: name → the widening of the judgements' error.
-VARIANTS = {**PRODUCT, "x1.0": 1.0, "x2.0": 2.0}
 
 
 def nested_choice(rows: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +66,11 @@ def main() -> None:
     names = [n for n in args.corpora.split(",") if n]
     records = {n: judged_record(args.root, n) for n in names}
     rows = judge_all(
-        args.root, records, args.draws, args.seed, variants=VARIANTS if args.variants else PRODUCT
+        args.root,
+        records,
+        args.draws,
+        args.seed,
+        variants={**PRODUCT, **VARIANTS} if args.variants else PRODUCT,
     )
     out = summary(rows)
     pd.set_option("display.width", 200)

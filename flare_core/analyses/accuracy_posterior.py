@@ -314,15 +314,36 @@ def forecast(
 ) -> int | None:
     """The fewest more labels (a multiple of ``step``, at most ``most``) after which the choice would be
     settled (its leader within ``tolerance_points`` of the best with chance ``sure``) in at least
-    ``chance`` (default :data:`FORECAST_CHANCE`) of the futures the posterior foresees. None when even
-    ``most`` more would not settle it.
+    ``chance`` (default :data:`FORECAST_CHANCE`) of the futures the posterior foresees
+    (:func:`settled_shares`). None when even ``most`` more would not settle it."""
+    chance = FORECAST_CHANCE if chance is None else chance
+    steps, shares = settled_shares(prior, correct, tolerance_points=tolerance_points, sure=sure, step=step,
+                                   most=most, seed=seed, classes=classes, stop_at=chance)  # fmt: skip
+    reached = np.flatnonzero(shares >= chance)
+    return int(steps[reached[0]]) if reached.size else None
+
+
+def settled_shares(
+    prior: AccuracyPrior,
+    correct: np.ndarray | None,
+    *,
+    tolerance_points: float,
+    sure: float,
+    step: int,
+    most: int,
+    seed: int = 0,
+    classes: int = 2,
+    stop_at: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For n = ``step``, 2 ``step``, … ``most`` more labels (S,), the share (S,) of the futures the
+    posterior foresees in which the choice is settled after them (its leader within ``tolerance_points``
+    of the best with chance ``sure``); the steps stop once a share reaches ``stop_at``.
 
     A future is what n more labels would show: the accuracies are drawn from today's posterior and the
     labels from them, so the posterior mean after them varies around today's as ``N(μ, Q − Qₙ)`` (``Q``
     today's covariance, ``Qₙ`` the one after n more, which no label value changes); each future's chance
     of being settled is read from :data:`FUTURE_DRAWS` draws of ``N(μₙ, Qₙ)``, its own leader. Without
     labels, the per-text spread is Jeffreys'. ``classes``: the labels' classes (what the reading reads them by)."""
-    chance = FORECAST_CHANCE if chance is None else chance
     k = 0 if correct is None else correct.shape[0]
     scores = correct if k else np.full((1, len(prior.models)), 0.5)
     mean, today = posterior(prior, correct, classes)
@@ -330,6 +351,7 @@ def forecast(
     rng = np.random.default_rng(seed)
     noise = rng.standard_normal((FUTURE_DRAWS, mean.shape[0]))
     ahead = rng.standard_normal((FUTURES, mean.shape[0]))
+    steps, shares = [], []
     for more in range(step, most + step, step):
         r = label_error(scores, k + more, reading=prior.reading, classes=classes)
         _, later = _update(m0, p, mean, r)
@@ -338,9 +360,11 @@ def forecast(
         leader = np.argmax(futures, axis=1)
         gap = samples.max(axis=2) - np.take_along_axis(samples, leader[:, None, None], axis=2)[..., 0]
         settled = (100.0 * gap <= tolerance_points + 1e-9).mean(axis=1) >= sure
-        if settled.mean() >= chance:
-            return more
-    return None
+        steps.append(more)
+        shares.append(float(settled.mean()))
+        if stop_at is not None and shares[-1] >= stop_at:
+            break
+    return np.asarray(steps, dtype=int), np.asarray(shares)
 
 
 def _root(cov: np.ndarray) -> np.ndarray:

@@ -34,8 +34,6 @@ C_GRID = (0.1, 1.0, 10.0)
 FOLDS, REPEATS = 5, 2
 #: A class counts as balanced when its smallest class has at least this share of the largest.
 BALANCE_RATIO = 0.5
-#: Draws of the bootstrap behind the few search judgements' chances (:mod:`flare_core.analyses.retrieval_eval`).
-BOOTSTRAP_DRAWS = 2000
 #: The tolerances of "good enough" a person may choose, in points, and the product's default.
 TOLERANCES, DEFAULT_TOLERANCE = (1.0, 2.0, 5.0), 2.0
 #: The chance at which a statement about a model is made: "within the tolerance of the best" (good
@@ -220,41 +218,6 @@ def _few_label_inputs(
         raise ValueError(f"labels has {len(labels)} entries but rows has {rows.shape[0]}: one label per row")
     codes, values = _class_codes(labels, rows.shape[0])
     return xs, rows, codes, values
-
-
-def _chances(means: np.ndarray, points: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """From resampled accuracies ``means`` (draws, M): each model's chance (M,) of the highest (ties shared
-    equally), its chance (M,) of a gap to the highest of at most ``points`` accuracy points, and the upper
-    end (M,) of the 95% interval of that gap, in points."""
-    highest = means.max(axis=1, keepdims=True)
-    top = means >= highest - 1e-12
-    gaps = 100.0 * (highest - means)
-    within = (gaps <= points + 1e-9).mean(axis=0)
-    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0), within, np.quantile(gaps, 0.95, axis=0)
-
-
-def paired_estimate_columns(
-    names: Sequence[str], per_item: np.ndarray, means: np.ndarray, estimate: np.ndarray, leader: int,
-    tolerance_points: float = DEFAULT_TOLERANCE,
-) -> dict[str, Any]:  # fmt: skip
-    """The columns every figure of an answer from a few labels or judgements reads, all from one paired
-    bootstrap: ``per_item`` (k, M) each model's score on each labelled item (text or judged query),
-    ``means`` (draws, M) its resampled means, ``estimate`` (M,) and the ``leader``'s index. Returns
-    ``model``, ``estimate``, ``ci_low``, ``ci_high`` (95%), ``p_best``, ``p_within`` (a gap of at most
-    ``tolerance_points``), ``gap``, ``gap_high`` (points), ``diff_sd`` (the leader's score minus each's)."""
-    p_best, p_within, gap_high = _chances(means, tolerance_points)
-    spread = (per_item[:, [leader]] - per_item).std(axis=0, ddof=1) if per_item.shape[0] > 1 else 0.0
-    return {
-        "model": list(names),
-        "estimate": estimate,
-        "ci_low": np.quantile(means, 0.025, axis=0),
-        "ci_high": np.quantile(means, 0.975, axis=0),
-        "p_best": p_best,
-        "p_within": p_within,
-        "gap": 100.0 * (estimate[leader] - estimate),
-        "gap_high": gap_high,
-        "diff_sd": spread,
-    }
 
 
 #: The leave-one-out probes whose per-text margins the product's choice averages.

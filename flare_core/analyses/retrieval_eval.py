@@ -20,7 +20,8 @@ import pandas as pd
 import pytrec_eval
 from sklearn.preprocessing import normalize
 
-from flare_core.analyses.resampling import percentile_bootstrap, resamples
+from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, forecast
+from flare_core.analyses.resampling import percentile_bootstrap
 from flare_core.checks import check_int, check_matrix
 
 #: Bootstrap draws behind the intervals.
@@ -29,6 +30,9 @@ DRAWS = 1000
 K = 10
 #: The per-query metrics, in the order they are shown; the first one decides.
 METRICS = ("ndcg_at_10", "recall_at_10", "mrr_at_10")
+#: The level of nDCG@10 assumed before any judgement when nothing else is known (within the flat prior's
+#: wide spread): the middle of the scale.
+SEARCH_LEVEL = 0.5
 
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -187,49 +191,56 @@ def compare_on_queries(
 def few_judgement_estimates(
     scores: Mapping[str, pd.DataFrame],
     *,
+    prior: AccuracyPrior | None = None,
     seed: int = 0,
-    draws: int | None = None,
     tolerance_points: float | None = None,
+    named_before: str | None = None,
 ) -> pd.DataFrame:
-    """Each model's nDCG@10 on a few judged queries, with every figure of the answer from one estimate,
-    in the form of :func:`flare_core.analyses.probes.few_label_estimates` (the few-label answer reads both).
+    """Each model's nDCG@10 on a few judged queries, every figure of the answer from one posterior, in the
+    form of :func:`flare_core.analyses.probes.few_label_estimates` (the few-label answer reads both).
 
     ``scores[m]`` is :func:`per_query_scores` of model ``m`` on the same queries (judged on their pooled
-    documents: a document nobody judged counts as not relevant). The (Q, M) matrix of per-query nDCG@10 is
-    resampled once over the queries, every model on the same resampled queries (a paired bootstrap of
-    ``draws`` draws, :data:`~flare_core.analyses.probes.BOOTSTRAP_DRAWS` by default); from those draws
-    come ``estimate`` (the mean over the queries; the models are ranked by it, ties by name), ``ci_low``
-    and ``ci_high`` (95%), ``p_best`` (the chance of the highest mean, ties shared), ``p_within`` (the
-    chance of a gap to the highest of at most ``tolerance_points`` nDCG@10 points, by default
-    :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`), ``gap`` and ``gap_high`` (points), and ``diff_sd`` (the spread over the queries of the
-    leader's nDCG@10 minus this model's). ``recall_at_10`` and ``mrr_at_10`` are their means, beside it.
-    ``attrs``: ``method``, ``n_labels`` (the queries), ``tolerance_points``.
+    documents: a document nobody judged counts as not relevant). The (Q, M) matrix of per-query nDCG@10
+    updates ``prior`` (what was known before the judgements; every model alike,
+    :meth:`~flare_core.analyses.accuracy_posterior.AccuracyPrior.flat`, when None) as labelled texts update
+    the classifier's (:func:`~flare_core.analyses.accuracy_posterior.estimate_frame`, the per-query spread
+    shrunk towards Jeffreys', so one judged query cannot read as certain). From that one posterior come
+    ``estimate``, ``ci_low`` and ``ci_high`` (95%), ``p_best``, ``p_within`` (within ``tolerance_points``
+    nDCG@10 points of the best, by default :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`), ``gap``
+    and ``gap_high`` (points); the model named first (the one named before, ``named_before``, unless the
+    judgements favour another enough: :func:`~flare_core.analyses.accuracy_posterior.named_model`), then
+    best first. ``diff_sd``: the spread over the queries of the named model's nDCG@10 minus this model's.
+    ``recall_at_10`` and ``mrr_at_10`` are their means, beside it. ``attrs``: ``method``, ``n_labels`` (the
+    queries), ``tolerance_points``, ``prior`` (in words) and ``more_labels`` (the posterior's forecast of
+    the judged queries that would settle it: :func:`~flare_core.analyses.accuracy_posterior.forecast`, in
+    steps of :data:`~flare_core.analyses.stopping.QUERY_STEP`; None when even
+    :data:`~flare_core.analyses.stopping.MAX_MORE_QUERIES` more would not).
     """
-    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, DEFAULT_TOLERANCE, paired_estimate_columns
+    from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
+    from flare_core.analyses.stopping import MAX_MORE_QUERIES, QUERY_STEP
 
     tolerance = DEFAULT_TOLERANCE if tolerance_points is None else float(tolerance_points)
-
-    draws = check_int(BOOTSTRAP_DRAWS if draws is None else draws, "draws", min_value=100)
     if len(scores) < 2:
         raise ValueError("comparing models needs the scores of at least two")
     names, queries, tables = _aligned(scores, min_models=2)
-    ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in names], axis=1)  # (Q, M)
-    (sample,) = resamples(len(queries), draws, np.random.default_rng(seed))
-    means = ndcg[sample].mean(axis=1)  # (draws, M)
-    estimate = ndcg.mean(axis=0)
-    order = sorted(range(len(names)), key=lambda i: (-estimate[i], names[i]))
-    frame = pd.DataFrame(
-        {
-            **paired_estimate_columns(names, ndcg, means, estimate, order[0], tolerance),
-            "recall_at_10": [float(tables[m]["recall_at_10"].mean()) for m in names],
-            "mrr_at_10": [float(tables[m]["mrr_at_10"].mean()) for m in names],
-        }
+    prior = AccuracyPrior.flat(names, SEARCH_LEVEL) if prior is None else prior.reordered(names)
+    ndcg = np.stack([tables[m]["ndcg_at_10"].to_numpy(dtype=np.float64) for m in prior.models], axis=1)
+    frame = estimate_frame(
+        prior, ndcg, tolerance_points=tolerance, chance_level=0.0, seed=seed, named_before=named_before
     )
-    frame = frame.iloc[order].reset_index(drop=True)
+    at = [prior.models.index(m) for m in frame["model"]]
+    paired = ndcg[:, [at[0]]] - ndcg[:, at]
+    frame["diff_sd"] = paired.std(axis=0, ddof=1) if ndcg.shape[0] > 1 else np.zeros(len(at))
+    for metric in ("recall_at_10", "mrr_at_10"):
+        frame[metric] = [float(tables[m][metric].mean()) for m in frame["model"]]
+    more = forecast(prior, ndcg, tolerance_points=tolerance, sure=SURE, step=QUERY_STEP, most=MAX_MORE_QUERIES,
+                    seed=seed)  # fmt: skip
     frame.attrs.update(
-        method=f"mean nDCG@10 over your judged queries (trec_eval's figures, unjudged documents not relevant), "
-        f"{draws} paired bootstrap draws over the queries",
+        method="mean nDCG@10 over your judged queries (trec_eval's figures, unjudged documents not relevant), "
+        f"read with {prior.source}",
         n_labels=len(queries),
         tolerance_points=tolerance,
+        prior=prior.source,
+        more_labels=more,
     )
     return frame

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from flare_core.analyses.accuracy_posterior import MAX_FORECAST
 from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
@@ -17,6 +16,18 @@ from flare_core.checks import check_int
 #: No advice settles on fewer labels than this, or before two classes have two labels each (a text
 #: alone in its class cannot be predicted without it, so such labels carry no evidence yet).
 MIN_SETTLED_LABELS = 16
+
+
+def chance_words(value: float) -> str:
+    """A chance in the one format of every page and report: a whole percent, rounded down so that a chance
+    shown as 90% has reached the 90% a statement needs ("89%" for 0.8995), and never read as certain:
+    "over 99%" from 0.995, "under 1%" below 0.01."""
+    value = float(value)
+    if value >= 0.995:
+        return "over 99%"
+    if value < 0.01:
+        return "under 1%"
+    return f"{int(np.floor(100.0 * value + 1e-9))}%"
 
 
 def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
@@ -50,7 +61,7 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         return _advice(
             True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "labels")
         )
-    leads = f"{best} leads ({p:.0%} chance of being best)"
+    leads = f"{best} leads ({chance_words(p)} chance of being best)"
     if not evidence:
         more = max(MIN_SETTLED_LABELS - n_labels, 0) or None
         ask = f"label at least {more} more texts" if more else "label texts of at least two categories twice"
@@ -60,12 +71,12 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     if more is None:
         text = (
             f"{leads}; the models near the top are too close for {MAX_FORECAST} more labels to tell whether "
-            f"it is within {points} of the best ({sure:.0%} chance now). It is a sound choice as it stands."
+            f"it is within {points} of the best ({chance_words(sure)} chance now). It is a sound choice as it stands."
         )
         return _advice(False, best, either, None, "too close", text)
     text = (
         f"{leads}, but the labels cannot yet tell whether it is within {points} of the best "
-        f"({sure:.0%} chance); about {int(more)} more labels would settle it."
+        f"({chance_words(sure)} chance); about {int(more)} more labels would settle it."
     )
     return _advice(False, best, either, int(more), "not sure yet", text)
 
@@ -73,21 +84,6 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
 def _points(tolerance: float, unit: str = "point") -> str:
     """ "2 points", "1 point", "1.5 points"."""
     return f"{tolerance:g} {unit}" + ("" if tolerance == 1 else "s")
-
-
-def _more_needed(
-    estimates: pd.DataFrame, n: int, step: int, most: int, tolerance: float = DEFAULT_TOLERANCE
-) -> int:
-    """Labelled items (texts or judged queries) at which the leader would be within
-    :data:`DEFAULT_TOLERANCE` of the runner-up with :data:`SURE` chance: n' with z · sd / √n' = gap +
-    tolerance, less the ``n`` given, in steps of ``step``, at most ``most``."""
-    if len(estimates) < 2:
-        return step
-    gap = max(float(estimates["gap"].iloc[1]), 0.0) / 100.0 + tolerance / 100.0
-    spread = max(float(estimates["diff_sd"].iloc[1]), 1e-3)
-    needed = (float(stats.norm.ppf(SURE)) * spread / gap) ** 2
-    more = int(np.ceil(max(needed - n, 1) / step) * step)
-    return int(min(max(more, step), most))
 
 
 def _settled_text(best: str, either: list[str], points: str, sure: float, p: float, more_of: str) -> str:
@@ -98,7 +94,7 @@ def _settled_text(best: str, either: list[str], points: str, sure: float, p: flo
             f"probability: either will do ({', '.join(either)})."
         )
     return (
-        f"{best} is within {points} of the best with {sure:.0%} probability (best with {p:.0%}); "
+        f"{best} is within {points} of the best with {chance_words(sure)} probability (best with {chance_words(p)}); "
         f"more {more_of} would hardly change the choice."
     )
 
@@ -121,14 +117,14 @@ QUERY_STEP, MAX_MORE_QUERIES = 5, 100
 
 
 def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str, Any]:
-    """Whether few search judgements settle the choice: :func:`stopping_advice` for ``estimates`` of
-    :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` (nDCG@10, best first) after
-    ``n_queries`` judged queries. Settled when the leader is within :data:`DEFAULT_TOLERANCE` nDCG@10
-    points of the best with at least :data:`SURE` chance and at least :data:`MIN_SETTLED_QUERIES` queries
-    count; otherwise ``more_labels`` is the number of judged queries more at which it would be (the per-query
-    spread of the leader's difference with the runner-up shrinking as 1/√n), in steps of
-    :data:`QUERY_STEP`. Returns the same keys as :func:`stopping_advice`; ``reason`` is "sure", "few
-    queries" or "not sure yet"."""
+    """Whether few search judgements settle the choice: the rule of :func:`stopping_advice` for
+    ``estimates`` of :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` (nDCG@10, the named
+    model first) after ``n_queries`` judged queries. Settled when the named model is within the run's
+    tolerance of the best with at least :data:`SURE` chance and at least :data:`MIN_SETTLED_QUERIES`
+    queries count; otherwise ``more_labels`` is the posterior's forecast of the judged queries that would
+    settle it (``attrs["more_labels"]``; None when even :data:`MAX_MORE_QUERIES` more would not), or with
+    too few queries, the minimum still to judge. Returns the same keys as :func:`stopping_advice`;
+    ``reason`` is "sure", "few queries", "too close" or "not sure yet"."""
     n_queries = check_int(n_queries, "n_queries", min_value=0)
     needed = {"model", "estimate", "p_best", "p_within", "gap", "diff_sd"}
     missing = needed - set(getattr(estimates, "columns", ()))
@@ -142,27 +138,28 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
                        if q >= SURE]  # fmt: skip
     tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
     points = _points(tolerance, "nDCG@10 point")
-    enough = n_queries >= MIN_SETTLED_QUERIES
-    if sure >= SURE and enough:
+    if sure >= SURE and n_queries >= MIN_SETTLED_QUERIES:
         return _advice(
             True, best, either, None, "sure", _settled_text(best, either, points, sure, p, "judged queries")
         )
-    more = _more_queries(estimates, n_queries)
-    if not enough:
-        more = max(more, MIN_SETTLED_QUERIES - n_queries)
-    leads = f"{best} leads ({p:.0%} chance of being best)"
-    if not enough:
-        text = f"{leads}, but {n_queries} judged queries are too few to judge by; judge {more} more queries."
+    leads = f"{best} leads ({chance_words(p)} chance of being best)"
+    if n_queries < MIN_SETTLED_QUERIES:
+        more = MIN_SETTLED_QUERIES - n_queries
+        text = (
+            f"{leads}, but {n_queries} judged queries are too few to judge by; judge at least {more} more "
+            "queries."
+        )
         return _advice(False, best, either, more, "few queries", text)
+    more = estimates.attrs.get("more_labels")
+    if more is None:
+        text = (
+            f"{leads}; the models near the top are too close for {MAX_MORE_QUERIES} more judged queries to "
+            f"tell whether it is within {points} of the best ({chance_words(sure)} chance now). It is a sound choice "
+            "as it stands."
+        )
+        return _advice(False, best, either, None, "too close", text)
     text = (
         f"{leads}, but the judgements cannot yet tell whether it is within {points} of the best "
-        f"({sure:.0%} chance); judge {more} more queries to settle it."
+        f"({chance_words(sure)} chance); about {int(more)} more judged queries would settle it."
     )
-    return _advice(False, best, either, more, "not sure yet", text)
-
-
-def _more_queries(estimates: pd.DataFrame, n_queries: int) -> int:
-    """Judged queries to add (:func:`_more_needed`, in steps of :data:`QUERY_STEP`, at most
-    :data:`MAX_MORE_QUERIES`)."""
-    tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
-    return _more_needed(estimates, n_queries, QUERY_STEP, MAX_MORE_QUERIES, tolerance)
+    return _advice(False, best, either, int(more), "not sure yet", text)

@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from flare_core.analyses.stopping import chance_words
 from flare_core.answer.label_free import check_sentence, odds_sentence
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import (
@@ -107,11 +108,6 @@ def _behind(rows: dict[str, Any], model: str, best: str) -> str:
     return f"is {rows[model]['gap']:.1f} points behind"
 
 
-def chance_words(value: float) -> str:
-    """A chance in the one format of every page and report: a whole percent ("95%")."""
-    return f"{float(value):.0%}"
-
-
 def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
     """Headline, summary and fields of an answer from a person's few labels (None when they cannot
     decide yet: fewer than two categories labelled). Every figure comes from the one estimate of
@@ -127,7 +123,7 @@ def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> D
     n = block["n_labels"]
     points = _points(block.get("tolerance_points", 2.0))
     either = [m for m in advice.get("either", []) if m != best]
-    within = f"{chance_words(top['p_within'])} chance of being within {points} of the best"
+    within = f"chance of {chance_words(top['p_within'])} of being within {points} of the best"
     reason = advice.get("reason")
     if advice["settled"] and either:
         headline = f"Use {best} or {_join(either)}: after {n} labels each is within {points} of the best with at least 90% probability."
@@ -202,15 +198,17 @@ def _one_query(text: str) -> str:
 
 
 def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:
-    """Headline, summary and fields of an answer from a person's few search judgements: every figure from
-    the one estimate of :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`."""
+    """Headline, summary and fields of an answer from a person's few search judgements, in the words of
+    :func:`from_few_labels`: every figure from the one estimate of
+    :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`."""
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]
     queries = _queries(block["n_labels"])
-    points = _points(block.get("tolerance_points", 1.0)) + " of search quality (nDCG@10)"
+    points = _points(block.get("tolerance_points", 2.0)) + " of search quality (nDCG@10)"
     either = [m for m in advice.get("either", []) if m != best]
-    more = advice["more_labels"]
+    more, reason = advice["more_labels"], advice.get("reason")
+    within = f"chance of {chance_words(top['p_within'])} of being within {points} of the best"
     if advice["settled"] and either:
         headline = (
             f"Use {best} or {_join(either)}: after {queries} each is within {points} of the best with "
@@ -218,41 +216,52 @@ def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None)
         )
         next_step = "Nothing more is needed: either will do."
     elif advice["settled"]:
-        headline = (
-            f"Use {best}: after {queries} it is within {points} of the best with "
-            f"{chance_words(top['p_within'])} probability."
-        )
-        next_step = "Nothing more is needed; more judged queries would only narrow the intervals."
+        headline = f"Use {best}: after {queries} it has a {within}."
+        next_step = "Nothing more is needed; more judged queries would only narrow the estimates."
+    elif reason == "too close":
+        headline = f"Use {best}: after {queries} the models near the top are too close to tell apart, and it has a {within}."  # fmt: skip
+        next_step = "More judged queries would hardly change the choice; judge more only to narrow the estimates."  # fmt: skip
+    elif reason == "few queries":
+        headline = f"Provisionally {best}: {queries} {'is' if block['n_labels'] == 1 else 'are'} too few to judge by yet."  # fmt: skip
+        next_step = f"Judge at least {_queries(more, 'more ')} (Check with a few labels) to judge by."
     else:
-        headline = (
-            f"Provisionally {best}: the most likely best after {queries} ({chance_words(top['p_best'])} "
-            f"chance), not settled yet; {_queries(more, 'more judged ')} would settle it."
-        )
-        next_step = f"Judge {_queries(more, 'more ')} (Check with a few labels) to settle it."
-    summary = (
-        f"{_one_query(advice['text'])} On your {queries} its search quality (nDCG@10) is "
-        f"{100 * top['estimate']:.1f} out of 100, likely {100 * top['ci_low']:.1f} to "
-        f"{100 * top['ci_high']:.1f}; it finds {_pct(top['recall_at_10'])} of the documents you marked relevant "
-        "in its top 10. Each model ranks all your documents for each query; a document nobody judged counts "
-        "as not relevant (the usual rule when only some documents are judged), and the interval and every "
-        "chance come from resampling your queries."
+        headline = f"Provisionally {best}: after {queries} it has a {within}; about {_queries(more, 'more judged ')} would settle it."  # fmt: skip
+        next_step = f"Judge about {_queries(more, 'more ')} (Check with a few labels) to settle it."
+    estimate = interval_words(top["ci_low"], top["ci_high"], unit="")
+    estimate = (
+        "not measured yet" if estimate == NOT_MEASURED else f"likely {estimate.replace(' and ', ' to ')}"
     )
+    summary = " ".join(
+        part
+        for part in (
+            f"On your {queries} its search quality (nDCG@10) is {100 * top['estimate']:.1f} out of 100 "
+            f"({estimate}); it finds {_pct(top['recall_at_10'])} of the documents you marked relevant in "
+            "its top 10.",
+            f"The label-free choice was {choice['choice']}." if choice and choice["choice"] != best else "",
+        )
+        if part
+    )
+    details = [
+        _one_query(advice["text"]),
+        "Each model ranks all your documents for each query; a document nobody judged counts as not relevant "
+        "(the usual rule when only some documents are judged). The interval and every chance come from one "
+        "estimate that each judged query updates, and one query alone cannot make it certain.",
+    ]
     if block.get("no_relevant"):
         k = len(block["no_relevant"])
-        summary += (
-            f" {k} judged quer{'y has' if k == 1 else 'ies have'} no document marked relevant "
+        details.append(
+            f"{k} judged quer{'y has' if k == 1 else 'ies have'} no document marked relevant "
             f"({_join(list(block['no_relevant'])[:3])}{', …' if k > 3 else ''}): kept, but not counted."
         )
     if block.get("unscored"):
-        summary += f" Not compared (they cannot embed a query): {_join(list(block['unscored']))}."
-    if choice and choice["choice"] != best:
-        summary += f" The label-free choice was {choice['choice']}."
+        details.append(f"Not compared (they cannot embed a query): {_join(list(block['unscored']))}.")
     short = [best, *either]
     short += [
         r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
     ]
     return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
-            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step}  # fmt: skip
+            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step,
+            "details": " ".join(details)}  # fmt: skip
 
 
 def _points(tolerance: float) -> str:

@@ -138,11 +138,33 @@ def few_search_block(run: Run, judged: SearchJudgements | None = None) -> dict[s
         return {**base, "need": (
             f"None of the {len(latest)} judged queries has a relevant document yet: mark the documents that "
             "answer a query relevant, so that the models can be told apart.")}  # fmt: skip
-    seed = int(run.manifest.get("params", {}).get("seed", 0))
-    estimates = few_judgement_estimates(scores, seed=seed, tolerance_points=tolerance_of(run))
+    estimates = _replayed(run, judged)[-1][1]
     advice = search_stopping_advice(estimates, len(judged.counted))
     return {**base, "method": estimates.attrs["method"], "estimates": _records(estimates), "advice": advice,
             "tolerance_points": float(estimates.attrs["tolerance_points"])}  # fmt: skip
+
+
+def _replayed(run: Run, judged: SearchJudgements) -> list[tuple[SearchJudgements, pd.DataFrame]]:
+    """The estimates after each batch of judgements that compares at least two models, replayed from the
+    stored order, each keeping the model named after the batch before unless its judgements displace it
+    (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch: (the
+    judgements up to the batch, its estimates) per batch."""
+    seed = int(run.manifest.get("params", {}).get("seed", 0))
+    out: list[tuple[SearchJudgements, pd.DataFrame]] = []
+    named = None
+    for batch in range(1, judged.batches + 1):
+        part = SearchJudgements(
+            judged.queries, judged.pools, judged.entries[judged.entries["batch"] <= batch]
+        )
+        scores = _scores(run, judged, part.latest())
+        if len(scores) < 2:
+            continue
+        estimates = few_judgement_estimates(
+            scores, seed=seed, tolerance_points=tolerance_of(run), named_before=named
+        )
+        named = str(estimates["model"].iloc[0])
+        out.append((part, estimates))
+    return out
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -156,19 +178,10 @@ def search_history(run: Run, judged: SearchJudgements | None = None) -> pd.DataF
     (judged queries that count), ``batch``, ``model``, ``estimate``, ``p_best``."""
     judged = judged if judged is not None else load_search_judgements(run)
     columns = ["n_labels", "batch", "model", "estimate", "p_best"]
-    seed = int(run.manifest.get("params", {}).get("seed", 0))
-    frames = []
-    for batch in range(1, judged.batches + 1):
-        part = SearchJudgements(
-            judged.queries, judged.pools, judged.entries[judged.entries["batch"] <= batch]
-        )
-        scores = _scores(run, judged, part.latest())
-        if len(scores) < 2:
-            continue
-        estimates = few_judgement_estimates(scores, seed=seed, tolerance_points=tolerance_of(run))
-        frames.append(
-            estimates[["model", "estimate", "p_best"]].assign(n_labels=len(part.counted), batch=batch)
-        )
+    frames = [
+        estimates[["model", "estimate", "p_best"]].assign(n_labels=len(part.counted), batch=part.batches)
+        for part, estimates in _replayed(run, judged)
+    ]
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)[columns]

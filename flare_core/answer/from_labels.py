@@ -17,7 +17,7 @@ import pandas as pd
 
 from flare_core.analyses.accuracy_posterior import SWITCH_CHANCE, AccuracyPrior
 from flare_core.analyses.probes import DEFAULT_TOLERANCE, few_label_estimates
-from flare_core.analyses.stopping import stopping_advice
+from flare_core.analyses.stopping import chance_words, stopping_advice
 from flare_core.answer.label_free import forecast_sentence, shipped_reading
 from flare_core.answer.labels import LabelSet
 from flare_core.answer.stored import FewLabelsGround, LabelsGround
@@ -166,15 +166,15 @@ def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n
         )
         return (
             f"{leader} stays the answer, as {then}: {kept['leader']}'s estimate is {100 * higher:.1f} points "
-            f"higher, but your labels favour it over {leader} with only {kept['chance']:.0%} chance (the answer "
-            f"changes at {SWITCH_CHANCE:.0%}); {leader} has a {p_within:.0%} chance of being within {points} "
+            f"higher, but your labels favour it over {leader} with only {chance_words(kept['chance'])} chance (the answer "
+            f"changes at {SWITCH_CHANCE:.0%}); {leader} has a {chance_words(p_within)} chance of being within {points} "
             "of the best."
         )
     if before[0] == leader:
-        return f"{leader} still leads, as {then}: {p_within:.0%} chance of being within {points} of the best."
+        return f"{leader} still leads, as {then}: {chance_words(p_within)} chance of being within {points} of the best."
     return (
         f"{leader} now leads instead of {before[0]}, which led {then}: your {n_labels} labels favour it "
-        f"({p_within:.0%} chance of being within {points} of the best)."
+        f"({chance_words(p_within)} chance of being within {points} of the best)."
     )
 
 

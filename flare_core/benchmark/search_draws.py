@@ -1,25 +1,24 @@
 """The few-judgement answer for search judged on the answer benchmark's kept embeddings, leave one corpus
-out: today's paired bootstrap over the judged queries
-(:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` with
-:func:`~flare_core.analyses.stopping.search_stopping_advice`) against the posterior that starts from the
-benchmark's prior (:mod:`flare_core.analyses.accuracy_posterior`, each judged query's nDCG@10 as its
-per-item score, chance level 0), and the label-free pick.
+out: the product's posterior (:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` with
+:func:`~flare_core.analyses.stopping.search_stopping_advice`, each judged query's nDCG@10 as its per-item
+score) with its prior and error model against the alternatives it was chosen among (:data:`VARIANTS`),
+and the label-free pick.
 
-For each search corpus (a record whose oracle is ``ndcg_at_10``) the prior is learned from the *other*
-search corpora: the label-free rule chosen on them among the geometric scores and its record by rank in
-nDCG@10. A simulated person judges seeded draws of the corpus's own queries, the first k of a seeded
-permutation, exactly as the product pools: each query's pool is the union of every candidate's top
+For each search corpus (a record whose oracle is ``ndcg_at_10``) the benchmark prior is learned from the
+*other* search corpora: the label-free rule chosen on them among the geometric scores and its record by
+rank in nDCG@10. A simulated person judges seeded draws of the corpus's own queries, the first k of a
+seeded permutation, exactly as the product pools: each query's pool is the union of every candidate's top
 :data:`~flare_core.answer.few_judgements.POOL_DEPTH` documents by cosine, judged by the corpus's
 judgements restricted to the pool (a pooled document without one is not relevant); a query without a
 relevant document in its pool is judged but does not count. Each estimate names a model, judged by the
 oracle (each candidate's mean nDCG@10 over every query of the corpus, with every judgement).
 
 :func:`summary` gives, per method and k: the mean nDCG@10 points lost against the oracle's best, the
-share within :data:`TOLERANCE` points, the share settled (the posterior: the leader within the tolerance
-with chance :data:`SURE`; today's method: its own advice, with its floor of judged queries), the share of
-the settled draws within the tolerance, the calibration error of the stated chance of being within it (today's
-estimate states it within :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE` and is judged at that),
-and how often the named model changes between consecutive k; per corpus, the same for the worst corpus.
+share within :data:`TOLERANCE` points, the share settled (the product's advice, with its floor of judged
+queries), the share of the settled draws within the tolerance, the calibration error of the stated chance
+of being within it, the coverage of the stated 95% intervals, and how often the named model changes
+between consecutive k; per corpus, the same for the worst corpus; and how often the forecast of "n more
+queries" was named and came true.
 
 Shapes: M candidates, Q queries of a corpus (those that count), k judged queries.
 """
@@ -27,7 +26,7 @@ Shapes: M candidates, Q queries of a corpus (those that count), k judged queries
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,16 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, forecast, prior_by_rank
+from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, prior_by_rank
 from flare_core.analyses.label_free_rules import choose_rule, ranked_by
 from flare_core.analyses.probe_reading import ProbeReading
-from flare_core.analyses.probes import DEFAULT_TOLERANCE
-from flare_core.analyses.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows
-from flare_core.analyses.stopping import MAX_MORE_QUERIES, QUERY_STEP, search_stopping_advice
+from flare_core.analyses.retrieval_eval import (
+    SEARCH_LEVEL,
+    few_judgement_estimates,
+    per_query_scores,
+    top_k_rows,
+)
+from flare_core.analyses.stopping import search_stopping_advice
 from flare_core.analyses.validity import judgement_map
 from flare_core.answer.few_judgements import POOL_DEPTH
 from flare_core.answer.label_free import benchmark_cases
@@ -57,12 +60,22 @@ KS = (5, 10, 20, 40)
 TOLERANCE = 2.0
 SURE = 0.9
 #: The methods judged, in the order the tables show them.
-TODAY, POSTERIOR, LABEL_FREE = "bootstrap", "posterior", "label-free"
+TODAY, LABEL_FREE = "product", "label-free"
 #: The posterior's forecast of "n more queries" is checked at these k.
 FORECAST_KS = (5, 10, 20)
-#: The posterior's error model, name → the widening of the judgements' sampling error: the product's
-#: (:data:`~flare_core.analyses.accuracy_posterior.SPREAD_INFLATION`) by default.
-PRODUCT = {POSTERIOR: ap.SPREAD_INFLATION}
+#: The product's estimate, judged beside :data:`VARIANTS`: its prior ("flat": every model alike;
+#: "benchmark": the record, on the other search corpora, of the rule chosen on them) and the widening of
+#: the judgements' sampling error.
+PRODUCT = {TODAY: ("flat", ap.SPREAD_INFLATION)}
+#: The alternatives it was chosen among, name → (prior, widening).
+VARIANTS = {
+    "benchmark prior": ("benchmark", ap.SPREAD_INFLATION),
+    "benchmark prior, x1.0": ("benchmark", 1.0),
+    "benchmark prior, x2.0": ("benchmark", 2.0),
+    "flat prior, x1.0": ("flat", 1.0),
+    "flat prior, x2.0": ("flat", 2.0),
+    "benchmark prior twice as wide": ("benchmark x2", ap.SPREAD_INFLATION),
+}
 
 
 @dataclass(frozen=True)
@@ -147,26 +160,32 @@ def judge_corpus(
     draws: int,
     seed: int = 0,
     ks: Sequence[int] = KS,
-    variants: Mapping[str, float] = PRODUCT,
+    variants: Mapping[str, tuple[str, float]] = PRODUCT,
 ) -> list[dict[str, Any]]:
     """One row per draw, k and method on the kept search corpus ``name`` (and, with ``draw`` -1 and k 0,
-    the label-free pick and the posterior's before any judgement); the prior learned from the other
-    ``records``. A row: ``corpus``, ``draw``, ``k`` (queries judged), ``n_counted`` (of them with a
-    relevant pooled document), ``method``, ``pick``, ``lost``, ``rule``, and for the two estimates
-    ``p_within`` (the leader's), ``settled``, ``stated`` ([chance, points lost] per model) and, for the
-    posterior at :data:`FORECAST_KS` when not settled, ``more`` (its "n more queries") and
-    ``more_came_true`` (settled ``more`` counted queries later, in the same order; None past the corpus).
-    Each of ``variants`` (method → the widening of the judgements' sampling error) is a posterior of its
-    own."""
-    rule, ranked, prior = search_prior(records, name)
+    the label-free pick and each estimate's before any judgement); the benchmark prior learned from the
+    other ``records``. A row: ``corpus``, ``draw``, ``k`` (queries judged), ``n_counted`` (of them with a
+    relevant pooled document), ``method``, ``pick``, ``lost``, ``rule``, ``p_within`` (the named model's),
+    ``settled``, ``stated`` ([chance, points lost] per model) and, at :data:`FORECAST_KS` when not
+    settled, ``more`` (the forecast of "n more queries") and ``more_came_true`` (settled ``more`` counted
+    queries later, in the same order; None past the corpus). Each of ``variants`` (method → (prior,
+    widening of the judgements' sampling error)) is read as the product reads judgements
+    (:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`, the model named at the k before
+    kept unless the judgements favour another enough; settled by
+    :func:`~flare_core.analyses.stopping.search_stopping_advice`)."""
+    rule, ranked, benchmark = search_prior(records, name)
     pooled = pooled_corpus(root, name, records[name])
     models, oracle = list(pooled.candidates), pooled.oracle
+    priors = {
+        method: _prior(kind, benchmark, models).read_with(ProbeReading.widened(widening))
+        for method, (kind, widening) in variants.items()
+    }
     base = {"corpus": name, "rule": rule}
     rows: list[dict[str, Any]] = [
         {**base, "draw": -1, "k": 0, "n_counted": 0, "method": LABEL_FREE, "pick": ranked[0],
          "lost": lost(oracle, ranked[0], models)},
     ]  # fmt: skip
-    for method in variants:  # each posterior's pick before any judgement: its prior's
+    for method, prior in priors.items():  # each estimate's pick before any judgement: its prior's
         frame = estimate_frame(prior, None, tolerance_points=TOLERANCE, chance_level=0.0, seed=0)
         pick = str(frame["model"].iloc[0])
         rows.append({**base, "draw": -1, "k": 0, "n_counted": 0, "method": method, "pick": pick,
@@ -177,59 +196,70 @@ def judge_corpus(
             pooled.queries[i] for i in np.random.default_rng([seed, draw]).permutation(len(pooled.queries))
         ]
         ordered_counted = [q for q in order if q in counted]
+        named: dict[str, str | None] = {method: None for method in priors}
         for k in ks:
             chosen = [q for q in order[:k] if q in counted]
             row = {**base, "draw": draw, "k": int(k), "n_counted": len(chosen)}
-            if chosen:
-                today = few_judgement_estimates({m: pooled.tables[m].loc[chosen].reset_index() for m in models},
-                                                seed=draw)  # fmt: skip
-                advice = search_stopping_advice(today, len(chosen))
-                pick = str(today["model"].iloc[0])
-                rows.append({**row, "method": TODAY, "pick": pick, "lost": lost(oracle, pick, models),
-                             "p_within": float(today["p_within"].iloc[0]), "settled": bool(advice["settled"]),
-                             "stated": _stated(today, oracle, models), "stated_tolerance": DEFAULT_TOLERANCE})  # fmt: skip
-            else:  # nothing to compare on: the answer stays the label-free pick
-                rows.append({**row, "method": TODAY, "pick": ranked[0], "lost": lost(oracle, ranked[0], models),
-                             "settled": False})  # fmt: skip
-            scores = pooled.ndcg.loc[chosen, models].to_numpy(dtype=np.float64)
-            for method, widening in variants.items():
-                widened = prior.read_with(ProbeReading.widened(widening))
-                rows.append(_posterior_row({**row, "method": method}, widened, scores, pooled, ordered_counted,
-                                           draw))  # fmt: skip
+            for method, prior in priors.items():
+                out = _estimate_row({**row, "method": method}, prior, chosen, pooled, ordered_counted, draw,
+                                    named[method])  # fmt: skip
+                named[method] = out["pick"]
+                rows.append(out)
     return rows
 
 
-def _posterior_row(
+def _prior(kind: str, benchmark: AccuracyPrior, models: Sequence[str]) -> AccuracyPrior:
+    """The prior a variant names: "flat" (every model alike), "benchmark" or "benchmark x<f>" (its spreads
+    times f)."""
+    if kind == "flat":
+        return AccuracyPrior.flat(models, SEARCH_LEVEL)
+    factor = float(kind.split(" x", 1)[1]) if " x" in kind else 1.0
+    return replace(benchmark, sd=factor * benchmark.sd)
+
+
+def _estimate_row(
     row: dict[str, Any],
     prior: AccuracyPrior,
-    scores: np.ndarray,
+    chosen: Sequence[str],
     pooled: PooledCorpus,
     ordered: Sequence[str],
     draw: int,
+    named_before: str | None,
 ) -> dict[str, Any]:
-    """``row`` with the posterior's pick after the judged queries' ``scores`` (k, M) and what it says."""
+    """``row`` with the pick after the judged queries ``chosen`` (those that count), read as the product
+    reads them with ``prior``, and what it says."""
     models = list(pooled.candidates)
-    post = estimate_frame(prior, scores, tolerance_points=TOLERANCE, chance_level=0.0, seed=draw)
-    pick = str(post["model"].iloc[0])
+    if len(chosen) < 1:  # nothing to compare on: the prior's pick
+        frame = estimate_frame(prior, None, tolerance_points=TOLERANCE, chance_level=0.0, seed=draw)
+        pick = str(frame["model"].iloc[0])
+        return {**row, "pick": pick, "lost": lost(pooled.oracle, pick, models), "settled": False}
+    tables = {m: pooled.tables[m].loc[list(chosen)].reset_index() for m in models}
+    frame = few_judgement_estimates(tables, prior=prior, seed=draw, tolerance_points=TOLERANCE,
+                                    named_before=named_before)  # fmt: skip
+    advice = search_stopping_advice(frame, len(chosen))
+    pick = str(frame["model"].iloc[0])
     out = {**row, "pick": pick, "lost": lost(pooled.oracle, pick, models),
-           "p_within": float(post["p_within"].iloc[0]), "stated": _stated(post, pooled.oracle, models)}  # fmt: skip
-    out["settled"] = bool(out["p_within"] >= SURE)
+           "p_within": float(frame["p_within"].iloc[0]), "stated": _stated(frame, pooled.oracle, models),
+           "settled": bool(advice["settled"]),
+           "covered": float(np.mean([lo <= pooled.oracle[m] <= hi for m, lo, hi in
+                                     zip(frame["model"], frame["ci_low"], frame["ci_high"], strict=True)]))}  # fmt: skip
     if row["k"] in FORECAST_KS and not out["settled"]:
-        out["more"] = forecast(prior, scores, tolerance_points=TOLERANCE, sure=SURE, step=QUERY_STEP,
-                               most=MAX_MORE_QUERIES, seed=draw)  # fmt: skip
-        out["more_came_true"] = _came_true(out["more"], ordered, scores.shape[0], pooled, prior, draw)
+        out["more"] = advice["more_labels"] if advice["reason"] == "not sure yet" else None
+        out["reason"] = advice["reason"]
+        out["more_came_true"] = _came_true(out["more"], ordered, len(chosen), pooled, prior, draw)
     return out
 
 
 def _came_true(
     more: int | None, ordered: Sequence[str], n: int, pooled: PooledCorpus, prior: AccuracyPrior, draw: int
 ) -> bool | None:
-    """Whether the posterior was settled ``more`` counted queries after the first ``n`` of ``ordered``."""
+    """Whether the answer was settled ``more`` counted queries after the first ``n`` of ``ordered``."""
     if more is None or n + more > len(ordered):
         return None
-    scores = pooled.ndcg.loc[list(ordered[: n + more]), list(pooled.candidates)].to_numpy(dtype=np.float64)
-    frame = estimate_frame(prior, scores, tolerance_points=TOLERANCE, chance_level=0.0, seed=draw)
-    return bool(frame["p_within"].iloc[0] >= SURE)
+    chosen = list(ordered[: n + more])
+    tables = {m: pooled.tables[m].loc[chosen].reset_index() for m in pooled.candidates}
+    frame = few_judgement_estimates(tables, prior=prior, seed=draw, tolerance_points=TOLERANCE)
+    return bool(search_stopping_advice(frame, len(chosen))["settled"])
 
 
 def judge_all(
@@ -238,7 +268,7 @@ def judge_all(
     draws: int,
     seed: int = 0,
     ks: Sequence[int] = KS,
-    variants: Mapping[str, float] = PRODUCT,
+    variants: Mapping[str, tuple[str, float]] = PRODUCT,
 ) -> pd.DataFrame:
     """:func:`judge_corpus` on every search record of ``records`` (oracle ``ndcg_at_10``), each with a
     prior learned from the others."""
@@ -326,11 +356,13 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
             mine, key=lambda r: (_nan_high(r["settled_within"]), -r["mean_lost"])
         )
         asked = judged[(judged["method"] == method) & judged["k"].isin(FORECAST_KS)]
-        if "more" not in asked or method == TODAY:
+        if "more" not in asked:
             continue
         unsettled = asked[~asked["settled"].fillna(False).astype(bool)]
         told = unsettled.dropna(subset=["more_came_true"])
         out["forecast"][method] = {
+            "unsettled": len(unsettled),
+            "named": float(unsettled["more"].notna().mean()) if len(unsettled) else None,
             "told": len(told),
             "came_true": float(told["more_came_true"].astype(bool).mean()) if len(told) else None,
             "none_within": int(unsettled["more"].isna().sum()),
@@ -340,17 +372,10 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
 
 def _stated_pairs(group: pd.DataFrame) -> pd.DataFrame:
     """Every stated chance of the rows of ``group`` (columns ``stated``) beside whether it came true
-    (``observed``): the model within the row's ``stated_tolerance`` points of the best (:data:`TOLERANCE`
-    where the row does not say; today's estimate states its chance within
-    :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`)."""
+    (``observed``): the model within :data:`TOLERANCE` points of the best."""
     if "stated" not in group:
         return pd.DataFrame(columns=["stated", "observed"])
-    tolerances = (
-        group["stated_tolerance"] if "stated_tolerance" in group else pd.Series(TOLERANCE, group.index)
-    )
-    pairs = [(p, lo <= float(tol) + 1e-9)
-             for st, tol in zip(group["stated"], tolerances.fillna(TOLERANCE), strict=True)
-             if isinstance(st, list) for p, lo in st]  # fmt: skip
+    pairs = [(p, lo <= TOLERANCE + 1e-9) for st in group["stated"] if isinstance(st, list) for p, lo in st]
     return pd.DataFrame(pairs, columns=["stated", "observed"])
 
 
@@ -370,5 +395,6 @@ def _overall(group: pd.DataFrame) -> dict[str, Any]:
         if len(settled)
         else float("nan"),
         "calibration": calibration_error(stated),
+        "coverage": float(group["covered"].mean()) if "covered" in group else float("nan"),
         "changes": _changes(group),
     }

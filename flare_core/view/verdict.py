@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from flare_core.answer.decide import (
@@ -165,9 +166,10 @@ def _with_chances(table: pd.DataFrame, write: Any) -> pd.DataFrame:
 
 
 def chance_percents(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its chance columns as whole percents (95 for 0.9545), for a bar on a page
-    whose number reads as in the report ("95%")."""
-    return _with_chances(table, lambda v: round(100 * float(v)))
+    """``table`` with its chance columns as whole percents, for a bar on a page whose number reads as in the
+    report (95 for 0.9545, "95%"; rounded down as :func:`chance_words` rounds, and within 1 to 99 as it
+    never says "100%" or "0%")."""
+    return _with_chances(table, lambda v: int(min(max(np.floor(100.0 * float(v) + 1e-9), 1), 99)))
 
 
 def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
@@ -269,10 +271,10 @@ def labels_given_words(
 def without_asking(text: str) -> str:
     """``text`` with each request to label N more texts said as a fact about the run, for a reader who
     cannot label it (the answer's summary opens with the stopping advice, which asks)."""
-    asks = r"[;,]?\s*\blabel (\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
-    text = re.sub(asks, r"; \1 more labels would settle it", text, flags=re.I)
-    judge = r"[;,]?\s*\bjudge (\d+) more quer(y|ies)(?: \(Check with a few labels\))?(?: to settle it)?"
-    text = re.sub(judge, r"; \1 more judged quer\2 would settle it", text, flags=re.I)
+    asks = r"[;,]?\s*\blabel (about |at least )?(\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(asks, r"; \1\2 more labels would settle it", text, flags=re.I)
+    judge = r"[;,]?\s*\bjudge (about |at least )?(\d+) more quer(y|ies)(?: \(Check with a few labels\))?(?: to settle it)?"
+    text = re.sub(judge, r"; \1\2 more judged quer\3 would settle it", text, flags=re.I)
     return text[2:] if text.startswith("; ") else text
 
 

@@ -137,7 +137,7 @@ def test_the_strongest_ground_decides(full, few, choice, basis):
     if basis == "few labels":
         assert (
             out["headline"]
-            == "Use a: after 16 labels it has a 97% chance of being within 2 points of the best."
+            == "Use a: after 16 labels it has a chance of 97% of being within 2 points of the best."
         )
         assert out["details"].startswith(few_block["advice"]["text"])  # the advice's reason, under details
         assert out["summary"].count(". ") <= 2  # why, in at most three short sentences

@@ -12,7 +12,7 @@ from flare_core.answer.decide import chosen_candidates, compose, from_few_labels
 from flare_core.answer.label_free import check_sentence, provisional_choice
 
 
-def _few_judgements(n: int, more: int, text: str) -> dict:
+def _few_judgements(n: int, more: int | None, text: str, reason: str = "few queries") -> dict:
     return {
         "metric": "ndcg@10",
         "n_labels": n,
@@ -42,26 +42,36 @@ def _few_judgements(n: int, more: int, text: str) -> dict:
             "best": "a",
             "either": ["a"],
             "more_labels": more,
-            "reason": "few queries",
+            "reason": reason,
             "text": text,
         },  # fmt: skip
     }
 
 
 def test_one_judged_query_is_said_in_the_singular_and_without_jargon_first():
-    text = "a leads (70% chance of being best), but 1 judged queries are too few to judge by; judge 1 more queries."
-    out = from_few_labels(_few_judgements(1, 1, text), None)
-    words = " ".join([out["headline"], out["summary"], out["next_step"]])
-    assert "after 1 judged query (70% chance)" in out["headline"]
-    assert "1 more judged query would settle it" in out["headline"]
-    assert out["next_step"] == "Judge 1 more query (Check with a few labels) to settle it."
-    assert "1 judged query is too few" in out["summary"] and "judge 1 more query." in out["summary"]
+    text = "a leads (70% chance of being best), but 1 judged queries are too few to judge by; judge at least 19 more queries."
+    out = from_few_labels(_few_judgements(1, 19, text), None)
+    words = " ".join([out["headline"], out["summary"], out["next_step"], out["details"]])
+    assert out["headline"] == "Provisionally a: 1 judged query is too few to judge by yet."
+    assert out["next_step"] == "Judge at least 19 more queries (Check with a few labels) to judge by."
+    assert (
+        "1 judged query is too few" in out["details"] and "judge at least 19 more queries." in out["details"]
+    )
     assert "1 judged queries" not in words and "1 more queries" not in words
     assert "TREC" not in words and "search quality (nDCG@10)" in out["summary"]
-    many = from_few_labels(_few_judgements(12, 10, "a leads."), None)
-    assert (
-        "after 12 judged queries" in many["headline"] and "10 more judged queries would" in many["headline"]
+    one = from_few_labels(_few_judgements(1, 1, "a leads.", reason="not sure yet"), None)
+    assert "about 1 more judged query would settle it" in one["headline"]
+    assert one["next_step"] == "Judge about 1 more query (Check with a few labels) to settle it."
+    many = from_few_labels(_few_judgements(24, 10, "a leads.", reason="not sure yet"), None)
+    assert many["headline"] == (
+        "Provisionally a: after 24 judged queries it has a chance of 80% of being within 2 points of search "
+        "quality (nDCG@10) of the best; about 10 more judged queries would settle it."
     )
+    close = from_few_labels(_few_judgements(24, None, "a leads.", reason="too close"), None)
+    assert close["headline"].startswith(
+        "Use a: after 24 judged queries the models near the top are too close"
+    )
+    assert "more" not in close["headline"].split("too close")[1].split(",")[0]
 
 
 def _choice(use: str) -> dict:

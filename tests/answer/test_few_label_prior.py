@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from flare_core.analyses.accuracy_posterior import estimate_frame
+from flare_core.analyses.stopping import chance_words
 from flare_core.answer import label_free, shipped
 from flare_core.answer.decide import from_label_free
 
@@ -131,8 +132,8 @@ def test_a_model_kept_against_a_close_leader_says_why_with_the_estimates_own_fig
     assert kept["model"] == runner and kept["leader"] == leader and higher > 0
     assert movement_sentence((runner, "batch"), frame, 24) == (
         f"{runner} stays the answer, as before your last batch: {leader}'s estimate is {higher:.1f} points "
-        f"higher, but your labels favour it over {runner} with only {kept['chance']:.0%} chance (the answer "
-        f"changes at 60%); {runner} has a {rows.loc[runner, 'p_within']:.0%} chance of being within 2 points "
+        f"higher, but your labels favour it over {runner} with only {chance_words(kept['chance'])} chance (the answer "
+        f"changes at 60%); {runner} has a {chance_words(rows.loc[runner, 'p_within'])} chance of being within 2 points "
         "of the best."
     )
 

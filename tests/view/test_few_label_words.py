@@ -70,10 +70,14 @@ def _verdict(n_labels: int = 32) -> dict:
 
 def test_chances_read_as_whole_percents_in_the_table_and_the_words():
     table_ = labels_table(_verdict())
-    assert chances_in_words(table_)["chance it is the best"].tolist() == ["95%", "4%", "0%"]  # the report
-    assert chance_percents(table_)["chance it is the best"].tolist() == [95, 4, 0]  # a page's bar, "%d%%"
-    assert chance_percents(table_)["chance it is within 1 point of the best"].tolist() == [97, 4, 0]
+    # the report; nothing is said to be certain either way
+    assert chances_in_words(table_)["chance it is the best"].tolist() == ["95%", "4%", "under 1%"]
+    assert chance_percents(table_)["chance it is the best"].tolist() == [95, 4, 1]  # a page's bar, "%d%%"
+    assert chance_percents(table_)["chance it is within 1 point of the best"].tolist() == [97, 4, 1]
     assert chance_words(0.9545) == "95%"
+    # rounded down, so that a chance shown as 90% has reached the 90% that settles an answer
+    assert chance_words(0.8995) == "89%" and chance_words(0.9) == "90%"
+    assert chance_words(0.9999) == chance_words(1.0) == "over 99%" and chance_words(0.0) == "under 1%"
 
 
 def test_the_table_names_the_run_s_tolerance_and_says_when_an_interval_measures_nothing():
@@ -81,7 +85,7 @@ def test_the_table_names_the_run_s_tolerance_and_says_when_an_interval_measures_
     verdict["few_labels"]["tolerance_points"] = 2.0
     verdict["few_labels"]["estimates"][2].update(ci_low=0.0, ci_high=1.0)  # 0% to 100%: no measure at all
     table_ = labels_table(verdict)
-    assert chance_percents(table_)["chance it is within 2 points of the best"].tolist() == [97, 4, 0]
+    assert chance_percents(table_)["chance it is within 2 points of the best"].tolist() == [97, 4, 1]
     assert "chance it is within 1 point of the best" not in table_.columns
     assert table_["likely between"].tolist()[1:] == ["55.0% and 80.0%", "not measured yet"]
     assert interval_words(0.2, 0.71) == "not measured yet" and interval_words(0.2, 0.69) == "20.0% and 69.0%"
@@ -180,7 +184,7 @@ def test_the_report_and_flare_show_count_the_labels(few_labelled_planted):
     assert "labels 32 given, in 2 batches" in text
     assert verdict["few_labels"]["advice"]["text"].replace("'", "&#x27;") in text  # the advice's reason
     for row in verdict["few_labels"]["estimates"]:  # the chance columns, as whole percents
-        shown = rf"{row['model']} [\d.]+% [\d.]+% and [\d.]+% {row['p_best']:.0%} {row['p_within']:.0%}"
+        shown = rf"{row['model']} [\d.]+% [\d.]+% and [\d.]+% {chance_words(row['p_best'])} {chance_words(row['p_within'])}"
         assert re.search(shown, text), row
     assert not RAW.search(text), RAW.search(text)
     shown = flare_here("show", run.id, runs_dir=run.path.parent).stdout
