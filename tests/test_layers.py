@@ -27,6 +27,7 @@ LAYERS = [
     ("data", ["flare_core.data"]),
     ("encoders", ["flare_core.encoders"]),
     ("analyses", ["flare_core.analyses"]),
+    ("choosing", ["flare_core.choosing"]),  # choosing with labels, over the seeds' analyses
     ("answer", ["flare_core.answer"]),  # labels kept with a run, what they say, the verdict and its trust
     ("run", ["flare_core.run"]),  # the pipeline: params, create, stages, jobs; writes the answer
     ("benchmark", ["flare_core.benchmark"]),  # the validity benchmark: runs of the pipeline on public corpora

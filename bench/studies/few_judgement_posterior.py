@@ -1,7 +1,7 @@
 """A few search judgements judged on the answer benchmark's kept embeddings: today's paired bootstrap over
-the judged queries (``analyses/retrieval_eval.few_judgement_estimates`` with
-``analyses/stopping.search_stopping_advice``) against the posterior that starts from the benchmark's
-prior (``analyses/accuracy_posterior.py``, per-query nDCG@10 as the scores), leave one corpus out.
+the judged queries (``choosing/retrieval_eval.few_judgement_estimates`` with
+``choosing/stopping.search_stopping_advice``) against the posterior that starts from the benchmark's
+prior (``choosing/accuracy_posterior.py``, per-query nDCG@10 as the scores), leave one corpus out.
 
 For each search corpus kept under ``--root`` (``flare benchmark --stage answer``), the prior is learned
 from the *other* search corpora; seeded draws of the corpus's own queries are judged at k = 5, 10, 20 and

@@ -115,7 +115,7 @@ def chance_words(value: float) -> str:
 def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
     """Headline, summary and fields of an answer from a person's few labels (None when they cannot
     decide yet: fewer than two categories labelled). Every figure comes from the one estimate of
-    :func:`~flare_core.analyses.probes.few_label_estimates`: the recommended model is the one of highest
+    :func:`~flare_core.choosing.probes.few_label_estimates`: the recommended model is the one of highest
     estimated accuracy, and the stopping advice reads its chances."""
     if "estimates" not in block:
         return None
@@ -203,7 +203,7 @@ def _one_query(text: str) -> str:
 
 def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:
     """Headline, summary and fields of an answer from a person's few search judgements: every figure from
-    the one estimate of :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`."""
+    the one estimate of :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`."""
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]

@@ -1,8 +1,8 @@
 """The few-judgement answer for search judged on the answer benchmark's kept embeddings, leave one corpus
 out: today's paired bootstrap over the judged queries
-(:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` with
-:func:`~flare_core.analyses.stopping.search_stopping_advice`) against the posterior that starts from the
-benchmark's prior (:mod:`flare_core.analyses.accuracy_posterior`, each judged query's nDCG@10 as its
+(:func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates` with
+:func:`~flare_core.choosing.stopping.search_stopping_advice`) against the posterior that starts from the
+benchmark's prior (:mod:`flare_core.choosing.accuracy_posterior`, each judged query's nDCG@10 as its
 per-item score, chance level 0), and the label-free pick.
 
 For each search corpus (a record whose oracle is ``ndcg_at_10``) the prior is learned from the *other*
@@ -18,7 +18,7 @@ oracle (each candidate's mean nDCG@10 over every query of the corpus, with every
 share within :data:`TOLERANCE` points, the share settled (the posterior: the leader within the tolerance
 with chance :data:`SURE`; today's method: its own advice, with its floor of judged queries), the share of
 the settled draws within the tolerance, the calibration error of the stated chance of being within it (today's
-estimate states it within :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE` and is judged at that),
+estimate states it within :data:`~flare_core.choosing.probes.DEFAULT_TOLERANCE` and is judged at that),
 and how often the named model changes between consecutive k; per corpus, the same for the worst corpus.
 
 Shapes: M candidates, Q queries of a corpus (those that count), k judged queries.
@@ -34,19 +34,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, forecast, prior_by_rank
-from flare_core.analyses.label_free_rules import choose_rule, ranked_by
-from flare_core.analyses.probe_reading import ProbeReading
-from flare_core.analyses.probes import DEFAULT_TOLERANCE
-from flare_core.analyses.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows
-from flare_core.analyses.stopping import MAX_MORE_QUERIES, QUERY_STEP, search_stopping_advice
-from flare_core.analyses.validity import judgement_map
 from flare_core.answer.few_judgements import POOL_DEPTH
 from flare_core.answer.label_free import benchmark_cases
 from flare_core.benchmark.answer_stage import oracle_series, record_table
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.posterior_draws import GEOMETRIC_RULES
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.accuracy_posterior import AccuracyPrior, estimate_frame, forecast, prior_by_rank
+from flare_core.choosing.label_free_rules import choose_rule, ranked_by
+from flare_core.choosing.probe_reading import ProbeReading
+from flare_core.choosing.probes import DEFAULT_TOLERANCE
+from flare_core.choosing.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows
+from flare_core.choosing.stopping import MAX_MORE_QUERIES, QUERY_STEP, search_stopping_advice
+from flare_core.choosing.validity import judgement_map
 
 #: The answer benchmark's search corpora with real queries.
 SEARCH_CORPORA = (
@@ -61,7 +61,7 @@ TODAY, POSTERIOR, LABEL_FREE = "bootstrap", "posterior", "label-free"
 #: The posterior's forecast of "n more queries" is checked at these k.
 FORECAST_KS = (5, 10, 20)
 #: The posterior's error model, name → the widening of the judgements' sampling error: the product's
-#: (:data:`~flare_core.analyses.accuracy_posterior.SPREAD_INFLATION`) by default.
+#: (:data:`~flare_core.choosing.accuracy_posterior.SPREAD_INFLATION`) by default.
 PRODUCT = {POSTERIOR: ap.SPREAD_INFLATION}
 
 
@@ -342,7 +342,7 @@ def _stated_pairs(group: pd.DataFrame) -> pd.DataFrame:
     """Every stated chance of the rows of ``group`` (columns ``stated``) beside whether it came true
     (``observed``): the model within the row's ``stated_tolerance`` points of the best (:data:`TOLERANCE`
     where the row does not say; today's estimate states its chance within
-    :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`)."""
+    :data:`~flare_core.choosing.probes.DEFAULT_TOLERANCE`)."""
     if "stated" not in group:
         return pd.DataFrame(columns=["stated", "observed"])
     tolerances = (

@@ -22,11 +22,11 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
-from flare_core.analyses import accuracy_posterior, label_scores
-from flare_core.analyses.accuracy_posterior import AccuracyPrior
-from flare_core.analyses.label_scores import cv_correct, fit_predict, unit_rows
-from flare_core.analyses.label_scores import folds as make_folds
 from flare_core.checks import check_labels, check_matrix
+from flare_core.choosing import accuracy_posterior, label_scores
+from flare_core.choosing.accuracy_posterior import AccuracyPrior
+from flare_core.choosing.label_scores import cv_correct, fit_predict, unit_rows
+from flare_core.choosing.label_scores import folds as make_folds
 
 #: Regularisation strengths of the logistic-regression probe, chosen among inside the training folds.
 C_GRID = (0.1, 1.0, 10.0)

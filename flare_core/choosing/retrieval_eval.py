@@ -205,7 +205,7 @@ def few_judgement_estimates(
     leader's nDCG@10 minus this model's). ``recall_at_10`` and ``mrr_at_10`` are their means, beside it.
     ``attrs``: ``method``, ``n_labels`` (the queries), ``tolerance_points``.
     """
-    from flare_core.analyses.probes import BOOTSTRAP_DRAWS, DEFAULT_TOLERANCE, paired_estimate_columns
+    from flare_core.choosing.probes import BOOTSTRAP_DRAWS, DEFAULT_TOLERANCE, paired_estimate_columns
 
     tolerance = DEFAULT_TOLERANCE if tolerance_points is None else float(tolerance_points)
 

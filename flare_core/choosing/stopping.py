@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from flare_core.analyses.accuracy_posterior import MAX_FORECAST
-from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
 from flare_core.checks import check_int
+from flare_core.choosing.accuracy_posterior import MAX_FORECAST
+from flare_core.choosing.probes import DEFAULT_TOLERANCE, SURE
 
 #: No advice settles on fewer labels than this, or before two classes have two labels each (a text
 #: alone in its class cannot be predicted without it, so such labels carry no evidence yet).

@@ -38,8 +38,8 @@ import pandas as pd
 from scipy import stats
 from sklearn.isotonic import IsotonicRegression
 
-from flare_core.analyses.label_free_rules import rule_scores
-from flare_core.analyses.probe_reading import ProbeReading
+from flare_core.choosing.label_free_rules import rule_scores
+from flare_core.choosing.probe_reading import ProbeReading
 
 #: Draws of the posterior behind every chance.
 DRAWS = 4000
