@@ -13,13 +13,13 @@ from dashboard.common import (
     open_analysis_page,
     run_version,
 )
-from dashboard.findings import show_page_verdict
+from dashboard.findings import show_finding
 from dashboard.session import texts_shown
 from dashboard.tables import show_table
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
+from flare_core.view.findings import collapse_finding
 from flare_core.view.glossary import explain
-from flare_core.view.page_verdicts import collapse_verdict
 from flare_core.view.results import most_collapsed_pairs, pair_token_view
 
 run = open_analysis_page("Mean-pooling collapse")
@@ -34,7 +34,7 @@ if summary is None:
         "run page's settings. Runs of uploaded embeddings have no tokens to look at.",
     )
     st.stop()
-show_page_verdict(collapse_verdict(summary))
+show_finding(collapse_finding(summary))
 st.caption(
     "Averaging the token embeddings of a text (mean pooling) can give two texts nearly the same embedding "
     "although their words are spread very differently; a pair's collapse score is high when that happens.",

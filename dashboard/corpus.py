@@ -15,13 +15,13 @@ from dashboard.common import (
     open_analysis_page,
     run_version,
 )
-from dashboard.findings import show_page_verdict
+from dashboard.findings import show_finding
 from dashboard.session import texts_shown
 from dashboard.tables import show_table
 from flare_core.answer.labels import load_labels
 from flare_core.store.runs import safe_name
 from flare_core.view import figures
-from flare_core.view.page_verdicts import corpus_verdict
+from flare_core.view.findings import corpus_finding
 from flare_core.view.results import embedding_table, search_judged
 
 run = open_analysis_page("Corpus & embeddings")
@@ -33,8 +33,8 @@ lengths = corpus["text"].str.len() if with_texts else corpus["n_chars"]
 stats = manifest["corpus"].get("stats", {})
 has_labels = manifest["corpus"].get("has_labels")
 judged = search_judged(run) or {}
-show_page_verdict(
-    corpus_verdict(
+show_finding(
+    corpus_finding(
         corpus["text"],
         corpus["label"] if has_labels else None,
         stats,

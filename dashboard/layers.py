@@ -12,10 +12,10 @@ from dashboard.common import (
     open_analysis_page,
     run_version,
 )
-from dashboard.findings import show_page_verdict
+from dashboard.findings import show_finding
 from flare_core.view import figures
+from flare_core.view.findings import layers_finding
 from flare_core.view.glossary import explain
-from flare_core.view.page_verdicts import layers_verdict
 from flare_core.view.results import layer_metrics
 
 run = open_analysis_page("Layer-wise concentration")
@@ -29,7 +29,7 @@ if frame is None:
     )
     st.stop()
 frame, metrics = layer_metrics(frame)
-show_page_verdict(layers_verdict(frame))
+show_finding(layers_finding(frame))
 st.caption(
     "How each transformer layer pulls the tokens of a text towards their mean (the SOCM paper, section 6). "
     "Strong concentration in the last layers makes mean pooling lose the token distribution."

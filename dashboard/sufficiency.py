@@ -12,11 +12,11 @@ from dashboard.common import (
     open_analysis_page,
     run_version,
 )
-from dashboard.findings import show_page_verdict, verdict_box
+from dashboard.findings import finding_box, show_finding
 from dashboard.tables import show_table
 from flare_core.view import figures
+from flare_core.view.findings import floor_sentence, generalisation_sentence, sufficiency_finding
 from flare_core.view.glossary import explain
-from flare_core.view.page_verdicts import floor_sentence, generalisation_sentence, sufficiency_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, HEATMAP_ORDERS, estimator_label, is_graph_view
 
 run = open_analysis_page("Information sufficiency")
@@ -30,13 +30,13 @@ if not available:
         "controls, embedded without error (see the Runs page for each model's status).",
     )
     st.stop()
-box = verdict_box()
+box = finding_box()
 estimator = st.radio(
     "Estimator", available, format_func=estimator_label, horizontal=True, help=explain("flow_score")
 )
 frames = load_sufficiency(run.id, version, estimator)
 scores, per_dim, pairs = frames["scores"], frames["is_per_dim"], frames["pairs"]
-show_page_verdict(sufficiency_verdict(scores, per_dim), box)
+show_finding(sufficiency_finding(scores, per_dim), box)
 
 st.subheader("Ranking", help=f"{explain('flow_score')} {explain('ci')} {explain('nats')}")
 st.plotly_chart(figures.sufficiency_ranking(scores, estimator), key="rank")

@@ -14,15 +14,15 @@ from dashboard.common import (
     run_version,
     show_verdict,
 )
-from dashboard.findings import show_page_verdict
+from dashboard.findings import show_finding
 from dashboard.tables import show_table
 from flare_core.answer.labels import load_labels
 from flare_core.answer.shipped import shipped_results
 from flare_core.answer.stored import load_verdict
 from flare_core.benchmark.report import results_frame
 from flare_core.view import figures
+from flare_core.view.findings import MIN_CHECK_LABELS, few_labels_check, validation_finding
 from flare_core.view.glossary import explain, label
-from flare_core.view.page_verdicts import MIN_CHECK_LABELS, few_labels_check, validation_verdict
 from flare_core.view.results import ESTIMATOR_NAMES, estimator_label, headline_correlations, search_judged
 from flare_core.view.verdict import labels_given_words
 
@@ -41,7 +41,7 @@ if studied or correlations is not None or few_check:
     subsampling = (
         load_frame(run.id, version, "validation", f"{main}_subsampling.parquet") if studied else None
     )
-    show_page_verdict(validation_verdict(subsampling, correlations, main, verdict))
+    show_finding(validation_finding(subsampling, correlations, main, verdict))
 st.caption(
     f"Labels: {escape(labels_given_words(run.manifest['corpus'], load_labels(run).entries, search_judged(run)))}."
 )

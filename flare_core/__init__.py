@@ -31,7 +31,7 @@ _EXPORTS = {
     "pair_distances": "flare_core.analyses.collapse",
     "layer_concentration": "flare_core.analyses.concentration",
     "geometry_report": "flare_core.analyses.geometry",
-    "downstream_report": "flare_core.analyses.downstream",
+    "downstream_report": "flare_core.choosing.downstream",
     "correlation_table": "flare_core.analyses.correlate",
     "RunStore": "flare_core.store.runs",
     "RunParams": "flare_core.run.params",

@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.analyses import label_scores  # noqa: E402
-from flare_core.analyses.label_choice import next_rows  # noqa: E402
-from flare_core.analyses.probes import few_label_estimates, probe_scores  # noqa: E402
-from flare_core.analyses.stopping import stopping_advice  # noqa: E402
+from flare_core.choosing import label_scores  # noqa: E402
+from flare_core.choosing.label_choice import next_rows  # noqa: E402
+from flare_core.choosing.probes import few_label_estimates, probe_scores  # noqa: E402
+from flare_core.choosing.stopping import stopping_advice  # noqa: E402
 
 WIDTHS = (384, 768, 384, 384, 50, 64, 256, 100, 384, 768)
 

@@ -20,7 +20,7 @@ Parts, each timed on CUDA and on the CPU of the same machine (all its cores):
   worker processes, one torch thread each), and on CUDA in one process, one conditional at a time and
   with all the conditionals of a target batched into one model (``batch_conditionals``). The largest IS
   difference between the CPU and the CUDA matrices says whether the figures agree.
-- ``few_labels``: one update of the few-label answer (:func:`flare_core.analyses.probes.few_label_estimates`)
+- ``few_labels``: one update of the few-label answer (:func:`flare_core.choosing.probes.few_label_estimates`)
   for 16 models, 2,000 texts, 32 labels (numpy, CPU).
 
 Each measurement runs only while the ``--budget`` (seconds) lasts; what was not measured is written as
@@ -184,7 +184,7 @@ def flows_part(
 
 def few_labels_part(figures: Figures, n: int) -> None:
     from bench.speed.sufficiency_matrix import synthetic_pool
-    from flare_core.analyses.probes import few_label_estimates
+    from flare_core.choosing.probes import few_label_estimates
 
     pool, _ = synthetic_pool(n, POOL_WIDTHS, seed=1)
     rng = np.random.default_rng(0)

@@ -1,6 +1,6 @@
 """Does the candidates' consensus on the unlabelled texts (CODA-style, ICCV 2025) improve the few-label
 pick when added to the shipped accuracy posterior? Judged leave one corpus out on the answer benchmark's
-kept embeddings (``flare_core/benchmark/consensus_draws.py``).
+kept embeddings (``bench/studies/draws/consensus_draws.py``).
 
 For each classification corpus kept under ``--root`` (``flare benchmark --stage answer``), seeded draws
 of random texts are labelled in batches of 16 (the draws of ``bench/studies/few_label_prior.py``); after
@@ -30,8 +30,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.studies.draws.consensus_draws import VARIANTS, fit_quality, judge_all, link_summary  # noqa: E402
 from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
-from flare_core.benchmark.consensus_draws import VARIANTS, fit_quality, judge_all, link_summary  # noqa: E402
 from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
 from flare_core.benchmark.posterior_draws import SHIPPED, TOLERANCE, per_corpus, summary  # noqa: E402
 

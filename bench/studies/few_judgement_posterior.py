@@ -1,11 +1,11 @@
 """A few search judgements judged on the answer benchmark's kept embeddings: today's paired bootstrap over
-the judged queries (``analyses/retrieval_eval.few_judgement_estimates`` with
-``analyses/stopping.search_stopping_advice``) against the posterior that starts from the benchmark's
-prior (``analyses/accuracy_posterior.py``, per-query nDCG@10 as the scores), leave one corpus out.
+the judged queries (``choosing/retrieval_eval.few_judgement_estimates`` with
+``choosing/stopping.search_stopping_advice``) against the posterior that starts from the benchmark's
+prior (``choosing/accuracy_posterior.py``, per-query nDCG@10 as the scores), leave one corpus out.
 
 For each search corpus kept under ``--root`` (``flare benchmark --stage answer``), the prior is learned
 from the *other* search corpora; seeded draws of the corpus's own queries are judged at k = 5, 10, 20 and
-40, pooled as the product pools (``flare_core/benchmark/search_draws.py``). Prints, per method and k: mean
+40, pooled as the product pools (``bench/studies/draws/search_draws.py``). Prints, per method and k: mean
 nDCG@10 points lost against the oracle's best, share within 2 points, share settled, share of the
 settled draws within 2 points, calibration error of the stated chance of being within 2 points and model
 changes since the k before; then the same per corpus and the worst corpus. ``--json`` writes every
@@ -26,8 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
-from flare_core.benchmark.search_draws import (  # noqa: E402
+from bench.studies.draws.search_draws import (  # noqa: E402
     PRODUCT,
     SEARCH_CORPORA,
     VARIANTS,
@@ -35,6 +34,7 @@ from flare_core.benchmark.search_draws import (  # noqa: E402
     method_table,
     summary,
 )
+from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
 
 
 def nested_choice(rows: pd.DataFrame) -> pd.DataFrame:

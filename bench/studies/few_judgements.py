@@ -12,9 +12,9 @@ own few-judgement answer picks a model:
 - each candidate ranks the run's stored document embeddings for its own embedding of each query (each
   candidate's encoder embeds the corpus's queries as the run's downstream stage did; the embeddings are
   cached, and checked against the run's stored per-query nDCG@10 before anything is drawn);
-- the answer is the product's: :func:`~flare_core.analyses.retrieval_eval.per_query_scores` on the pooled
-  judgements, :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` (seeded by the run's
-  seed) and :func:`~flare_core.analyses.stopping.search_stopping_advice`.
+- the answer is the product's: :func:`~flare_core.choosing.retrieval_eval.per_query_scores` on the pooled
+  judgements, :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates` (seeded by the run's
+  seed) and :func:`~flare_core.choosing.stopping.search_stopping_advice`.
 
 Queries are chosen two ways: *random* (a seeded permutation of the corpus's queries, the first k, as
 the product's drafts from documents drawn at random), and *suggested*, the disagreement-first rule: drafting
@@ -54,10 +54,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.analyses import stopping  # noqa: E402
-from flare_core.analyses.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows  # noqa: E402
 from flare_core.answer.few_judgements import MIN_KNOWN_ITEM_WORDS, POOL_DEPTH  # noqa: E402
 from flare_core.answer.from_judgements import first_sentence  # noqa: E402
+from flare_core.choosing import stopping  # noqa: E402
+from flare_core.choosing.retrieval_eval import few_judgement_estimates, per_query_scores, top_k_rows  # noqa: E402
 
 #: Documents the disagreement-first rule looks at, drawn with the seed.
 DRAFT_SAMPLE = 400

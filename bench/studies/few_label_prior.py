@@ -1,6 +1,6 @@
 """The few-label answer judged on the answer benchmark's kept embeddings: the posterior that starts from
-the benchmark's prior (``analyses/accuracy_posterior.py``) against the estimate that starts from nothing
-(``analyses/probes.few_label_estimates``), leave one corpus out.
+the benchmark's prior (``choosing/accuracy_posterior.py``) against the estimate that starts from nothing
+(``choosing/probes.few_label_estimates``), leave one corpus out.
 
 For each classification corpus kept under ``--root`` (``flare benchmark --stage answer``), the prior is
 learned from the *other* corpora: the label-free rule chosen on them (among the geometric scores the

@@ -1,13 +1,13 @@
 """Study: why the full-label pick falls short of the benchmark's oracle on some corpora.
 
 The full-label check of ``flare benchmark`` (:func:`flare_core.benchmark.label_draws.full_label_table`)
-picks a model with :func:`~flare_core.analyses.probes.compare_with_labels` on one half of a corpus and
-judges the pick on the other half by the oracle (:func:`~flare_core.analyses.validity.oracle_scores`).
+picks a model with :func:`~flare_core.choosing.probes.compare_with_labels` on one half of a corpus and
+judges the pick on the other half by the oracle (:func:`~flare_core.choosing.validity.oracle_scores`).
 The two differ in more than the texts, so this study judges every pick several ways on the same half:
 
 - ``oracle before``: the oracle as it was (5-fold logistic regression, C = 1, on the raw vectors);
 - ``unit C=1``: the same on L2-normalised rows (what normalisation alone changes);
-- ``oracle``: the oracle of the installed :func:`~flare_core.analyses.downstream.classification`;
+- ``oracle``: the oracle of the installed :func:`~flare_core.choosing.downstream.classification`;
 - ``raw tuned``: C chosen inside the folds as the product does, on the raw vectors;
 - ``product``: the product's own probe (L2-normalised rows, C chosen inside the folds, 5 folds × 2);
 - ``product F1``: the product's probe judged by macro-F1 instead of accuracy.
@@ -43,13 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from few_labels import classification_corpora, frame_markdown  # noqa: E402
 from label_free_scores import corpus_embeddings  # noqa: E402
 
-from flare_core.analyses import probes  # noqa: E402
-from flare_core.analyses.downstream import _classification_folds, classification  # noqa: E402
-from flare_core.analyses.label_scores import folds as make_folds  # noqa: E402
-from flare_core.analyses.label_scores import unit_rows  # noqa: E402
-from flare_core.analyses.probes import compare_with_labels  # noqa: E402
-from flare_core.analyses.validity import regret_points  # noqa: E402
 from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
+from flare_core.choosing import probes  # noqa: E402
+from flare_core.choosing.downstream import _classification_folds, classification  # noqa: E402
+from flare_core.choosing.label_scores import folds as make_folds  # noqa: E402
+from flare_core.choosing.label_scores import unit_rows  # noqa: E402
+from flare_core.choosing.probes import compare_with_labels  # noqa: E402
+from flare_core.choosing.validity import regret_points  # noqa: E402
 from flare_core.encoders import get_spec  # noqa: E402
 
 

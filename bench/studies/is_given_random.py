@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from flare_core.analyses.sufficiency import FlowConfig, sufficiency_matrix  # noqa: E402
 from flare_core.analyses.sufficiency._standardize import split_indices  # noqa: E402
 from flare_core.analyses.sufficiency._whiten import fit_whitening, whiten  # noqa: E402
-from flare_core.analyses.validity import agreement, regret_points  # noqa: E402
 from flare_core.answer.evidence import control_kind  # noqa: E402
 from flare_core.answer.trust import RANDOM_WEIGHTS  # noqa: E402
+from flare_core.choosing.validity import agreement, regret_points  # noqa: E402
 from flare_core.store.manifest import roles  # noqa: E402
 from flare_core.store.runs import RunStore  # noqa: E402
 

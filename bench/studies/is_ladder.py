@@ -7,7 +7,7 @@ Usage::
     python bench/studies/is_ladder.py --preset paper --json ladder.json   # the paper preset at its width, 128
     python bench/studies/is_ladder.py --set flow:l2_deviation=0 --set gmm:n_modes=4  # a configuration field changed
 
-Each rung is a pair (U, V) of :mod:`flare_core.analyses.sufficiency.known_truth` with an analytic I(U; V),
+Each rung is a pair (U, V) of :mod:`bench.studies.known_truth` with an analytic I(U; V),
 given to :func:`~flare_core.analyses.sufficiency.sufficiency_matrix` exactly as a run gives it two
 embeddings (the same split, standardisation, PCA whitening and estimator configuration):
 
@@ -38,15 +38,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.analyses.sufficiency import get_estimator, sufficiency_matrix  # noqa: E402
-from flare_core.analyses.sufficiency._whiten import fit_whitening  # noqa: E402
-from flare_core.analyses.sufficiency.known_truth import (  # noqa: E402
+from bench.studies.known_truth import (  # noqa: E402
     KnownPair,
     full_rank_pair,
     latent_pair,
     projected_information,
     shuffled,
 )
+from flare_core.analyses.sufficiency import get_estimator, sufficiency_matrix  # noqa: E402
+from flare_core.analyses.sufficiency._whiten import fit_whitening  # noqa: E402
 from flare_core.run.params import DEFAULT_MAX_DIMS, PRESET_MAX_DIMS  # noqa: E402
 
 KINDS = ("gauss", "cubic", "shuffled")

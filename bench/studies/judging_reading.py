@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.analyses.retrieval_eval import per_query_scores  # noqa: E402
 from flare_core.answer import few_judgements as fj  # noqa: E402
 from flare_core.answer import from_judgements  # noqa: E402
 from flare_core.answer.from_labels import candidate_ids  # noqa: E402
+from flare_core.choosing.retrieval_eval import per_query_scores  # noqa: E402
 from flare_core.data.corpus import load_corpus  # noqa: E402
 from flare_core.data.demo import bbc_news_frame  # noqa: E402
 from flare_core.run import jobs  # noqa: E402

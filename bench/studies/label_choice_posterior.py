@@ -3,7 +3,7 @@ from the benchmark's prior) on the answer benchmark's kept classification corpor
 
 For each classification corpus kept under ``--root`` (``flare benchmark --stage answer``), the prior is
 learned from the *other* corpora as in ``bench/studies/few_label_prior.py``; texts are chosen in batches
-of 16 (up to 128) by each text choice of ``flare_core.benchmark.choice_draws.METHODS`` (random: the
+of 16 (up to 128) by each text choice of ``bench.studies.draws.choice_draws.METHODS`` (random: the
 seeded permutation of the random-text study; diverse, contest and inform: ``next_rows``' strategies, inform
 reading the benchmark's prior or a flat one), labelled with the corpus's own labels, and after each batch
 the posterior names a model, judged by the oracle (5-fold logistic regression on all texts).
@@ -30,14 +30,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
-from flare_core.benchmark.choice_draws import (  # noqa: E402
+from bench.studies.draws.choice_draws import (  # noqa: E402
     METHODS,
     by_k,
     judge_corpus,
     matched,
     nested_choice,
 )
+from flare_core.benchmark.answer_stage import judged_record  # noqa: E402
 from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
 from flare_core.benchmark.posterior_draws import summary  # noqa: E402
 

@@ -49,10 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flare_core.analyses.geometry import effective_rank  # noqa: E402
 from flare_core.analyses.sufficiency._whiten import fit_whitening, whiten  # noqa: E402
-from flare_core.analyses.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.answer.evidence import control_kind  # noqa: E402
 from flare_core.answer.trust import RANDOM_WEIGHTS  # noqa: E402
 from flare_core.benchmark.suite import BENCHMARK_MAX_LENGTH, default_models  # noqa: E402
+from flare_core.choosing.validity import oracle_scores, regret_points  # noqa: E402
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, load_benchmark_corpus  # noqa: E402
 from flare_core.data.corpus_sources import clean_texts, package_dir  # noqa: E402
 from flare_core.encoders import embed, get_spec, load_encoder, texts_hash  # noqa: E402

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main() -> None:
-    from flare_core.analyses.validity import oracle_scores
     from flare_core.benchmark.answer_tables import label_tables
     from flare_core.benchmark.suite import benchmark_params, make_run, summarise
+    from flare_core.choosing.validity import oracle_scores
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
     from flare_core.run import jobs
     from flare_core.store import atomic

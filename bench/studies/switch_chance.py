@@ -32,12 +32,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flare_core.analyses import accuracy_posterior as ap  # noqa: E402
-from flare_core.analyses.probes import probe_scores  # noqa: E402
+from bench.studies.draws.choice_draws import corpus_prior  # noqa: E402
 from flare_core.benchmark.answer_stage import judged_record, oracle_series  # noqa: E402
-from flare_core.benchmark.choice_draws import corpus_prior  # noqa: E402
 from flare_core.benchmark.embedding_store import kept_corpora, load_kept  # noqa: E402
 from flare_core.benchmark.posterior_draws import KS, SURE, TOLERANCE, lost  # noqa: E402
+from flare_core.choosing import accuracy_posterior as ap  # noqa: E402
+from flare_core.choosing.probes import probe_scores  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
 

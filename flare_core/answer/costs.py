@@ -3,7 +3,7 @@
 The costs are those the embedding stage recorded for each model (:mod:`flare_core.encoders.cost`); the
 quality is the answer's own: the labels' accuracy with the uncertainty of each gap, a person's few labels'
 estimates with their intervals, or without labels the label-free score with its bootstrap interval (then
-the sentence says it is label-free). :func:`flare_core.analyses.tradeoff.cheapest_within` decides.
+the sentence says it is label-free). :func:`flare_core.choosing.tradeoff.cheapest_within` decides.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
     for every model not yet good enough; NaN when there is none). ``tolerance_points``: the
     run's (:func:`~flare_core.answer.from_labels.tolerance_of`; the product's default when None). None for a
     label-free answer (the chart then uses the label-free score) or an answer with nothing to compare."""
-    from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
+    from flare_core.choosing.probes import DEFAULT_TOLERANCE, SURE
 
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     points = float(few.get("tolerance_points") or tolerance_points or DEFAULT_TOLERANCE)
@@ -110,9 +110,9 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
 
 
 def cheapest_good_enough(run: Run, verdict: Mapping[str, Any]) -> dict[str, Any] | None:
-    """:func:`~flare_core.analyses.tradeoff.cheapest_within` by speed for the run's answer, measured against
+    """:func:`~flare_core.choosing.tradeoff.cheapest_within` by speed for the run's answer, measured against
     the model the answer recommends (None without measured costs or quality)."""
-    from flare_core.analyses.tradeoff import cheapest_within
+    from flare_core.choosing.tradeoff import cheapest_within
 
     costs = run_costs(run)
     points = float((verdict.get("few_labels") or {}).get("tolerance_points") or tolerance_of(run))

@@ -30,7 +30,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from flare_core.analyses.stopping import chance_words
 from flare_core.answer.label_free import check_sentence, odds_sentence
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import (
@@ -42,6 +41,7 @@ from flare_core.answer.stored import (
     MapVerdict,
     Verdict,
 )
+from flare_core.choosing.stopping import chance_words
 
 
 def _join(names: list[str]) -> str:
@@ -111,7 +111,7 @@ def _behind(rows: dict[str, Any], model: str, best: str) -> str:
 def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
     """Headline, summary and fields of an answer from a person's few labels (None when they cannot
     decide yet: fewer than two categories labelled). Every figure comes from the one estimate of
-    :func:`~flare_core.analyses.probes.few_label_estimates`: the recommended model is the one of highest
+    :func:`~flare_core.choosing.probes.few_label_estimates`: the recommended model is the one of highest
     estimated accuracy, and the stopping advice reads its chances."""
     if "estimates" not in block:
         return None
@@ -200,7 +200,7 @@ def _one_query(text: str) -> str:
 def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:
     """Headline, summary and fields of an answer from a person's few search judgements, in the words of
     :func:`from_few_labels`: every figure from the one estimate of
-    :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`."""
+    :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`."""
     advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
     best = advice["best"]
     top = rows[best]

@@ -24,8 +24,8 @@ NumPy files only, so that a bundle carries them and a bundle without texts drops
 
 Judgements are never rewritten: a document judged twice for a query keeps its latest judgement. Every
 figure of the answer comes from one estimate,
-:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`, and its stopping advice,
-:func:`~flare_core.analyses.stopping.search_stopping_advice` (:func:`flare_core.answer.from_judgements.few_search_block`).
+:func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`, and its stopping advice,
+:func:`~flare_core.choosing.stopping.search_stopping_advice` (:func:`flare_core.answer.from_judgements.few_search_block`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.retrieval_eval import K, top_k_rows
 from flare_core.answer.from_labels import candidate_ids
 from flare_core.answer.labels import labels_lock
+from flare_core.choosing.retrieval_eval import K, top_k_rows
 from flare_core.store.runs import Run, safe_name, utc_now
 
 QUERIES = ("labels", "search_queries.parquet")

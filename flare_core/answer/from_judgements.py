@@ -6,8 +6,8 @@
   drafted from the corpus (:func:`draft_queries`: a document's first sentence as a known-item query, for
   documents drawn at random);
 - :func:`few_search_block`: the answer, every figure from one estimate,
-  :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`, and its stopping advice,
-  :func:`~flare_core.analyses.stopping.search_stopping_advice`;
+  :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`, and its stopping advice,
+  :func:`~flare_core.choosing.stopping.search_stopping_advice`;
 - :func:`search_history`: the estimates after each batch, replayed from the stored order.
 """
 
@@ -20,8 +20,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.retrieval_eval import K, few_judgement_estimates, per_query_scores
-from flare_core.analyses.stopping import search_stopping_advice
 from flare_core.answer.few_judgements import (
     KNOWN_ITEM_WORDS,
     METRIC,
@@ -33,6 +31,8 @@ from flare_core.answer.few_judgements import (
     stored_query_embeddings,
 )
 from flare_core.answer.from_labels import candidate_ids, tolerance_of
+from flare_core.choosing.retrieval_eval import K, few_judgement_estimates, per_query_scores
+from flare_core.choosing.stopping import search_stopping_advice
 from flare_core.store.runs import Run
 
 
@@ -147,7 +147,7 @@ def few_search_block(run: Run, judged: SearchJudgements | None = None) -> dict[s
 def _replayed(run: Run, judged: SearchJudgements) -> list[tuple[SearchJudgements, pd.DataFrame]]:
     """The estimates after each batch of judgements that compares at least two models, replayed from the
     stored order, each keeping the model named after the batch before unless its judgements displace it
-    (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch: (the
+    (:func:`~flare_core.choosing.accuracy_posterior.named_model`), as the answer did batch by batch: (the
     judgements up to the batch, its estimates) per batch."""
     seed = int(run.manifest.get("params", {}).get("seed", 0))
     out: list[tuple[SearchJudgements, pd.DataFrame]] = []

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.accuracy_posterior import SWITCH_CHANCE, AccuracyPrior
-from flare_core.analyses.probes import DEFAULT_TOLERANCE, few_label_estimates
-from flare_core.analyses.stopping import chance_words, stopping_advice
 from flare_core.answer.label_free import forecast_sentence, shipped_reading
 from flare_core.answer.labels import LabelSet
 from flare_core.answer.stored import FewLabelsGround, LabelsGround
+from flare_core.choosing.accuracy_posterior import SWITCH_CHANCE, AccuracyPrior
+from flare_core.choosing.probes import DEFAULT_TOLERANCE, few_label_estimates
+from flare_core.choosing.stopping import chance_words, stopping_advice
 from flare_core.store.runs import Run
 
 COMPARISON = ("labels", "comparison.parquet")
@@ -120,7 +120,7 @@ def _named_before(
     before them read every batch with the labels they replaced; ``"provisional"``: the prior's pick before
     any label); None when nothing came before. With a prior the batches are replayed from its pick, each
     keeping the model named before it unless its labels displace it
-    (:func:`~flare_core.analyses.accuracy_posterior.named_model`), as the answer did batch by batch."""
+    (:func:`~flare_core.choosing.accuracy_posterior.named_model`), as the answer did batch by batch."""
     ordered = _prior_of(prior, embeddings)
     # a prior that tells the models apart names one before any label; a flat one names none
     ranks = float(np.ptp(ordered.mean)) > 0
@@ -199,7 +199,7 @@ def next_texts(run: Run, labels: LabelSet, n: int = BATCH_SIZE) -> pd.DataFrame:
     the same rows for the same labels and embedded candidates (seeded by the run's seed and the labels so
     far). While slower candidates are still being embedded the choice reads those embedded so far; the
     later ones are judged on the same labels when they arrive."""
-    from flare_core.analyses.label_choice import next_rows
+    from flare_core.choosing.label_choice import next_rows
 
     embeddings = candidate_embeddings(run)
     if not embeddings:

@@ -5,7 +5,7 @@ The rule depends on what the embeddings are for (``use``): search is judged on t
 corpora by nDCG@10 over their queries (a benchmark without them falls back on nearest-neighbour accuracy
 of class labels and on pair similarity), grouping by k-means V-measure, a trained classifier by
 logistic-regression accuracy; "not sure" by all three. For each use the benchmark's corpora are *cases*;
-the product follows the rule :func:`~flare_core.analyses.label_free_rules.leave_one_corpus_out` chooses on
+the product follows the rule :func:`~flare_core.choosing.label_free_rules.leave_one_corpus_out` chooses on
 every case, and reports the odds that procedure earned when each corpus was left out in turn.
 """
 
@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.accuracy_posterior import AccuracyPrior, prior_by_rank
-from flare_core.analyses.label_free_rules import (
+from flare_core.answer.shipped import shipped_answer_results, shipped_results
+from flare_core.answer.stored import LabelFreeGround
+from flare_core.choosing.accuracy_posterior import AccuracyPrior, prior_by_rank
+from flare_core.choosing.label_free_rules import (
     RULES,
     SHORT_LIST,
     cannot_read,
@@ -30,10 +32,8 @@ from flare_core.analyses.label_free_rules import (
     ranked_by,
     rule_table,
 )
-from flare_core.analyses.probe_reading import ProbeReading
-from flare_core.analyses.stopping import MIN_SETTLED_QUERIES
-from flare_core.answer.shipped import shipped_answer_results, shipped_results
-from flare_core.answer.stored import LabelFreeGround
+from flare_core.choosing.probe_reading import ProbeReading
+from flare_core.choosing.stopping import MIN_SETTLED_QUERIES
 from flare_core.data.language import READ_SHARE, Writing
 from flare_core.store.atomic import write_text
 from flare_core.store.cache_folder import cache_root
@@ -233,7 +233,7 @@ def prior_cases() -> list[list[dict[str, Any]]]:
 def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
     """What the product knows of the candidates (``scores``' index) before the first label: the shipped
     benchmarks' record, in classifier accuracy, of the candidate at each place of the rule the provisional
-    choice follows (:func:`~flare_core.analyses.accuracy_posterior.prior_by_rank`; the first of
+    choice follows (:func:`~flare_core.choosing.accuracy_posterior.prior_by_rank`; the first of
     :func:`prior_cases` that scores that rule), so that with no label the posterior names the provisional
     choice. Candidates the rule cannot score come last. Every model alike (:meth:`AccuracyPrior.flat`)
     without a record of the rule. The labels are read with :func:`shipped_reading`."""
@@ -253,14 +253,14 @@ def few_label_prior(scores: pd.DataFrame, use: str) -> AccuracyPrior:
 
 
 def shipped_reading() -> ProbeReading | None:
-    """What k labels can show of each model (:class:`~flare_core.analyses.probe_reading.ProbeReading`), as
+    """What k labels can show of each model (:class:`~flare_core.choosing.probe_reading.ProbeReading`), as
     the shipped answer benchmark learned it on its classification corpora; None without it."""
     data = ((shipped_answer_results() or {}).get("few_labels") or {}).get("reading")
     return ProbeReading.from_json(data) if data else None
 
 
 def _score(scores: pd.DataFrame, rule: str, model: str) -> float:
-    from flare_core.analyses.label_free_rules import rule_scores
+    from flare_core.choosing.label_free_rules import rule_scores
 
     value = rule_scores(scores, rule).get(model)
     return float(value) if value is not None else float("nan")

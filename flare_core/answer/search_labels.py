@@ -1,6 +1,6 @@
 """What search judgements say about a run's candidates: every candidate ranked by its mean nDCG@10 over the
 judged queries, with recall@10 and MRR@10 beside it, a paired interval over queries and the ties named
-(:func:`flare_core.analyses.retrieval_eval.compare_on_queries`).
+(:func:`flare_core.choosing.retrieval_eval.compare_on_queries`).
 
 The pipeline's stage ``downstream`` stores each model's score on every judged query (:data:`QUERY_SCORES`);
 :func:`save_search_comparison` turns them into the same comparison files as the run's own class labels
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flare_core.analyses.retrieval_eval import METRICS, K, compare_on_queries
 from flare_core.answer.from_labels import COMPARISON, COMPARISON_INFO
+from flare_core.choosing.retrieval_eval import METRICS, K, compare_on_queries
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.store.runs import Run
 

@@ -168,7 +168,7 @@ class Decision(_Details):
 
 
 class _Cost(TypedDict, total=False):
-    cost: dict[str, Any]  # the cheapest good-enough model (analyses.tradeoff.cheapest_within), when measured
+    cost: dict[str, Any]  # the cheapest good-enough model (choosing.tradeoff.cheapest_within), when measured
 
 
 class Verdict(MapVerdict, _Cost, _Details):

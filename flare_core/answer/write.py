@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.accuracy_posterior import AccuracyPrior
 from flare_core.analyses.correlate import ranking_correlation
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.answer.costs import cheapest_good_enough
@@ -33,6 +32,7 @@ from flare_core.answer.stored import (
     metric_column,
     save_verdict,
 )
+from flare_core.choosing.accuracy_posterior import AccuracyPrior
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.data.language import Writing, read_share, read_writing
 from flare_core.store.runs import Run

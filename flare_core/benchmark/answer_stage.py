@@ -8,7 +8,7 @@ kept vectors alone:
   k-means (classification corpora), the Spearman correlation of pair cosines with the human scores
   (similarity corpora), or nDCG@10, recall@10 and MRR@10 (retrieval corpora; each model ranks its own
   vectors of the documents for its own vectors of the queries);
-- the label-free geometric scores (:func:`flare_core.analyses.validity.baseline_scores`);
+- the label-free geometric scores (:func:`flare_core.choosing.validity.baseline_scores`);
 
 and writes them to ``<corpus>/record.json`` beside the vectors, so a change in how the answer is judged
 reads them again instead of embedding (``flare benchmark --stage answer --rejudge``).
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.validity import baseline_scores, oracle_scores, retrieval_oracle
 from flare_core.benchmark.embedding_store import KeptCorpus, load_kept
+from flare_core.choosing.validity import baseline_scores, oracle_scores, retrieval_oracle
 from flare_core.encoders.registry import reads_corpus
 from flare_core.store import atomic
 

@@ -27,14 +27,14 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.correlate import ranking_correlation
-from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table, top_models
-from flare_core.analyses.probe_reading import fit
 from flare_core.answer.label_free import USE_WORDS, benchmark_cases
 from flare_core.benchmark.answer_stage import judged_record
 from flare_core.benchmark.embedding_store import embed_corpus
 from flare_core.benchmark.posterior_draws import BEFORE, PRODUCT, judge_all, per_corpus
 from flare_core.benchmark.posterior_draws import summary as posterior_summary
 from flare_core.benchmark.reading_draws import all_rows
+from flare_core.choosing.label_free_rules import leave_one_corpus_out, rule_table, top_models
+from flare_core.choosing.probe_reading import fit
 from flare_core.data.benchmark_corpora import GROUPED_BY_CLASS, load_benchmark_corpus
 
 ANSWER_BENCHMARK_VERSION = 1

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table
 from flare_core.answer.label_free import USE_WORDS, benchmark_cases
 from flare_core.benchmark.label_draws import (
     WITHIN_POINTS,
@@ -28,6 +27,7 @@ from flare_core.benchmark.label_draws import (
     full_label_table,
     stopping_table,
 )
+from flare_core.choosing.label_free_rules import leave_one_corpus_out, rule_table
 from flare_core.store.runs import Run
 
 #: Half/half splits of the full-label judgement.

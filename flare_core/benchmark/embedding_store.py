@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.validity import judgement_map
 from flare_core.checks import check_int
+from flare_core.choosing.validity import judgement_map
 from flare_core.data.corpus_sources import BenchmarkCorpus
 from flare_core.store import atomic
 

@@ -5,12 +5,12 @@ Pure functions over ``{model: (N, d) embeddings}`` and the corpus's ``labels`` (
 
 - :func:`few_label_draws`: seeded draws of k labelled texts, the user simulated by revealing the
   corpus's own labels in the order asked; for each draw and method, the model picked and the points it
-  loses against the oracle (:func:`flare_core.analyses.validity.oracle_scores`, 5-fold logistic
+  loses against the oracle (:func:`flare_core.choosing.validity.oracle_scores`, 5-fold logistic
   regression on all texts), and the stopping advice given after it;
 - :func:`few_label_table`: those draws summed up, one row per (method, k): the share of draws within
   :data:`WITHIN_POINTS` of the best and the mean points lost; :func:`stopping_table`: among the draws
   where the advice said "settled", the share within those points;
-- :func:`full_label_table`: the pick of :func:`~flare_core.analyses.probes.compare_with_labels` made on
+- :func:`full_label_table`: the pick of :func:`~flare_core.choosing.probes.compare_with_labels` made on
   one half of the texts and judged on the other half, over several seeded splits.
 """
 
@@ -22,16 +22,16 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedShuffleSplit
 
-from flare_core.analyses import label_scores
-from flare_core.analyses.label_choice import next_rows
-from flare_core.analyses.probes import (
+from flare_core.checks import check_int
+from flare_core.choosing import label_scores
+from flare_core.choosing.label_choice import next_rows
+from flare_core.choosing.probes import (
     check_embeddings,
     compare_with_labels,
     few_label_estimates,
 )
-from flare_core.analyses.stopping import stopping_advice
-from flare_core.analyses.validity import oracle_scores, regret_points
-from flare_core.checks import check_int
+from flare_core.choosing.stopping import stopping_advice
+from flare_core.choosing.validity import oracle_scores, regret_points
 
 KS = (16, 32, 48, 64, 128)
 DRAWS = 30

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from flare_core.analyses.sufficiency import SufficiencyResult, model_scores
-from flare_core.analyses.validity import agreement, regret_points
+from flare_core.choosing.validity import agreement, regret_points
 from flare_core.store.runs import Run
 
 #: The scores compared across pool sizes (the benchmark's table scores).

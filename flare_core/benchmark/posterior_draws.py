@@ -1,6 +1,6 @@
 """The few-label answer judged on the answer benchmark's kept embeddings, leave one corpus out: the
-accuracy posterior (:mod:`flare_core.analyses.accuracy_posterior`) that starts from the benchmark's prior
-and reads the labels with the probe reading (:mod:`flare_core.analyses.probe_reading`), against the
+accuracy posterior (:mod:`flare_core.choosing.accuracy_posterior`) that starts from the benchmark's prior
+and reads the labels with the probe reading (:mod:`flare_core.choosing.probe_reading`), against the
 label-free pick.
 
 For each classification corpus, the prior is learned from the *other* corpora: the label-free rule
@@ -27,14 +27,14 @@ import pandas as pd
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.accuracy_posterior import estimate_frame, forecast, prior_by_rank
-from flare_core.analyses.label_free_rules import choose_rule, ranked_by
-from flare_core.analyses.probe_reading import ProbeReading
-from flare_core.analyses.probes import probe_scores
 from flare_core.benchmark.answer_stage import chance_level, oracle_series, record_table
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.reading_draws import all_rows, left_out_reading
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.accuracy_posterior import estimate_frame, forecast, prior_by_rank
+from flare_core.choosing.label_free_rules import choose_rule, ranked_by
+from flare_core.choosing.probe_reading import ProbeReading
+from flare_core.choosing.probes import probe_scores
 
 KS = (16, 32, 48, 64, 80, 96, 112, 128)
 #: The level of the intervals the answer states (``estimate_frame``'s 95%).
@@ -77,7 +77,7 @@ def prior_with_models(
     """``base`` (a prior by rank) joined with each candidate's own record on the benchmark ``cases``: a
     candidate judged on at least ``least`` cases stood, on each, some points above the mean of the
     candidates the case shares with ``base``; the mean of those standings (its spread widened as
-    :func:`~flare_core.analyses.accuracy_posterior.rank_record`'s, for one more corpus) is a second, independent reading of its standing, and
+    :func:`~flare_core.choosing.accuracy_posterior.rank_record`'s, for one more corpus) is a second, independent reading of its standing, and
     the two are weighted by their precisions. A candidate the benchmark never judged keeps ``base``'s. An alternative
     judged beside the product's prior (``bench/studies/few_label_prior.py``), not the product's."""
     models = list(base.models)

@@ -1,7 +1,7 @@
 """What k labels can show, learned on the answer benchmark's kept embeddings: seeded draws of random
 labelled texts of each classification corpus, each model's leave-one-out probe score on them beside its
-accuracy with plenty of labels (the oracle), as :class:`~flare_core.analyses.probe_reading.ReadingRow`\\ s
-that :func:`~flare_core.analyses.probe_reading.fit` learns the few-label likelihood from.
+accuracy with plenty of labels (the oracle), as :class:`~flare_core.choosing.probe_reading.ReadingRow`\\ s
+that :func:`~flare_core.choosing.probe_reading.fit` learns the few-label likelihood from.
 
 The product's reading (``few_labels.reading`` of the shipped answer benchmark) is learned on every
 classification corpus; the few-label record (:mod:`flare_core.benchmark.posterior_draws`) judges each
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from flare_core.analyses.accuracy_posterior import sampling_error
-from flare_core.analyses.probe_reading import ProbeReading, ReadingRow, fit
-from flare_core.analyses.probes import probe_scores
 from flare_core.benchmark.answer_stage import oracle_series
 from flare_core.benchmark.embedding_store import load_kept
+from flare_core.choosing.accuracy_posterior import sampling_error
+from flare_core.choosing.probe_reading import ProbeReading, ReadingRow, fit
+from flare_core.choosing.probes import probe_scores
 
 #: The labelled texts per draw the reading learns from: the few-label record's batches, and the few
 #: labels a class of a many-class corpus.

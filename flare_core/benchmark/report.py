@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from flare_core.analyses.validity import regret_points
 from flare_core.answer.label_free import USE_WORDS
 from flare_core.benchmark.pools import pool_size_lines
 from flare_core.benchmark.suite import TABLE_SCORES, agreement_row, finite_mean, score_summary, spearman_of
+from flare_core.choosing.validity import regret_points
 from flare_core.store import atomic
 
 DOCS_PAGE = Path("docs") / "benchmark.md"  # where the tables are shown, from the repository's root

@@ -9,7 +9,7 @@ computes, from the run's stored embeddings and independently of the run's analys
   the queries of a retrieval corpus (each model ranks the run's texts for its own embedding of each
   query; the run embeds the queries with every model, as a run with search judgements does);
   classification corpora are judged a second time by 10-nearest-neighbour accuracy on the same folds;
-- the label-free baselines (:func:`flare_core.analyses.validity.baseline_scores`), without labels;
+- the label-free baselines (:func:`flare_core.choosing.validity.baseline_scores`), without labels;
 - how well each label-free score (flow IS, mixture IS, each baseline) orders the candidates like the
   oracle, and the points lost by following the verdict instead of the oracle's best candidate.
 
@@ -32,8 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.retrieval_eval import METRICS
-from flare_core.analyses.validity import (
+from flare_core.answer.search_labels import QUERY_SCORES
+from flare_core.answer.stored import load_verdict
+from flare_core.benchmark.pools import pool_judgements
+from flare_core.checks import check_int
+from flare_core.choosing.retrieval_eval import METRICS
+from flare_core.choosing.validity import (
     agreement,
     baseline_scores,
     judgement_map,
@@ -41,10 +45,6 @@ from flare_core.analyses.validity import (
     regret_points,
     retrieval_oracle,
 )
-from flare_core.answer.search_labels import QUERY_SCORES
-from flare_core.answer.stored import load_verdict
-from flare_core.benchmark.pools import pool_judgements
-from flare_core.checks import check_int
 from flare_core.data.benchmark_corpora import BENCHMARK_CORPORA, BenchmarkCorpus, load_benchmark_corpus
 from flare_core.run.params import RunParams, build_params
 from flare_core.store import atomic

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.retrieval_eval import METRICS, per_query_scores
 from flare_core.answer.search_labels import QUERY_SCORES
+from flare_core.choosing.retrieval_eval import METRICS, per_query_scores
 from flare_core.compute import Executor, LocalExecutor, Outcome
 from flare_core.compute.scheduler import Task, Unit, run_units
 from flare_core.data.judgements import JUDGEMENTS
@@ -86,7 +86,7 @@ class _MapHandler:
 
 
 def downstream_stage(run: Run, ok: list[str], labels, params: RunParams, report) -> None:
-    from flare_core.analyses.downstream import downstream_report
+    from flare_core.choosing.downstream import downstream_report
 
     pairs = run.load_frame("pairs.parquet") if run.has("pairs.parquet") else None
     judged = run.load_frame(JUDGEMENTS) if run.has(JUDGEMENTS) else None

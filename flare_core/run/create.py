@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
+from flare_core.choosing.downstream import MIN_CLASS_MEMBERS, MIN_CLASSES
 from flare_core.data.corpus import Corpus
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.errors import CorpusError

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.probes import compare_with_labels
 from flare_core.answer.from_labels import COMPARISON, COMPARISON_INFO, candidate_embeddings, candidate_ids
 from flare_core.answer.search_labels import QUERY_SCORES, NotEnoughScored, save_search_comparison
+from flare_core.choosing.probes import compare_with_labels
 from flare_core.run.baseline_stages import PAIR_COSINES
 from flare_core.run.outcomes import StageSkipped
 from flare_core.store.runs import Run
@@ -22,7 +22,7 @@ from flare_core.store.runs import Run
 def comparison_stage(run: Run, labels: list[str] | None) -> None:
     """The pipeline's stage ``labels``: every candidate judged on the run's label column (``labels``, one
     per text) or, without one, on its scored pairs' cosines (stored by the downstream stage), stored."""
-    from flare_core.analyses.pair_probes import compare_with_pair_scores
+    from flare_core.choosing.pair_probes import compare_with_pair_scores
 
     candidates = candidate_ids(run)
     if len(candidates) < 2:

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flare_core.analyses.probes import TOLERANCES
 from flare_core.analyses.studies import STUDIES
 from flare_core.analyses.sufficiency.registry import ESTIMATOR_NAMES
 from flare_core.checks import check_bool, check_choice, check_int
+from flare_core.choosing.probes import TOLERANCES
 
 #: Estimator presets: "fast" (small flows, for demos and tests), "default", and "paper" (FLARE as
 #: published as far as a CPU allows: a wider whitened width, and KNIFE's own mixtures).

@@ -54,13 +54,13 @@ def quality_cost(
 ) -> go.Figure:
     """Each model's quality (y, with its interval) against its cost (x: ``texts_per_s`` or
     ``bytes_per_vector``), the Pareto front drawn as a line through the models no other beats on both, and
-    the cheapest good-enough model (:func:`flare_core.analyses.tradeoff.cheapest_within`) marked.
+    the cheapest good-enough model (:func:`flare_core.choosing.tradeoff.cheapest_within`) marked.
 
     ``quality``: model, quality, ci_low, ci_high, label; ``costs``: model, texts_per_s,
-    bytes_per_vector_float32 (see :mod:`flare_core.analyses.tradeoff`); ``best``: the model the others are
+    bytes_per_vector_float32 (see :mod:`flare_core.choosing.tradeoff`); ``best``: the model the others are
     measured against (the answer's choice; by default the one of highest quality); ``mark``: whether to
     mark the cheapest good-enough model (not where the quality cannot say which are good enough)."""
-    from flare_core.analyses.tradeoff import cheapest_within, pareto_front, tradeoff_table
+    from flare_core.choosing.tradeoff import cheapest_within, pareto_front, tradeoff_table
 
     table = tradeoff_table(quality, costs)
     if cost not in table.columns:

@@ -29,6 +29,7 @@ from flare_core.store.manifest import transformer_models
 from flare_core.store.runs import MANIFEST, Run, utc_now
 from flare_core.view import answer_figures, figures
 from flare_core.view import results as run_results
+from flare_core.view.findings import floor_sentence
 from flare_core.view.html import (
     CSS,
     CorpusTexts,
@@ -40,7 +41,6 @@ from flare_core.view.html import (
     records_frame,
     table,
 )
-from flare_core.view.page_verdicts import floor_sentence
 from flare_core.view.verdict import (
     chances_in_words,
     grounds_heading,

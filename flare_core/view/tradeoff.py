@@ -116,7 +116,7 @@ def cost_table(costs: pd.DataFrame) -> pd.DataFrame:
 
 def cheapest_sentence(view: dict[str, Any], cost: str = "texts_per_s") -> str | None:
     """The "cheapest model that is good enough" sentence of a :func:`tradeoff_view` (None without one)."""
-    from flare_core.analyses.tradeoff import cheapest_within
+    from flare_core.choosing.tradeoff import cheapest_within
 
     if not view.get("suggest", True):
         return NOT_SUGGESTED

@@ -171,8 +171,8 @@ def test_an_answer_with_candidates_not_embedded_yet_names_them_and_is_not_settle
 
 
 def test_the_cheapest_model_good_enough_by_the_answer_by_hand():
-    from flare_core.analyses.tradeoff import cheapest_within
     from flare_core.answer.costs import answer_quality
+    from flare_core.choosing.tradeoff import cheapest_within
 
     rows = [
         {"model": "a", "accuracy": 0.900, "f1_macro": 0.9, "gap": 0.0, "gap_low": 0.0, "gap_high": 0.0, "tied": False},

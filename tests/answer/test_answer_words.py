@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from flare_core.analyses.tradeoff import cheapest_within
 from flare_core.answer.decide import chosen_candidates, compose, from_few_labels, from_label_free
 from flare_core.answer.label_free import check_sentence, provisional_choice
+from flare_core.choosing.tradeoff import cheapest_within
 
 
 def _few_judgements(n: int, more: int | None, text: str, reason: str = "few queries") -> dict:

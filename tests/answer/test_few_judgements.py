@@ -265,8 +265,8 @@ def test_a_judgements_file_is_read_with_its_checks(tmp_path):
 
 
 def test_the_search_answer_reads_the_run_s_tolerance():
-    from flare_core.analyses.retrieval_eval import few_judgement_estimates
-    from flare_core.analyses.stopping import search_stopping_advice
+    from flare_core.choosing.retrieval_eval import few_judgement_estimates
+    from flare_core.choosing.stopping import search_stopping_advice
 
     rng = np.random.default_rng(0)
     ndcg = {"a": rng.uniform(0.5, 1.0, 24)}

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.analyses.accuracy_posterior import estimate_frame
-from flare_core.analyses.stopping import chance_words
 from flare_core.answer import label_free, shipped
 from flare_core.answer.decide import from_label_free
+from flare_core.choosing.accuracy_posterior import estimate_frame
+from flare_core.choosing.stopping import chance_words
 
 USES = ("classifier", "grouping", "search", "unsure")
 
@@ -114,8 +114,8 @@ def test_a_batch_that_moves_the_answer_says_so_and_one_that_keeps_it_says_that()
 
 
 def test_a_model_kept_against_a_close_leader_says_why_with_the_estimates_own_figures():
-    from flare_core.analyses import accuracy_posterior as ap
     from flare_core.answer.from_labels import movement_sentence
+    from flare_core.choosing import accuracy_posterior as ap
 
     prior = ap.AccuracyPrior(
         ("a", "b", "c"), np.array([0.01, 0.005, -0.015]), np.full(3, 0.03), 0.7, 0.2, "t"
@@ -139,7 +139,7 @@ def test_a_model_kept_against_a_close_leader_says_why_with_the_estimates_own_fig
 
 
 def test_a_dead_heat_the_forecast_cannot_settle_is_said_as_such():
-    from flare_core.analyses.stopping import stopping_advice
+    from flare_core.choosing.stopping import stopping_advice
 
     frame = pd.DataFrame(
         {"model": ["a", "b"], "estimate": [0.8, 0.8], "p_best": [0.5, 0.5], "p_within": [0.6, 0.6],

@@ -121,7 +121,7 @@ def test_the_docs_print_the_shipped_answer_benchmark():
     few = shipped["few_labels"]
     assert {r["method"] for r in few["by_k"]} == {"posterior", "before reading"}
     # the reading the product ships, and the intervals' coverage measured beside their nominal level
-    from flare_core.analyses.probe_reading import ProbeReading
+    from flare_core.choosing.probe_reading import ProbeReading
 
     assert ProbeReading.from_json(few["reading"]).corpora == len(few["per_corpus"]) >= 12
     assert (

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.probes import probe_scores
 from flare_core.benchmark import posterior_draws as pd_draws
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.probes import probe_scores
 
 N_TEXTS = 160
 MODELS = ("wide", "mid", "noise")

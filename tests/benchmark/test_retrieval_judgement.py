@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from flare_core.analyses.validity import retrieval_oracle
 from flare_core.answer.label_free import benchmark_cases
 from flare_core.answer.search_labels import QUERY_SCORES
 from flare_core.benchmark import report as benchmark_report
 from flare_core.benchmark import suite as benchmark
 from flare_core.benchmark.answer_tables import label_free_summary
+from flare_core.choosing.validity import retrieval_oracle
 from flare_core.store.runs import RunStore
 from tests.benchmark.stored_benchmark import MODELS as STATIC
 from tests.benchmark.stored_benchmark import SETTINGS, stored_benchmark

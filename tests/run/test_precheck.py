@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flare_core.analyses.downstream import classification
+from flare_core.choosing.downstream import classification
 from flare_core.data.corpus import load_corpus
 from flare_core.data.reading import read_table
 from flare_core.encoders import load_precomputed

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from flare_core import encoders
-from flare_core.analyses.downstream import retrieval
 from flare_core.answer.search_labels import QUERY_SCORES
 from flare_core.answer.stored import load_verdict
+from flare_core.choosing.downstream import retrieval
 from flare_core.data.corpus import load_corpus
 from flare_core.data.judgements import JUDGEMENTS, document_ids, load_judgements
 from flare_core.run import jobs

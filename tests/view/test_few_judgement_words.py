@@ -3,7 +3,7 @@ judged queries would do (never asked), and Validation checks the map against the
 
 from __future__ import annotations
 
-from flare_core.view.page_verdicts import few_labels_check
+from flare_core.view.findings import few_labels_check
 from flare_core.view.verdict import (
     grounds_heading,
     labels_given_words,

@@ -15,8 +15,8 @@ import pytest
 from flare_core.answer import labels as label_store
 from flare_core.answer.write import write_verdict
 from flare_core.view import answer_figures, figures
+from flare_core.view.findings import few_labels_check, validation_finding
 from flare_core.view.html import kv_table, table
-from flare_core.view.page_verdicts import few_labels_check, validation_verdict
 from flare_core.view.report import build_report
 from flare_core.view.tables import settings_frame, shown_frame
 from flare_core.view.verdict import (
@@ -129,10 +129,10 @@ def test_validation_judges_the_map_against_sixteen_labels_or_more():
     assert check.startswith("Checked from your 32 labels: the label-free order disagrees")
     assert "rank correlation -1.00 over 3 models" in check and "rough check" in check
     assert "The map's leader, noise, is not the one your labels favour: clear." in check
-    assert validation_verdict(None, None, verdict=_verdict()).detail == check
+    assert validation_finding(None, None, verdict=_verdict()).detail == check
     assert "too few to check the order" in few_labels_check(_verdict(8))
     assert few_labels_check({"ranking": [{"model": "a", "score": 1.0}]}) is None
-    assert validation_verdict(None, None).detail.startswith("Without labels")
+    assert validation_finding(None, None).detail.startswith("Without labels")
 
 
 def test_tables_and_settings_have_no_none_nan_or_json():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.probe_reading import ProbeReading, ReadingRow, fit, per_class_x
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.probe_reading import ProbeReading, ReadingRow, fit, per_class_x
 
 MODELS = ("fast", "slow", "plain", "other")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.analyses import label_free_rules as rules
+from flare_core.choosing import label_free_rules as rules
 
 
 def _table(dim, flow, effective_rank=None):

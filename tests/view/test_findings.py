@@ -1,4 +1,4 @@
-"""The two-line verdict each analysis page opens with, from hand-made result tables whose right sentence
+"""The two-line finding each analysis page opens with, from hand-made result tables whose right sentence
 is known."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.view import page_verdicts as pv
+from flare_core.view import findings as fd
 
 
 def _collapse(**values) -> pd.DataFrame:
@@ -17,12 +17,12 @@ def _collapse(**values) -> pd.DataFrame:
 
 
 def test_collapse_names_the_worst_model_and_reads_its_figure_against_the_paper():
-    verdict = pv.collapse_verdict(_collapse())
-    assert verdict.headline == (
+    finding = fd.collapse_finding(_collapse())
+    assert finding.headline == (
         "Mean pooling hides much of the difference between texts for a: its average collapse score is 0.35, "
         "between all-MiniLM-L12-v2 (0.31) and BERT-base (0.40) in the SOCM paper."
     )
-    assert verdict.detail.startswith(
+    assert finding.detail.startswith(
         "Measured on all 66 pairs of 12 sampled texts; b collapses least (0.03, little)"
     )
 
@@ -36,22 +36,22 @@ def test_collapse_names_the_worst_model_and_reads_its_figure_against_the_paper()
     ],
 )
 def test_collapse_level_words(value, level, where):
-    verdict = pv.collapse_verdict(_collapse(model=["m"], socm_mean=[value], n_pairs=[3], n_texts=[3]))
-    assert f"hides {level} of the difference" in verdict.headline and where in verdict.headline
+    finding = fd.collapse_finding(_collapse(model=["m"], socm_mean=[value], n_pairs=[3], n_texts=[3]))
+    assert f"hides {level} of the difference" in finding.headline and where in finding.headline
 
 
 def test_collapse_compares_labels_when_the_run_has_them():
     frame = _collapse(socm_same_label_mean=[0.30, 0.02], socm_different_label_mean=[0.40, 0.03])
     assert "texts with different labels collapse more than texts with the same label (0.40 against 0.30)" in (
-        pv.collapse_verdict(frame).detail
+        fd.collapse_finding(frame).detail
     )
     frame = _collapse(socm_same_label_mean=[0.30, 0.02], socm_different_label_mean=[0.31, 0.03])
-    assert "collapse about as much as" in pv.collapse_verdict(frame).detail
+    assert "collapse about as much as" in fd.collapse_finding(frame).detail
 
 
 def test_collapse_refuses_a_table_without_its_columns():
     with pytest.raises(ValueError, match="socm_mean"):
-        pv.collapse_verdict(pd.DataFrame({"model": ["a"]}))
+        fd.collapse_finding(pd.DataFrame({"model": ["a"]}))
 
 
 def _layers(models: dict[str, list[float]]) -> pd.DataFrame:
@@ -64,21 +64,21 @@ def _layers(models: dict[str, list[float]]) -> pd.DataFrame:
 
 
 def test_layers_trend_and_largest_step_of_one_model():
-    verdict = pv.layers_verdict(_layers({"m": [0.10, 0.12, 0.40, 0.45]}))
-    assert verdict.headline == (
+    finding = fd.layers_finding(_layers({"m": [0.10, 0.12, 0.40, 0.45]}))
+    assert finding.headline == (
         "In m, the layers make the tokens of a text more alike: their average cosine goes from 0.10 after "
         "layer 1 to 0.45 after layer 4."
     )
-    assert verdict.detail.startswith("The largest step is at layer 3 (+0.28)")
+    assert finding.detail.startswith("The largest step is at layer 3 (+0.28)")
 
 
 def test_layers_flat_and_falling_curves_and_several_models():
     assert (
-        "keep the tokens of a text about as alike" in pv.layers_verdict(_layers({"m": [0.3, 0.32]})).headline
+        "keep the tokens of a text about as alike" in fd.layers_finding(_layers({"m": [0.3, 0.32]})).headline
     )
-    verdict = pv.layers_verdict(_layers({"down": [0.5, 0.2], "up": [0.1, 0.3]}))
-    assert verdict.headline.startswith("In up, the layers make the tokens of a text more alike")
-    assert verdict.detail.startswith(
+    finding = fd.layers_finding(_layers({"down": [0.5, 0.2], "up": [0.1, 0.3]}))
+    assert finding.headline.startswith("In up, the layers make the tokens of a text more alike")
+    assert finding.detail.startswith(
         "Of the 2 models, tokens end up most alike in up (0.30) and least in down (0.20)"
     )
 
@@ -88,31 +88,31 @@ def test_corpus_counts_lengths_labels_and_what_was_dropped():
     labels = pd.Series(["x", "x", "y"])
     stats = {"n_duplicates": 2, "duplicates_dropped": True, "n_empty_dropped": 1}
     models = [{"id": "m1", "status": "done"}, {"id": "m2", "status": "failed"}]
-    verdict = pv.corpus_verdict(texts, labels, stats, models)
-    assert verdict.headline == (
+    finding = fd.corpus_finding(texts, labels, stats, models)
+    assert finding.headline == (
         "3 texts, typically 20 characters long (from 10 to 300), in 2 labels: from 1 text (y) to 2 (x)."
     )
     assert (
-        verdict.detail
+        finding.detail
         == "Found 2 duplicate texts (dropped), 1 empty row dropped; 1 of 2 models embedded them (m2 failed)."
     )
-    balanced = pv.corpus_verdict(texts, pd.Series(["x", "y", "z"]), {}, [])
+    balanced = fd.corpus_finding(texts, pd.Series(["x", "y", "z"]), {}, [])
     assert balanced.headline.endswith("in 3 labels of 1 text each.")
     assert balanced.detail == "No duplicate or empty texts."
-    assert pv.corpus_verdict(texts).headline.endswith("without labels.")
+    assert fd.corpus_finding(texts).headline.endswith("without labels.")
 
 
 def test_corpus_says_what_the_person_gave_and_counts_the_models_they_chose():
     texts = pd.Series(["a" * 10, "b" * 20, "c" * 300])
     models = [{"id": "m1", "status": "done", "role": "candidate"}, {"id": "m2", "status": "done"},
               {"id": "random", "status": "done", "role": "control"}]  # fmt: skip
-    verdict = pv.corpus_verdict(texts, None, {}, models, labelled=48)
-    assert verdict.headline.endswith(", without a label column; you labelled 48 of them.")
-    assert "without labels" not in verdict.headline
-    assert verdict.detail.endswith("; 2 of 2 models embedded them.")  # the control is not one they chose
-    judged = pv.corpus_verdict(texts, None, {}, [], judged=1).headline
+    finding = fd.corpus_finding(texts, None, {}, models, labelled=48)
+    assert finding.headline.endswith(", without a label column; you labelled 48 of them.")
+    assert "without labels" not in finding.headline
+    assert finding.detail.endswith("; 2 of 2 models embedded them.")  # the control is not one they chose
+    judged = fd.corpus_finding(texts, None, {}, [], judged=1).headline
     assert judged.endswith(", without a label column; you judged 1 search query on them.")
-    both = pv.corpus_verdict(texts, pd.Series([None, None, None]), {}, [], labelled=2, judged=5).headline
+    both = fd.corpus_finding(texts, pd.Series([None, None, None]), {}, [], labelled=2, judged=5).headline
     assert both.endswith("you labelled 2 of them and you judged 5 search queries on them.")
 
 
@@ -142,47 +142,47 @@ def test_sufficiency_leader_tie_strongest_link_and_hardest_target():
         index=["a", "b", "c", "control"],
         columns=["a", "b", "c"],
     )
-    verdict = pv.sufficiency_verdict(_scores(0.26), per_dim)
-    assert verdict.headline == (
+    finding = fd.sufficiency_finding(_scores(0.26), per_dim)
+    assert finding.headline == (
         "a tells the most about the other models' embeddings: a score of 0.30, likely between 0.25 "
         "and 0.35 (nats per dimension); b is too close to tell apart."
     )
     # the control row is not a candidate: the strongest link is a → b, and a is the hardest target
-    assert verdict.detail == (
+    assert finding.detail == (
         "Strongest link: a predicts b best (a score of 0.40); a is the hardest to predict from the "
         "others (typically 0.07)."
     )
-    assert pv.sufficiency_verdict(_scores(0.24)).headline.endswith(", clearly ahead of b (0.20).")
+    assert fd.sufficiency_finding(_scores(0.24)).headline.endswith(", clearly ahead of b (0.20).")
     near_zero = per_dim.replace(0.04, 0.001).replace(0.1, 0.002)
-    assert pv.sufficiency_verdict(_scores(0.26), near_zero).detail.endswith("(typically about 0).")
+    assert fd.sufficiency_finding(_scores(0.26), near_zero).detail.endswith("(typically about 0).")
 
 
 def test_generalisation_gap_in_words_against_the_information_measured():
     pairs = pd.DataFrame(
         {"delta_emp_marg": [1.0, 2.0, 3.0], "delta_emp_cond": [1.0, 1.0, 1.0], "is_nats": [10.0] * 3}
     )
-    sentence = pv.generalisation_sentence(pairs)
+    sentence = fd.generalisation_sentence(pairs)
     assert sentence.startswith(
         "Held-out check: the estimators fit texts they were not trained on worse by 3.00 nats"
     )
     assert "(at most 4.00)" in sentence and "small next to the information measured" in sentence
-    overfitted = pv.generalisation_sentence(pairs.assign(is_nats=2.0))
+    overfitted = fd.generalisation_sentence(pairs.assign(is_nats=2.0))
     assert "not small next to the information measured" in overfitted
-    assert pv.generalisation_sentence(pd.DataFrame({"is_nats": [1.0]})) == ""
+    assert fd.generalisation_sentence(pd.DataFrame({"is_nats": [1.0]})) == ""
 
 
 def test_floor_sentence_names_the_pairs_held_at_zero_and_their_raw_figures():
     pairs = pd.DataFrame({"is_nats": [0.0, 0.0, 2.5, 0.0], "is_raw_nats": [-0.31, -0.02, 2.5, 0.0]})
-    sentence = pv.floor_sentence(pairs)
+    sentence = fd.floor_sentence(pairs)
     assert sentence.startswith("2 of 4 pairs are shown as 0")
     assert "from -0.31 to -0.02 nats" in sentence and "is_raw_nats" not in sentence  # no internal name
     assert 'in the column "information before the floor at 0 (nats)"' in sentence
-    one = pv.floor_sentence(pairs.iloc[:1])
+    one = fd.floor_sentence(pairs.iloc[:1])
     assert "1 of 1 pairs" in one and "-0.31 nats" in one
-    assert pv.floor_sentence(pairs.iloc[2:]) == ""  # nothing held at 0
-    assert pv.floor_sentence(pd.DataFrame({"is_nats": [0.0]})) == ""  # results from before the raw figure
+    assert fd.floor_sentence(pairs.iloc[2:]) == ""  # nothing held at 0
+    assert fd.floor_sentence(pd.DataFrame({"is_nats": [0.0]})) == ""  # results from before the raw figure
     old = pairs.assign(is_raw_nats=float("nan"))
-    assert pv.floor_sentence(old) == ""
+    assert fd.floor_sentence(old) == ""
 
 
 def _subsampling(agreement_at_fifth: float) -> pd.DataFrame:
@@ -209,21 +209,21 @@ def _correlations(n: int, rho: float) -> pd.DataFrame:
     ("agreement", "word"), [(0.95, "stable: "), (0.8, "fairly stable: "), (0.4, "unstable: ")]
 )
 def test_validation_reads_stability_at_a_fifth_of_the_texts(agreement, word):
-    verdict = pv.validation_verdict(_subsampling(agreement), None)
-    assert verdict.headline.startswith(f"The ranking is {word}recomputed from 20% of the held-out texts")
-    assert f"agreement {agreement:.2f} on average over 2 repeats" in verdict.headline
-    assert verdict.detail.startswith("Without labels")
+    finding = fd.validation_finding(_subsampling(agreement), None)
+    assert finding.headline.startswith(f"The ranking is {word}recomputed from 20% of the held-out texts")
+    assert f"agreement {agreement:.2f} on average over 2 repeats" in finding.headline
+    assert finding.detail.startswith("Without labels")
     # beside the answer's check of the two estimators (its own "agreement"), it says why they can differ
-    assert "compares one estimator with itself" in verdict.headline
-    assert "whether the two estimators agree with each other is a separate check" in verdict.headline
+    assert "compares one estimator with itself" in finding.headline
+    assert "whether the two estimators agree with each other is a separate check" in finding.headline
 
 
 def test_validation_refuses_correlations_over_fewer_than_five_models():
-    few = pv.validation_verdict(None, _correlations(4, 0.8)).detail
+    few = fd.validation_finding(None, _correlations(4, 0.8)).detail
     assert few.startswith("The labels cannot confirm the order yet") and "only 4 models" in few
-    enough = pv.validation_verdict(None, _correlations(7, 0.8)).detail
+    enough = fd.validation_finding(None, _correlations(7, 0.8)).detail
     assert enough == (
         "On this corpus's labels, the score agrees with classification accuracy: rank correlation 0.80 over "
         "7 models (1 = same order)."
     )
-    assert "disagrees" in pv.validation_verdict(None, _correlations(7, -0.3)).detail
+    assert "disagrees" in fd.validation_finding(None, _correlations(7, -0.3)).detail

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from flare_core.analyses.geometry import uniformity
-from flare_core.analyses.validity import agreement, baseline_scores, oracle_scores, regret_points
+from flare_core.choosing.validity import agreement, baseline_scores, oracle_scores, regret_points
 
 
 def _blobs(n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[str]]:

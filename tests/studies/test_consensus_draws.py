@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.label_scores import ridge_loo_scores, unit_rows
-from flare_core.benchmark import consensus_draws as cd
+from bench.studies.draws import consensus_draws as cd
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.label_scores import ridge_loo_scores, unit_rows
 
 
 def _predictions(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flare_core.analyses.label_choice import information_gain, next_rows, telling_apart
+from flare_core.choosing.label_choice import information_gain, next_rows, telling_apart
 
 
 def _pool(n: int = 200, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:

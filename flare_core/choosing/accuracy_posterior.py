@@ -13,7 +13,7 @@ The quantity is ``a`` (M,): each candidate's accuracy with plenty of labels (the
 - **Labels.** ``k`` labelled texts of ``classes`` classes give each candidate a per-text score (the
   leave-one-out probe's), ``C`` (k, M). Their mean ``ȳ`` (M,) is not a reading of ``a``: a probe on k
   labels sits below the accuracy with plenty, by an amount that differs by model and by labels per
-  class. The prior's :class:`~flare_core.analyses.probe_reading.ProbeReading`, learned on the benchmark,
+  class. The prior's :class:`~flare_core.choosing.probe_reading.ProbeReading`, learned on the benchmark,
   says what k labels can show: ``ȳ − offset = a + e``, ``e ~ N(0, R)``, ``R = s² S / k + τ² I + σ² 11ᵀ``,
   ``S`` the per-text covariance of the candidates' scores (paired: texts every model gets right say
   nothing of their gaps), shrunk towards Jeffreys' half a text right and wrong, ``τ²`` the part of each
@@ -38,12 +38,12 @@ import pandas as pd
 from scipy import stats
 from sklearn.isotonic import IsotonicRegression
 
-from flare_core.analyses.label_free_rules import rule_scores
-from flare_core.analyses.probe_reading import ProbeReading
+from flare_core.choosing.label_free_rules import rule_scores
+from flare_core.choosing.probe_reading import ProbeReading
 
 #: Draws of the posterior behind every chance.
 DRAWS = 4000
-#: The labels' error without a learned reading (:class:`~flare_core.analyses.probe_reading.ProbeReading`):
+#: The labels' error without a learned reading (:class:`~flare_core.choosing.probe_reading.ProbeReading`):
 #: the sampling error of the per-text scores widened 1.5 times. Chosen leave one corpus out on the answer benchmark's 15
 #: classification corpora (``bench/studies/few_label_prior.py``, 6 draws, k = 16 to 128) among 1.0, 1.5
 #: and 2: 1.5 had the fewest points lost on the other corpora in 14 folds of 15 (2 in one). Over all

@@ -1,5 +1,5 @@
 """What a probe trained on k labels can show of a model's accuracy with plenty of labels: the likelihood
-the few-label posterior (:mod:`flare_core.analyses.accuracy_posterior`) reads the labels with.
+the few-label posterior (:mod:`flare_core.choosing.accuracy_posterior`) reads the labels with.
 
 The few-label answer scores each candidate by a leave-one-out probe on the k labelled texts. Its mean
 score ``ȳ_m`` is not a reading of the accuracy ``a_m`` with plenty of labels (the benchmark's oracle,
@@ -14,7 +14,7 @@ fast; a wide or corpus-trained one learns late) and by corpus. So the posterior 
   each known model's own line, shrunk towards the shared one as few corpora measure it
   (:data:`SHRINK_CORPORA`);
 - ``R`` (M, M): the sampling error of the mean of k per-text scores (the per-text covariance over k, as
-  :func:`flare_core.analyses.accuracy_posterior.label_error` reads it), scaled by ``s²``;
+  :func:`flare_core.choosing.accuracy_posterior.label_error` reads it), scaled by ``s²``;
 - ``τ²(x)``: the part of each model's gap that is its own on this corpus (how it learns here, apart from
   its record), which no number of texts at the same labels per class averages away; ``σ²(x)``: the part
   every model shares (the corpus's own learning curve). Both are log-linear in x.

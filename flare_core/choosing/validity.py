@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from flare_core.analyses.correlate import correlation_table, spearman
-from flare_core.analyses.downstream import classification, clustering, knn_accuracy
 from flare_core.analyses.geometry import effective_rank, isoscore, silhouette, uniformity
 from flare_core.checks import check_int
+from flare_core.choosing.downstream import classification, clustering, knn_accuracy
 
 #: The label-free baselines, with the sign that makes "higher is better".
 BASELINES = {"uniformity": -1.0, "isoscore": 1.0, "effective_rank": 1.0, "silhouette": 1.0, "dim": 1.0}
@@ -58,7 +58,7 @@ def oracle_scores(
 
 def judgement_map(judgements: pd.DataFrame) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
     """Search judgements (columns ``query_id``, ``query_text``, ``doc_row``, ``relevance``) as
-    :func:`~flare_core.analyses.retrieval_eval.per_query_scores` reads them: query id → {document row:
+    :func:`~flare_core.choosing.retrieval_eval.per_query_scores` reads them: query id → {document row:
     grade}, and query id → the query's row among the distinct queries (in order of first appearance)."""
     order = judgements["query_id"].astype(str).drop_duplicates().tolist()
     rows = {query: n for n, query in enumerate(order)}
@@ -75,11 +75,11 @@ def retrieval_oracle(
 ) -> pd.DataFrame:
     """What search judgements say of each model: one row per model (the index) with the means over the
     queries of ``ndcg_at_10``, ``recall_at_10`` and ``mrr_at_10`` (trec_eval's figures, see
-    :mod:`flare_core.analyses.retrieval_eval`), each model ranking its own embeddings of the documents
+    :mod:`flare_core.choosing.retrieval_eval`), each model ranking its own embeddings of the documents
     (``doc_embeddings[m]``, (D, d)) by cosine with its own embeddings of the queries
     (``query_embeddings[m]``, (Q, d), one row per distinct query of ``judgements`` in order of first
     appearance)."""
-    from flare_core.analyses.retrieval_eval import METRICS, per_query_scores
+    from flare_core.choosing.retrieval_eval import METRICS, per_query_scores
 
     graded, rows = judgement_map(judgements)
     out = {}

@@ -25,12 +25,12 @@ SOCM_REFERENCES = (
     ("all-MiniLM-L12-v2", 0.313),
     ("BERT-base", 0.396),
 )
-#: Preferred score on the labels for the Validation verdict, best first.
+#: Preferred score on the labels for the Validation finding, best first.
 DOWNSTREAM_ORDER = ("accuracy", "f1", "v_measure", "cosine_spearman", "ndcg_at_10", "map_at_10")
 
 
 @dataclass(frozen=True)
-class PageVerdict:
+class Finding:
     """Two lines for people: ``headline`` (what the page found) and ``detail`` (the figure behind it)."""
 
     headline: str
@@ -73,14 +73,14 @@ def _against_references(value: float) -> str:
     return f"between {low_name} ({_number(low)}) and {high_name} ({_number(high)}) in the SOCM paper"
 
 
-def collapse_verdict(summary: pd.DataFrame) -> PageVerdict:
-    """The Collapse page's verdict from its summary table (one row per model: ``model``, ``socm_mean``,
+def collapse_finding(summary: pd.DataFrame) -> Finding:
+    """The Collapse page's finding from its summary table (one row per model: ``model``, ``socm_mean``,
     ``n_pairs``, ``n_texts``, optionally ``socm_same_label_mean`` and ``socm_different_label_mean``).
     The headline names the model whose mean pooling hides the most."""
     _columns(summary, ["model", "socm_mean", "n_pairs", "n_texts"], "the collapse summary")
     rows = summary.dropna(subset=["socm_mean"]).sort_values("socm_mean", ascending=False, kind="mergesort")
     if rows.empty:
-        return PageVerdict("No pair of texts could be scored for collapse on this run.", "")
+        return Finding("No pair of texts could be scored for collapse on this run.", "")
     worst = rows.iloc[0]
     value = float(worst["socm_mean"])
     headline = (
@@ -102,15 +102,15 @@ def collapse_verdict(summary: pd.DataFrame) -> PageVerdict:
             f"texts with different labels collapse {relation} texts with the same label "
             f"({_number(float(different))} against {_number(float(same))})"
         )
-    return PageVerdict(headline, "; ".join(parts) + ". Higher means texts whose words differ end up alike.")
+    return Finding(headline, "; ".join(parts) + ". Higher means texts whose words differ end up alike.")
 
 
 # ---------------------------------------------------------------------------------------------------
 # layers
 
 
-def layers_verdict(frame: pd.DataFrame) -> PageVerdict:
-    """The Layers page's verdict from the layer rows of a concentration table (``model``, ``layer``,
+def layers_finding(frame: pd.DataFrame) -> Finding:
+    """The Layers page's finding from the layer rows of a concentration table (``model``, ``layer``,
     ``mean_cos``): how much alike the layers make the tokens of a text, from the first layer to the last,
     and where the largest step is (one model) or which model ends most alike (several)."""
     _columns(frame, ["model", "layer", "mean_cos"], "the concentration table")
@@ -132,7 +132,7 @@ def layers_verdict(frame: pd.DataFrame) -> PageVerdict:
             }
         )
     if not ends:
-        return PageVerdict("No layer of this run's models could be measured.", "")
+        return Finding("No layer of this run's models could be measured.", "")
     top = max(ends, key=lambda e: e["end"])
     change = top["end"] - top["start"]
     trend = (
@@ -155,7 +155,7 @@ def layers_verdict(frame: pd.DataFrame) -> PageVerdict:
     else:
         sign = "+" if top["step"] >= 0 else "−"
         detail = f"The largest step is at layer {top['step_layer']} ({sign}{_number(abs(top['step']))})"
-    return PageVerdict(
+    return Finding(
         headline,
         detail + "; the more alike they end up, the less their mean tells texts with different words apart.",
     )
@@ -169,7 +169,7 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
-def corpus_verdict(
+def corpus_finding(
     texts: pd.Series,
     labels: pd.Series | None = None,
     stats: Mapping[str, Any] | None = None,
@@ -178,8 +178,8 @@ def corpus_verdict(
     lengths: pd.Series | None = None,
     labelled: int = 0,
     judged: int = 0,
-) -> PageVerdict:
-    """The Corpus page's verdict: how many texts and how long (characters), the labels and their
+) -> Finding:
+    """The Corpus page's finding: how many texts and how long (characters), the labels and their
     balance, then what was dropped or repeated and how many of the models the person chose embedded the
     texts (``stats`` is the manifest's corpus statistics, ``models`` its model entries; the controls the
     product adds are not counted). ``lengths`` (characters per text) stand in for the texts' own when
@@ -192,7 +192,7 @@ def corpus_verdict(
     stats = stats or {}
     lengths = texts.fillna("").astype(str).str.len() if lengths is None else lengths.astype(int)
     if lengths.empty:
-        return PageVerdict("This run's corpus holds no text.", "")
+        return Finding("This run's corpus holds no text.", "")
     headline = (
         f"{_count(len(texts), 'text')}, typically {int(lengths.median()):,} characters long "
         f"(from {int(lengths.min()):,} to {int(lengths.max()):,})"
@@ -227,7 +227,7 @@ def corpus_verdict(
         detail += f"; {len(done)} of {_count(len(models), 'model')} embedded them"
         if failed:
             detail += f" ({', '.join(failed)} failed)"
-    return PageVerdict(headline, detail + ".")
+    return Finding(headline, detail + ".")
 
 
 def _given_words(labelled: int, judged: int) -> str:
@@ -246,14 +246,14 @@ def _given_words(labelled: int, judged: int) -> str:
 # information sufficiency
 
 
-def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = None) -> PageVerdict:
-    """The Sufficiency page's verdict from one estimator's ``scores`` (``model``, ``score``, ``ci_low``,
+def sufficiency_finding(scores: pd.DataFrame, per_dim: pd.DataFrame | None = None) -> Finding:
+    """The Sufficiency page's finding from one estimator's ``scores`` (``model``, ``score``, ``ci_low``,
     ``ci_high``) and its (sources × targets) ``per_dim`` matrix: the leader and whether the runner-up
     can be told apart from it, then the strongest link and the hardest model to predict."""
     _columns(scores, ["model", "score", "ci_low", "ci_high"], "the scores")
     ranked = scores.dropna(subset=["score"]).sort_values("score", ascending=False, kind="mergesort")
     if ranked.empty:
-        return PageVerdict("No model could be scored on this run.", "")
+        return Finding("No model could be scored on this run.", "")
     lead = ranked.iloc[0]
     headline = (
         f"{lead['model']} tells the most about the other models' embeddings: "
@@ -284,7 +284,7 @@ def sufficiency_verdict(scores: pd.DataFrame, per_dim: pd.DataFrame | None = Non
                     f"(typically {_number(float(received.min()))})"
                 )
             detail += "."
-    return PageVerdict(headline, detail)
+    return Finding(headline, detail)
 
 
 def generalisation_sentence(pairs: pd.DataFrame) -> str:
@@ -464,17 +464,17 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     return sentence
 
 
-def validation_verdict(
+def validation_finding(
     subsampling: pd.DataFrame | None,
     correlations: pd.DataFrame | None,
     estimator: str = "flow",
     verdict: Mapping[str, Any] | None = None,
-) -> PageVerdict:
-    """The Validation page's verdict: how stable the ranking of ``estimator`` is when the held-out texts
+) -> Finding:
+    """The Validation page's finding: how stable the ranking of ``estimator`` is when the held-out texts
     are subsampled (``alpha``, ``rank_agreement``; read at a fifth of the texts), and whether the labels
     confirm it (``correlations``, refused below :data:`MIN_CORRELATION_MODELS` models; without them, a
     person's few labels in the run's ``verdict``, once there are :data:`MIN_CHECK_LABELS`)."""
     check = _labels_check(correlations, estimator)
     if correlations is None or correlations.empty:
         check = few_labels_check(verdict) or check
-    return PageVerdict(_stability(subsampling), check)
+    return Finding(_stability(subsampling), check)

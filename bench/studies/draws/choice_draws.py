@@ -5,7 +5,7 @@ For each classification corpus the answer is the accuracy posterior of
 :func:`flare_core.benchmark.posterior_draws.judge_corpus`'s product variant (the benchmark's prior,
 learned from the *other* corpora, updated by the leave-one-out probe's per-text scores), but the texts
 are chosen batch by batch (:data:`BATCH` at a time, up to 128) by each of :data:`METHODS`:
-:func:`~flare_core.analyses.label_choice.next_rows`' strategies, the random one being the seeded
+:func:`~flare_core.choosing.label_choice.next_rows`' strategies, the random one being the seeded
 permutation of the random-text study. After each batch the posterior names a model, judged by the
 oracle; the rows have :func:`~flare_core.benchmark.posterior_draws.summary`'s columns, with ``method``
 the text choice, and ``bias`` (the named model's estimate minus its oracle accuracy, points).
@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.accuracy_posterior import estimate_frame, prior_by_rank
-from flare_core.analyses.label_choice import next_rows
-from flare_core.analyses.probes import probe_scores
 from flare_core.benchmark.answer_stage import chance_level, oracle_series
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.posterior_draws import KS, SURE, TOLERANCE, left_out, lost
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.accuracy_posterior import estimate_frame, prior_by_rank
+from flare_core.choosing.label_choice import next_rows
+from flare_core.choosing.probes import probe_scores
 
 BATCH = 16
 #: The text choices judged: name -> (``next_rows`` strategy, the prior its choice reads: "benchmark"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from flare_core.analyses.downstream import classification, clustering, downstream_report, retrieval, sts
+from flare_core.choosing.downstream import classification, clustering, downstream_report, retrieval, sts
 from tests.properties import assert_finite
 
 
@@ -183,7 +183,7 @@ def test_knn_accuracy_matches_a_plain_scikit_learn_cross_validation():
     from sklearn.model_selection import StratifiedKFold, cross_val_score
     from sklearn.neighbors import KNeighborsClassifier
 
-    from flare_core.analyses.downstream import knn_accuracy
+    from flare_core.choosing.downstream import knn_accuracy
 
     rng = np.random.default_rng(3)
     labels = np.repeat(["a", "b", "c"], 40)

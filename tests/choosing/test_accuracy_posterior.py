@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import norm
 from scipy.stats import t as t_dist
 
-from flare_core.analyses import accuracy_posterior as ap
+from flare_core.choosing import accuracy_posterior as ap
 
 
 def _prior(mean_points, sd_points, level=0.7):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.analyses.tradeoff import cheapest_within, pareto_front, tradeoff_table
+from flare_core.choosing.tradeoff import cheapest_within, pareto_front, tradeoff_table
 
 MODELS = ["mpnet", "minilm", "para", "glove"]
 COSTS = pd.DataFrame(

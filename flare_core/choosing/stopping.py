@@ -1,5 +1,5 @@
 """Whether a person's few labels settle the choice of model: :func:`stopping_advice`, read from the one
-posterior of :func:`~flare_core.analyses.probes.few_label_estimates`; for search judgements,
+posterior of :func:`~flare_core.choosing.probes.few_label_estimates`; for search judgements,
 :func:`search_stopping_advice`."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.accuracy_posterior import MAX_FORECAST
-from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
 from flare_core.checks import check_int
+from flare_core.choosing.accuracy_posterior import MAX_FORECAST
+from flare_core.choosing.probes import DEFAULT_TOLERANCE, SURE
 
 #: No advice settles on fewer labels than this, or before two classes have two labels each (a text
 #: alone in its class cannot be predicted without it, so such labels carry no evidence yet).
@@ -40,7 +40,7 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     model that is within the tolerance with at least :data:`SURE` chance, the named one first (with a
     settled answer, any of them will do). Otherwise ``more_labels`` is the posterior's forecast
     (``attrs["more_labels"]``: the fewest more labels after which nearly every future it foresees is
-    settled), None when even :data:`~flare_core.analyses.accuracy_posterior.MAX_FORECAST` more would not
+    settled), None when even :data:`~flare_core.choosing.accuracy_posterior.MAX_FORECAST` more would not
     settle it; with too few labels to judge by, the labels still needed to reach the minimum.
 
     Returns ``{"settled", "best", "either", "more_labels", "reason", "text"}``: ``reason`` is one of
@@ -118,7 +118,7 @@ QUERY_STEP, MAX_MORE_QUERIES = 5, 100
 
 def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str, Any]:
     """Whether few search judgements settle the choice: the rule of :func:`stopping_advice` for
-    ``estimates`` of :func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` (nDCG@10, the named
+    ``estimates`` of :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates` (nDCG@10, the named
     model first) after ``n_queries`` judged queries. Settled when the named model is within the run's
     tolerance of the best with at least :data:`SURE` chance and at least :data:`MIN_SETTLED_QUERIES`
     queries count; otherwise ``more_labels`` is the posterior's forecast of the judged queries that would

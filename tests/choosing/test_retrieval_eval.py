@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.analyses.downstream import retrieval
-from flare_core.analyses.retrieval_eval import check_judgements, compare_on_queries, per_query_scores
+from flare_core.choosing.downstream import retrieval
+from flare_core.choosing.retrieval_eval import check_judgements, compare_on_queries, per_query_scores
 
 
 def _at(degrees: float) -> list[float]:

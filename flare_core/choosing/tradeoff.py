@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.probes import DEFAULT_TOLERANCE
 from flare_core.checks import check_choice, check_number
+from flare_core.choosing.probes import DEFAULT_TOLERANCE
 
 #: The costs a user can weigh quality against: (column, higher is cheaper).
 COSTS = {"texts_per_s": True, "bytes_per_vector": False}

@@ -3,7 +3,7 @@
 Metric names follow MTEB: ``accuracy`` and ``f1`` (macro) for classification, ``v_measure`` for
 clustering, ``cosine_spearman`` / ``cosine_pearson`` for STS, ``ndcg_at_10``, ``map_at_10`` and
 ``recall_at_10`` for retrieval. Retrieval is scored by trec_eval's own code (``pytrec_eval``, as MTEB
-scores it) through :func:`flare_core.analyses.retrieval_eval.ranking_scores`, the one nDCG of the
+scores it) through :func:`flare_core.choosing.retrieval_eval.ranking_scores`, the one nDCG of the
 product: linear gains with a ``log2(rank + 1)`` discount for nDCG, a document is relevant when its
 (whole) grade is > 0, AP@k divides by the number of relevant documents, queries without a relevant
 document are skipped.
@@ -25,8 +25,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import normalize
 
 from flare_core.analyses.correlate import spearman
-from flare_core.analyses.retrieval_eval import ranking_scores, top_k_rows
 from flare_core.checks import check_int, check_labels, check_matrix
+from flare_core.choosing.retrieval_eval import ranking_scores, top_k_rows
 
 Qrels = Mapping[int, Mapping[int, float]]
 #: The supervised check trains and tests on a class only when it has this many texts ...
@@ -237,7 +237,7 @@ def retrieval(query_emb: Any, doc_emb: Any, qrels: Any, k: int = 10) -> dict[str
 
     ``qrels``: ``{query_row: {doc_row: grade}}`` or an iterable of ``(query_row, doc_row)`` (grade 1)
     or ``(query_row, doc_row, grade)``; whole grades >= 0, relevant when > 0. Documents are ranked by
-    cosine (ties by lower row) and scored by trec_eval (:func:`~flare_core.analyses.retrieval_eval.
+    cosine (ties by lower row) and scored by trec_eval (:func:`~flare_core.choosing.retrieval_eval.
     ranking_scores`); metrics are averaged over queries with at least one relevant document:
     ``ndcg_at_{k}`` (linear gain, log2 discount), ``map_at_{k}`` (sum of precision at relevant ranks
     <= k over the number of relevant documents), ``recall_at_{k}``, plus ``n_queries`` and ``k``.

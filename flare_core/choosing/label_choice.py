@@ -11,7 +11,7 @@
   the labels so far predict different classes (vote entropy), spread out by the same D² sampling among
   the most disputed rows;
 - ``"contest"``: as ``"disagree"`` with each model's vote weighted by its chance of being the best
-  (from :func:`~flare_core.analyses.probes.few_label_estimates`): the rows that tell the contenders
+  (from :func:`~flare_core.choosing.probes.few_label_estimates`): the rows that tell the contenders
   apart (in the spirit of Model Selector, Okanovic et al. 2025);
 - ``"inform"``: the first batch random; later, among a random pool of :data:`POOL_FACTOR` times the
   batch, the rows whose labels are expected to tell most about which model is best
@@ -40,16 +40,16 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame
-from flare_core.analyses.label_scores import unit_rows
-from flare_core.analyses.probes import (
+from flare_core.checks import check_choice, check_int
+from flare_core.choosing.accuracy_posterior import AccuracyPrior, estimate_frame
+from flare_core.choosing.label_scores import unit_rows
+from flare_core.choosing.probes import (
     DEFAULT_TOLERANCE,
     check_embeddings,
     check_rows,
     few_label_estimates,
     probe_scores,
 )
-from flare_core.checks import check_choice, check_int
 
 #: Axes per model in the joint space of the diversity sampling.
 JOINT_DIMS = 32

@@ -1,6 +1,6 @@
 """The few-judgement answer for search judged on the answer benchmark's kept embeddings, leave one corpus
-out: the product's posterior (:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates` with
-:func:`~flare_core.analyses.stopping.search_stopping_advice`, each judged query's nDCG@10 as its per-item
+out: the product's posterior (:func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates` with
+:func:`~flare_core.choosing.stopping.search_stopping_advice`, each judged query's nDCG@10 as its per-item
 score) with its prior and error model against the alternatives it was chosen among (:data:`VARIANTS`),
 and the label-free pick.
 
@@ -33,23 +33,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, prior_by_rank
-from flare_core.analyses.label_free_rules import choose_rule, ranked_by
-from flare_core.analyses.probe_reading import ProbeReading
-from flare_core.analyses.retrieval_eval import (
-    SEARCH_LEVEL,
-    few_judgement_estimates,
-    per_query_scores,
-    top_k_rows,
-)
-from flare_core.analyses.stopping import search_stopping_advice
-from flare_core.analyses.validity import judgement_map
 from flare_core.answer.few_judgements import POOL_DEPTH
 from flare_core.answer.label_free import benchmark_cases
 from flare_core.benchmark.answer_stage import oracle_series, record_table
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.posterior_draws import GEOMETRIC_RULES
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.accuracy_posterior import AccuracyPrior, estimate_frame, prior_by_rank
+from flare_core.choosing.label_free_rules import choose_rule, ranked_by
+from flare_core.choosing.probe_reading import ProbeReading
+from flare_core.choosing.retrieval_eval import (
+    SEARCH_LEVEL,
+    few_judgement_estimates,
+    per_query_scores,
+    top_k_rows,
+)
+from flare_core.choosing.stopping import search_stopping_advice
+from flare_core.choosing.validity import judgement_map
 
 #: The answer benchmark's search corpora with real queries.
 SEARCH_CORPORA = (
@@ -170,9 +170,9 @@ def judge_corpus(
     settled, ``more`` (the forecast of "n more queries") and ``more_came_true`` (settled ``more`` counted
     queries later, in the same order; None past the corpus). Each of ``variants`` (method → (prior,
     widening of the judgements' sampling error)) is read as the product reads judgements
-    (:func:`~flare_core.analyses.retrieval_eval.few_judgement_estimates`, the model named at the k before
+    (:func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`, the model named at the k before
     kept unless the judgements favour another enough; settled by
-    :func:`~flare_core.analyses.stopping.search_stopping_advice`)."""
+    :func:`~flare_core.choosing.stopping.search_stopping_advice`)."""
     rule, ranked, benchmark = search_prior(records, name)
     pooled = pooled_corpus(root, name, records[name])
     models, oracle = list(pooled.candidates), pooled.oracle

@@ -1,10 +1,10 @@
 """Does the candidates' consensus on the unlabelled texts help the few-label pick? A CODA-style study
 (ICCV 2025) judged on the answer benchmark's kept embeddings, leave one corpus out, beside the shipped
-accuracy posterior (:mod:`flare_core.analyses.accuracy_posterior`) on the same draws and texts.
+accuracy posterior (:mod:`flare_core.choosing.accuracy_posterior`) on the same draws and texts.
 
 For a draw's k labelled rows each candidate m fits the ridge probe of the product (one-hot targets on
-L2-normalised rows, penalty :data:`~flare_core.analyses.probes.RIDGE_PENALTY`, centred as
-:func:`~flare_core.analyses.label_scores.ridge_loo_scores`) and predicts all N texts. The consensus of a
+L2-normalised rows, penalty :data:`~flare_core.choosing.probes.RIDGE_PENALTY`, centred as
+:func:`~flare_core.choosing.label_scores.ridge_loo_scores`) and predicts all N texts. The consensus of a
 text is the majority vote of the M candidates (``"consensus"``), or their vote weighted by each one's
 chance of being best under the shipped posterior (``"consensus weighted"``). A candidate's agreement
 ``c_m`` with it over the unlabelled texts, centred (``c − mean c``), is a second measurement of its
@@ -13,7 +13,7 @@ standing above the candidates' mean: ``z = β(k) (c − mean c) = H a + ε``, ``
 oracle standing regressed on the consensus standing through the origin, pooled over draws), so nothing
 of the judged corpus enters them. The shipped posterior ``N(μ, Q)`` is then updated by ``z`` (a Kalman
 step on M − 1 coordinates, the last dropped, as ``z`` sums to zero) and every figure is read from draws
-of the result as :func:`~flare_core.analyses.accuracy_posterior.estimate_frame` reads them.
+of the result as :func:`~flare_core.choosing.accuracy_posterior.estimate_frame` reads them.
 
 Two passes: :func:`first_pass` judges the shipped posterior and keeps, per (corpus, draw, k), its
 ``(μ, Q)``, its chance of being best and both consensus standings; :func:`second_pass` learns β and σ²
@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses.label_scores import unit_rows
-from flare_core.analyses.probes import RIDGE_PENALTY, probe_scores
 from flare_core.benchmark.answer_stage import chance_level, oracle_series
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.posterior_draws import KS, SHIPPED, SURE, TOLERANCE, left_out, lost
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing.label_scores import unit_rows
+from flare_core.choosing.probes import RIDGE_PENALTY, probe_scores
 
 #: The consensus variants: the plain majority vote and the vote weighted by the chance of being best.
 VARIANTS = {"consensus": "plain", "consensus weighted": "weighted"}
@@ -46,7 +46,7 @@ def ridge_predictions(units: np.ndarray, rows: np.ndarray, codes: np.ndarray, pe
     """The classes (N,) a ridge classifier on one-hot targets, fitted on the labelled ``rows`` (k,) of
     the unit rows ``units`` (N, d) with class codes ``codes`` (k,), predicts for every text.
 
-    As :func:`~flare_core.analyses.label_scores.ridge_loo_scores`: features and targets centred on the
+    As :func:`~flare_core.choosing.label_scores.ridge_loo_scores`: features and targets centred on the
     labelled rows, the intercept unpenalised, solved in the k × k kernel."""
     x = units[rows]
     centre = x.mean(axis=0)
@@ -119,7 +119,7 @@ def frame_of(
 ) -> pd.DataFrame:
     """One row per candidate, best first, with ``model``, ``estimate``, ``p_best`` and ``p_within`` (of
     :data:`TOLERANCE` points), read from the posterior ``N(mean, cov)`` exactly as
-    :func:`~flare_core.analyses.accuracy_posterior.estimate_frame` reads its own (same draws, same order)."""
+    :func:`~flare_core.choosing.accuracy_posterior.estimate_frame` reads its own (same draws, same order)."""
     raw = ap.draws_of(mean, cov, seed)
     p_best, p_within = ap.chances(raw, TOLERANCE)
     frame = pd.DataFrame(

@@ -5,7 +5,7 @@
   from the test folds, and a paired interval of each model's gap to the best on the same folds.
 - :func:`few_label_estimates`: k labelled texts. Each model's expected accuracy once the user has
   plenty of labels, with an interval and the chance that it is the best.
-- the stopping advice built on those estimates is :mod:`flare_core.analyses.stopping`.
+- the stopping advice built on those estimates is :mod:`flare_core.choosing.stopping`.
 
 ``embeddings`` maps a model name to its (N, d) matrix of the same N texts, in the same order.
 """
@@ -22,11 +22,11 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
-from flare_core.analyses import accuracy_posterior, label_scores
-from flare_core.analyses.accuracy_posterior import AccuracyPrior
-from flare_core.analyses.label_scores import cv_correct, fit_predict, unit_rows
-from flare_core.analyses.label_scores import folds as make_folds
 from flare_core.checks import check_labels, check_matrix
+from flare_core.choosing import accuracy_posterior, label_scores
+from flare_core.choosing.accuracy_posterior import AccuracyPrior
+from flare_core.choosing.label_scores import cv_correct, fit_predict, unit_rows
+from flare_core.choosing.label_scores import folds as make_folds
 
 #: Regularisation strengths of the logistic-regression probe, chosen among inside the training folds.
 C_GRID = (0.1, 1.0, 10.0)
@@ -274,7 +274,7 @@ def few_label_estimates(
     classes: int | None = None,
 ) -> pd.DataFrame:
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows: one
-    posterior (:func:`~flare_core.analyses.accuracy_posterior.labelled_frame`), from which every figure of
+    posterior (:func:`~flare_core.choosing.accuracy_posterior.labelled_frame`), from which every figure of
     the few-label answer comes.
 
     ``embeddings[m]`` is (N, d) for all N texts; ``labels[i]`` labels text ``rows[i]`` (k of them). Each

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from flare_core.analyses.pair_probes import compare_with_pair_scores
+from flare_core.choosing.pair_probes import compare_with_pair_scores
 
 
 def test_the_model_that_follows_the_scores_wins_with_scipys_correlations():

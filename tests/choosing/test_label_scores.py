@@ -10,7 +10,7 @@ from scipy.stats import multivariate_normal
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import cross_val_predict
 
-from flare_core.analyses import label_scores as ls
+from flare_core.choosing import label_scores as ls
 
 
 def _direct_log_evidence(f: np.ndarray, y: np.ndarray, alpha: float, beta: float) -> float:

@@ -20,9 +20,9 @@ import pandas as pd
 import pytrec_eval
 from sklearn.preprocessing import normalize
 
-from flare_core.analyses.accuracy_posterior import AccuracyPrior, estimate_frame, forecast
 from flare_core.analyses.resampling import percentile_bootstrap
 from flare_core.checks import check_int, check_matrix
+from flare_core.choosing.accuracy_posterior import AccuracyPrior, estimate_frame, forecast
 
 #: Bootstrap draws behind the intervals.
 DRAWS = 1000
@@ -197,27 +197,27 @@ def few_judgement_estimates(
     named_before: str | None = None,
 ) -> pd.DataFrame:
     """Each model's nDCG@10 on a few judged queries, every figure of the answer from one posterior, in the
-    form of :func:`flare_core.analyses.probes.few_label_estimates` (the few-label answer reads both).
+    form of :func:`flare_core.choosing.probes.few_label_estimates` (the few-label answer reads both).
 
     ``scores[m]`` is :func:`per_query_scores` of model ``m`` on the same queries (judged on their pooled
     documents: a document nobody judged counts as not relevant). The (Q, M) matrix of per-query nDCG@10
     updates ``prior`` (what was known before the judgements; every model alike,
-    :meth:`~flare_core.analyses.accuracy_posterior.AccuracyPrior.flat`, when None) as labelled texts update
-    the classifier's (:func:`~flare_core.analyses.accuracy_posterior.estimate_frame`, the per-query spread
+    :meth:`~flare_core.choosing.accuracy_posterior.AccuracyPrior.flat`, when None) as labelled texts update
+    the classifier's (:func:`~flare_core.choosing.accuracy_posterior.estimate_frame`, the per-query spread
     shrunk towards Jeffreys', so one judged query cannot read as certain). From that one posterior come
     ``estimate``, ``ci_low`` and ``ci_high`` (95%), ``p_best``, ``p_within`` (within ``tolerance_points``
-    nDCG@10 points of the best, by default :data:`~flare_core.analyses.probes.DEFAULT_TOLERANCE`), ``gap``
+    nDCG@10 points of the best, by default :data:`~flare_core.choosing.probes.DEFAULT_TOLERANCE`), ``gap``
     and ``gap_high`` (points); the model named first (the one named before, ``named_before``, unless the
-    judgements favour another enough: :func:`~flare_core.analyses.accuracy_posterior.named_model`), then
+    judgements favour another enough: :func:`~flare_core.choosing.accuracy_posterior.named_model`), then
     best first. ``diff_sd``: the spread over the queries of the named model's nDCG@10 minus this model's.
     ``recall_at_10`` and ``mrr_at_10`` are their means, beside it. ``attrs``: ``method``, ``n_labels`` (the
     queries), ``tolerance_points``, ``prior`` (in words) and ``more_labels`` (the posterior's forecast of
-    the judged queries that would settle it: :func:`~flare_core.analyses.accuracy_posterior.forecast`, in
-    steps of :data:`~flare_core.analyses.stopping.QUERY_STEP`; None when even
-    :data:`~flare_core.analyses.stopping.MAX_MORE_QUERIES` more would not).
+    the judged queries that would settle it: :func:`~flare_core.choosing.accuracy_posterior.forecast`, in
+    steps of :data:`~flare_core.choosing.stopping.QUERY_STEP`; None when even
+    :data:`~flare_core.choosing.stopping.MAX_MORE_QUERIES` more would not).
     """
-    from flare_core.analyses.probes import DEFAULT_TOLERANCE, SURE
-    from flare_core.analyses.stopping import MAX_MORE_QUERIES, QUERY_STEP
+    from flare_core.choosing.probes import DEFAULT_TOLERANCE, SURE
+    from flare_core.choosing.stopping import MAX_MORE_QUERIES, QUERY_STEP
 
     tolerance = DEFAULT_TOLERANCE if tolerance_points is None else float(tolerance_points)
     if len(scores) < 2:

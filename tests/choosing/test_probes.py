@@ -11,10 +11,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, StratifiedShuffleSplit, cross_val_predict
 from sklearn.preprocessing import normalize
 
-from flare_core.analyses import accuracy_posterior as ap
-from flare_core.analyses import probes
-from flare_core.analyses.probes import compare_with_labels, few_label_estimates
-from flare_core.analyses.stopping import stopping_advice
+from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing import probes
+from flare_core.choosing.probes import compare_with_labels, few_label_estimates
+from flare_core.choosing.stopping import stopping_advice
 
 
 def _pool(n: int = 120, k: int = 3, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -283,7 +283,7 @@ def test_advice_never_settles_on_labels_that_carry_no_evidence():
 def test_the_classes_the_labels_are_of_widen_what_few_labels_a_class_can_show():
     # a reading whose own-gap spread shrinks with the labels per class: the same 32 labels said to be of
     # 16 categories (2 a class) leave a wider interval than the same labels of their 2 categories
-    from flare_core.analyses.probe_reading import ProbeReading
+    from flare_core.choosing.probe_reading import ProbeReading
 
     pool, labels = _pool(n=300, k=2)
     rows = np.arange(32)

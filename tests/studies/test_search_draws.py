@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flare_core.benchmark import search_draws as sd
+from bench.studies.draws import search_draws as sd
 
 N_DOCS = 30
 #: Each model's ranking of the documents for every query (every query is the same direction).
