@@ -33,12 +33,14 @@ from flare_core.benchmark.embedding_store import kept_corpora  # noqa: E402
 from flare_core.benchmark.posterior_draws import TOLERANCE, judge_all, per_corpus, summary  # noqa: E402
 
 #: Every estimate judged: the product's and the alternatives it was chosen against, as (prior, reading of
-#: the labels: "learned" on the other corpora, "learned, shared offset" without each model's own line,
-#: "learned, no offset" with its spreads alone, "widened" the sampling error 1.5 times as before).
+#: the labels: "learned" on the other corpora, the offset line shared by every model; "learned with each
+#: model's line" too, and ", shared offset" those lines dropped once learned; "learned, no offset" its
+#: spreads alone; "widened" the sampling error 1.5 times as before the reading).
 VARIANTS = {
     "posterior": ("benchmark", "learned"),
     "before reading": ("benchmark", "widened"),
-    "learned, shared offset": ("benchmark", "learned, shared offset"),
+    "each model's line": ("benchmark", "learned with each model's line"),
+    "each model's line, dropped": ("benchmark", "learned with each model's line, shared offset"),
     "learned, no offset": ("benchmark", "learned, no offset"),
     "with each model's record": ("with models", "learned"),
     "flat prior": ("flat", "learned"),
@@ -70,6 +72,7 @@ def main() -> None:
         "--corpora", default="", help="comma-separated; default every kept classification corpus"
     )
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--variants", default="", help="names of VARIANTS, separated by ; (default: all)")
     parser.add_argument(
         "--ship",
         action="store_true",
@@ -85,7 +88,8 @@ def main() -> None:
     if args.ship:
         _ship(root, records, args.seed)
         return
-    frame = judge_all(str(root), records, args.draws, args.seed, VARIANTS)
+    wanted = [v for v in args.variants.split(";") if v] or list(VARIANTS)
+    frame = judge_all(str(root), records, args.draws, args.seed, {v: VARIANTS[v] for v in wanted})
     print(f"drawn and judged in {time.perf_counter() - start:.0f} s", flush=True)
     result = summary(frame)
     corpora = per_corpus(frame).round(2)

@@ -121,6 +121,7 @@ def judge_corpus(
     seed: int = 0,
     variants: Mapping[str, tuple] = PRODUCT,
     reading: ProbeReading | None = None,
+    lines: ProbeReading | None = None,
 ) -> list[dict[str, Any]]:
     """One row per draw, k and estimate (and one for the label-free pick, k = 0) on the kept corpus
     ``name``; the prior learned from the other ``records``, the labels read with ``reading`` (learned on
@@ -136,7 +137,8 @@ def judge_corpus(
     oracle = oracle_series(record)
     chance = chance_level(record)
     read = {
-        method: priors[which].read_with(_reading(how, reading)) for method, (which, how) in variants.items()
+        method: priors[which].read_with(_reading(how, lines if how.startswith(LINES) else reading))
+        for method, (which, how) in variants.items()
     }
     rows = [{"corpus": name, "draw": -1, "k": 0, "method": "label-free", "pick": ranked[0],
              "lost": lost(oracle, ranked[0], candidates), "rule": rule}]  # fmt: skip
@@ -169,12 +171,21 @@ def judge_corpus(
     return rows
 
 
+#: The readings learned with each model's own offset line too (the product's has the shared line alone).
+LINES = "learned with each model's line"
+
+
+def _lines(variants: Mapping[str, tuple]) -> bool:
+    return any(how.startswith(LINES) for _, how in variants.values())
+
+
 def _reading(how: str, reading: ProbeReading | None) -> ProbeReading | None:
-    """The reading a variant names: "learned" (``reading``), "learned, shared offset" (without each model's
-    own line), "learned, no offset" (its spreads alone) or "widened" (None: the sampling error widened)."""
+    """The reading a variant names: "learned" (``reading``, the shared offset line), "learned with each
+    model's line" (``reading`` learned with them; ", shared offset": their lines dropped once learned),
+    "learned, no offset" (its spreads alone) or "widened" (None: the sampling error widened)."""
     if how == "widened" or reading is None:
         return None
-    if how == "learned, shared offset":
+    if how.endswith(", shared offset"):
         return replace(reading, own={})
     if how == "learned, no offset":
         return replace(reading, own={}, intercept=0.0, slope=0.0)
@@ -313,7 +324,8 @@ def judge_all(
     with threadpool_limits(limits=1, user_api="blas"):  # small matrices: a second BLAS thread only waits
         for n in own:
             reading = left_out_reading(learned, n) if learned else None
-            out.extend(judge_corpus(root, n, own, draws, seed, variants, reading))
+            lines = left_out_reading(learned, n, own_lines=True) if learned and _lines(variants) else None
+            out.extend(judge_corpus(root, n, own, draws, seed, variants, reading, lines))
     return pd.DataFrame(out)
 
 

@@ -65,6 +65,7 @@ def all_rows(
     return [row for n in own for row in corpus_rows(root, n, own[n], draws, seed)]
 
 
-def left_out_reading(rows: Sequence[ReadingRow], name: str) -> ProbeReading:
-    """The reading learned on every corpus of ``rows`` but ``name``."""
-    return fit([r for r in rows if r.corpus != name])
+def left_out_reading(rows: Sequence[ReadingRow], name: str, *, own_lines: bool = False) -> ProbeReading:
+    """The reading learned on every corpus of ``rows`` but ``name`` (``own_lines``: see
+    :func:`~flare_core.choosing.probe_reading.fit`)."""
+    return fit([r for r in rows if r.corpus != name], own_lines=own_lines)

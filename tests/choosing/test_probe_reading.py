@@ -34,7 +34,7 @@ def _rows(own_sd: float, shared_sd: float, corpora: int = 40, seed: int = 0) -> 
 
 
 def test_fit_finds_the_offsets_and_the_spread_it_was_drawn_with():
-    reading = fit(_rows(own_sd=0.03, shared_sd=0.02, corpora=80))
+    reading = fit(_rows(own_sd=0.03, shared_sd=0.02, corpora=80), own_lines=True)
     offset = reading.offset(MODELS, 64, 4)  # 16 labels a class, inside the draws' range
     assert offset.mean() == pytest.approx(-0.10 + 0.02 * 4, abs=0.015)
     assert offset[0] - offset[2] == pytest.approx(0.04, abs=0.02)
@@ -46,8 +46,19 @@ def test_fit_finds_the_offsets_and_the_spread_it_was_drawn_with():
     assert reading.scale == pytest.approx(1.0, abs=0.35)
 
 
+def test_without_own_lines_each_model_s_gap_is_left_to_its_own_spread():
+    rows = _rows(own_sd=0.03, shared_sd=0.02, corpora=80)
+    plain, lines = fit(rows), fit(rows, own_lines=True)
+    assert plain.own == {} and set(lines.own) == set(MODELS)
+    offset = plain.offset(MODELS, 64, 4)
+    assert np.ptp(offset) == 0 and offset.mean() == pytest.approx(-0.10 + 0.02 * 4, abs=0.015)
+    # the models' persistent gaps (4, -4, 0 and 0 points: a spread of √0.0008) join the drawn 0.03
+    tau = np.sqrt(plain.variances(32, 4)[0])
+    assert tau == pytest.approx(np.sqrt(0.03**2 + 0.0008), rel=0.3) and tau > np.sqrt(lines.variances(32, 4)[0])
+
+
 def test_fit_sees_no_own_spread_where_there_is_none():
-    wide, narrow = fit(_rows(0.05, 0.0)), fit(_rows(0.0, 0.0))
+    wide, narrow = fit(_rows(0.05, 0.0), own_lines=True), fit(_rows(0.0, 0.0), own_lines=True)
     assert np.sqrt(narrow.variances(32, 4)[0]) < 0.01 < np.sqrt(wide.variances(32, 4)[0])
 
 
