@@ -1,0 +1,177 @@
+"""Study: label-free scores that read the corpus (pseudo-queries, halves, neighbourhood agreement), judged
+on the answer benchmark's kept corpora exactly as the answer stage judges its geometric rules.
+
+For every kept corpus that is complete (``<root>/<corpus>/record.json``), the candidates' probe scores
+(:mod:`flare_core.benchmark.probe_scores`) are computed once and kept under ``--probes``; a rerun reads
+them. Then, per use (search on the retrieval corpora, classifier on the classification corpora, not sure
+on both), it prints:
+
+- each score's mean Spearman correlation with the use's oracle, with a 95% interval from resampling the
+  corpora (as the answer benchmark's score table);
+- the rule chosen leave one corpus out among the geometric rules alone, and among them with the new
+  scores and their combinations with the effective rank (the mean of the two ranks), with the points
+  each corpus lost;
+- each score's cost: the seconds the candidates took to embed the pseudo-queries and halves.
+
+Usage::
+
+    nice -n 5 .venv/bin/python bench/studies/pseudo_queries.py --compute [--wait-until 20:10]
+    .venv/bin/python bench/studies/pseudo_queries.py [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from flare_core.analyses.label_free_rules import leave_one_corpus_out
+from flare_core.analyses.pseudo_queries import SAMPLE
+from flare_core.answer.label_free import benchmark_cases
+from flare_core.benchmark.answer_suite import GEOMETRIC_RULES, score_rows
+from flare_core.benchmark.probe_scores import PROBE_COLUMNS, probe_scores
+
+ROOT = "/work/bench-runs/benchmark/embeddings"
+PROBES = "/work/bench-runs/benchmark/probes"
+SEARCH = (
+    "chatbot-questions",
+    "data-science-faq",
+    "semanlink-tags",
+    "squad-paragraphs",
+    "aia-bde-faq",
+    "swedish-build-faq",
+)
+#: The new rules judged beside the geometric ones.
+NEW_RULES = (
+    "pseudo_ndcg",
+    "pseudo_mrr",
+    "pseudo_ndcg_sample",
+    "halves",
+    "neighbours",
+    "rank_and_pseudo",
+    "rank_and_halves",
+    "rank_and_neighbours",
+)
+
+
+def complete(root: str) -> list[str]:
+    """The kept corpora whose record is written, search corpora first."""
+    done = sorted(p.parent.name for p in Path(root).glob("*/record.json"))
+    return [c for c in SEARCH if c in done] + [c for c in done if c not in SEARCH]
+
+
+def compute(root: str, probes: str, until: dt.datetime | None, sample: int) -> None:
+    """Probe every complete corpus once; with ``until``, wait for the search corpora until then."""
+    while True:
+        pending = [c for c in complete(root) if not (Path(probes) / c / "scores.json").is_file()]
+        for corpus in pending:
+            record = json.loads((Path(root) / corpus / "record.json").read_text(encoding="utf-8"))
+            if record["oracle"] == "sts_spearman":
+                continue
+            probe_scores(
+                root, probes, corpus, record["candidates"], sample=sample, log=lambda s: print(s, flush=True)
+            )
+            print(f"{corpus}: done", flush=True)
+        waiting = [c for c in SEARCH if c not in complete(root)]
+        if not waiting or until is None or dt.datetime.now(dt.UTC) > until:
+            return
+        if not pending:
+            time.sleep(60)
+
+
+def records_with_probes(root: str, probes: str) -> list[dict]:
+    """The complete corpora's records, each table row with its probe scores (those probed)."""
+    records = []
+    for corpus in complete(root):
+        path = Path(probes) / corpus / "scores.json"
+        if not path.is_file():
+            continue
+        record = json.loads((Path(root) / corpus / "record.json").read_text(encoding="utf-8"))
+        scores = json.loads(path.read_text(encoding="utf-8"))["scores"]
+        record["table"] = [{**row, **scores.get(row["model"], {})} for row in record["table"]]
+        records.append(record)
+    return records
+
+
+def judged(records: list[dict], use: str) -> dict:
+    """Per use: the score rows, the rule chosen leave one corpus out without and with the new scores."""
+    cases = benchmark_cases(records, use)
+    if not cases:
+        return {}
+    before = leave_one_corpus_out(cases, GEOMETRIC_RULES)
+    after = leave_one_corpus_out(cases, GEOMETRIC_RULES + NEW_RULES)
+    singles = {rule: leave_one_corpus_out(cases, (rule,)) for rule in GEOMETRIC_RULES + NEW_RULES}
+    return {
+        "scores": score_rows(cases, use, 0, ("dim", "effective_rank", "uniformity", *PROBE_COLUMNS)),
+        "before": before,
+        "after": after,
+        "singles": {r: {k: v[k] for k in ("mean_lost", "worst_lost", "cases")} for r, v in singles.items()},
+    }
+
+
+def cost(probes: str) -> pd.DataFrame:
+    """Per corpus probed: the texts cut and the candidates' summed seconds to embed them."""
+    rows = []
+    for path in sorted(Path(probes).glob("*/scores.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows.append(
+            {
+                "corpus": data["corpus"],
+                "queries": data["n_queries"],
+                "halves": data["n_halves"],
+                "kinds": data["kinds"],
+                "seconds": float(np.nansum(list(data["seconds"].values()))),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=ROOT)
+    parser.add_argument("--probes", default=PROBES)
+    parser.add_argument("--compute", action="store_true", help="probe every complete corpus not probed yet")
+    parser.add_argument(
+        "--wait-until", default=None, help="HH:MM UTC: wait for the search corpora until then"
+    )
+    parser.add_argument("--sample", type=int, default=SAMPLE, help="pseudo-queries (and halves) per corpus")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    if args.compute:
+        until = None
+        if args.wait_until:
+            hour, minute = (int(x) for x in args.wait_until.split(":"))
+            until = dt.datetime.now(dt.UTC).replace(hour=hour, minute=minute, second=0)
+        compute(args.root, args.probes, until, args.sample)
+        return 0
+    records = records_with_probes(args.root, args.probes)
+    out = {use: judged(records, use) for use in ("search", "classifier", "unsure")}
+    for use, block in out.items():
+        if not block:
+            continue
+        print(f"\n## {use} ({block['before']['cases']} corpora)\n")
+        print(pd.DataFrame(block["scores"]).round(3).to_string(index=False))
+        print("\nsingle rules, leave one corpus out:")
+        print(pd.DataFrame(block["singles"]).T.round(2).to_string())
+        for name in ("before", "after"):
+            loco = block[name]
+            print(
+                f"\n{name}: chosen on all {loco['final']}, mean lost {loco['mean_lost']:.2f}, "
+                f"worst {loco['worst_lost']:.2f}"
+            )
+            print(pd.DataFrame(loco["rows"])[["case", "rule", "lost"]].round(2).to_string(index=False))
+    print("\ncost (candidates' seconds to embed the cut texts, 2 shared cores):")
+    print(cost(args.probes).to_string(index=False))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
