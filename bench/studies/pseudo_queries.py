@@ -67,22 +67,32 @@ def complete(root: str) -> list[str]:
 
 
 def compute(root: str, probes: str, until: dt.datetime | None, sample: int) -> None:
-    """Probe every complete corpus once; with ``until``, wait for the search corpora until then."""
+    """Probe every complete corpus once, a search corpus first whenever one is ready; with ``until``, wait
+    for the search corpora until then."""
     while True:
-        pending = [c for c in complete(root) if not (Path(probes) / c / "scores.json").is_file()]
-        for corpus in pending:
-            record = json.loads((Path(root) / corpus / "record.json").read_text(encoding="utf-8"))
-            if record["oracle"] == "sts_spearman":
-                continue
+        pending = [
+            c
+            for c in complete(root)
+            if not (Path(probes) / c / "scores.json").is_file()
+            and json.loads((Path(root) / c / "record.json").read_text(encoding="utf-8"))["oracle"]
+            != "sts_spearman"
+        ]
+        if pending:
+            record = json.loads((Path(root) / pending[0] / "record.json").read_text(encoding="utf-8"))
             probe_scores(
-                root, probes, corpus, record["candidates"], sample=sample, log=lambda s: print(s, flush=True)
+                root,
+                probes,
+                pending[0],
+                record["candidates"],
+                sample=sample,
+                log=lambda s: print(s, flush=True),
             )
-            print(f"{corpus}: done", flush=True)
+            print(f"{pending[0]}: done", flush=True)
+            continue
         waiting = [c for c in SEARCH if c not in complete(root)]
         if not waiting or until is None or dt.datetime.now(dt.UTC) > until:
             return
-        if not pending:
-            time.sleep(60)
+        time.sleep(60)
 
 
 def records_with_probes(root: str, probes: str) -> list[dict]:
