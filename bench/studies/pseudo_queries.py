@@ -36,9 +36,11 @@ from flare_core.analyses.pseudo_queries import SAMPLE
 from flare_core.answer.label_free import benchmark_cases
 from flare_core.benchmark.answer_suite import GEOMETRIC_RULES, score_rows
 from flare_core.benchmark.probe_scores import PROBE_COLUMNS, probe_scores
+from flare_core.data.benchmark_corpora import load_benchmark_corpus
 
 ROOT = "/work/bench-runs/benchmark/embeddings"
 PROBES = "/work/bench-runs/benchmark/probes"
+SHIPPED = Path(__file__).resolve().parents[2] / "flare_core" / "benchmark" / "answer_benchmark.json"
 SEARCH = (
     "chatbot-questions",
     "data-science-faq",
@@ -66,28 +68,45 @@ def complete(root: str) -> list[str]:
     return [c for c in SEARCH if c in done] + [c for c in done if c not in SEARCH]
 
 
+def shipped_records() -> dict[str, dict]:
+    """The shipped answer benchmark's records, by corpus."""
+    return {r["corpus"]: r for r in json.loads(SHIPPED.read_text(encoding="utf-8"))["corpora"]}
+
+
+def record_of(root: str, corpus: str) -> dict:
+    """The kept record of ``corpus``, or the shipped one while it is not kept."""
+    path = Path(root) / corpus / "record.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else shipped_records()[corpus]
+
+
+def _pending(root: str, probes: str) -> list[str]:
+    """The corpora not probed yet (or probed before their vectors were kept), the search corpora first."""
+    out = []
+    for corpus in list(SEARCH) + [c for c in complete(root) if c not in SEARCH]:
+        kept = (Path(root) / corpus / "record.json").is_file()
+        path = Path(probes) / corpus / "scores.json"
+        if path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("kept", True) == kept:
+            continue
+        if record_of(root, corpus)["oracle"] != "sts_spearman":
+            out.append(corpus)
+    return out
+
+
 def compute(root: str, probes: str, until: dt.datetime | None, sample: int) -> None:
-    """Probe every complete corpus once, a search corpus first whenever one is ready; with ``until``, wait
-    for the search corpora until then."""
+    """Probe every search corpus (from its texts while its vectors are not kept; again once they are) and
+    every complete corpus once, a search corpus first; with ``until``, wait for the search corpora until
+    then."""
     while True:
-        pending = [
-            c
-            for c in complete(root)
-            if not (Path(probes) / c / "scores.json").is_file()
-            and json.loads((Path(root) / c / "record.json").read_text(encoding="utf-8"))["oracle"]
-            != "sts_spearman"
-        ]
+        pending = _pending(root, probes)
         if pending:
-            record = json.loads((Path(root) / pending[0] / "record.json").read_text(encoding="utf-8"))
+            corpus = pending[0]
+            kept = (Path(root) / corpus / "record.json").is_file()
+            texts = None if kept else load_benchmark_corpus(corpus, seed=0).frame["text"].astype(str).tolist()
+            models = record_of(root, corpus)["candidates"]
             probe_scores(
-                root,
-                probes,
-                pending[0],
-                record["candidates"],
-                sample=sample,
-                log=lambda s: print(s, flush=True),
+                root, probes, corpus, models, texts=texts, sample=sample, log=lambda s: print(s, flush=True)
             )
-            print(f"{pending[0]}: done", flush=True)
+            print(f"{corpus}: done", flush=True)
             continue
         waiting = [c for c in SEARCH if c not in complete(root)]
         if not waiting or until is None or dt.datetime.now(dt.UTC) > until:
@@ -96,13 +115,13 @@ def compute(root: str, probes: str, until: dt.datetime | None, sample: int) -> N
 
 
 def records_with_probes(root: str, probes: str) -> list[dict]:
-    """The complete corpora's records, each table row with its probe scores (those probed)."""
+    """The probed corpora's records (kept, or shipped while not kept), each table row with its probe scores."""
     records = []
-    for corpus in complete(root):
+    for corpus in list(SEARCH) + [c for c in complete(root) if c not in SEARCH]:
         path = Path(probes) / corpus / "scores.json"
         if not path.is_file():
             continue
-        record = json.loads((Path(root) / corpus / "record.json").read_text(encoding="utf-8"))
+        record = record_of(root, corpus)
         scores = json.loads(path.read_text(encoding="utf-8"))["scores"]
         record["table"] = [{**row, **scores.get(row["model"], {})} for row in record["table"]]
         records.append(record)

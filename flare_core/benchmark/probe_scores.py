@@ -101,28 +101,65 @@ def probe_scores(
     corpus: str,
     models: Sequence[str],
     *,
+    texts: Sequence[str] | None = None,
     sample: int = SAMPLE,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The probe scores of ``corpus`` (kept under ``root``) for ``models``, read from
-    ``probes/<corpus>/scores.json`` when it holds them all for the same cut, computed (embedding only what
-    is not kept) and written otherwise. Returns ``{"scores": {model: {column: value}}, "seconds": {model:
-    seconds to embed the cut texts}, "n_queries", "n_halves", "kinds"}``."""
+    """The probe scores of ``corpus`` for ``models``, read from ``probes/<corpus>/scores.json`` when it
+    holds them all for the same cut and the same vectors, computed (embedding only what is not kept) and
+    written otherwise. The corpus is the one kept under ``root``; or, given ``texts`` while it is not kept
+    yet, those texts, and then only the scores that need no vector of the corpus (``pseudo_ndcg_sample``,
+    ``halves``; the others NaN). Returns ``{"scores": {model: {column: value}}, "seconds": {model: seconds
+    to embed the cut texts}, "kept", "n_queries", "n_halves", "kinds"}``."""
     folder = Path(probes) / corpus
     path = folder / "scores.json"
+    is_kept = (Path(root) / corpus / "record.json").is_file() or texts is None
     if path.is_file():
-        kept = json.loads(path.read_text(encoding="utf-8"))
-        if set(models) <= set(kept["scores"]) and kept.get("sample") == sample and kept.get("seed") == seed:
-            return kept
-    store = load_kept(root, corpus, models)
-    texts = store.bench.frame["text"].astype(str).tolist()
+        done = json.loads(path.read_text(encoding="utf-8"))
+        if (
+            set(models) <= set(done["scores"])
+            and done.get("sample") == sample
+            and done.get("seed") == seed
+            and done.get("kept", True) == is_kept
+        ):
+            return done
+    store = load_kept(root, corpus, models) if is_kept else None
+    texts = store.bench.frame["text"].astype(str).tolist() if store is not None else [str(t) for t in texts]
     cut = _texts(texts, sample, seed)
     folder.mkdir(parents=True, exist_ok=True)
     texts_path = folder / "texts.json"
     if texts_path.is_file() and json.loads(texts_path.read_text(encoding="utf-8")) != cut:
         raise ValueError(f"{folder} keeps other pseudo-queries: remove it to cut the corpus again")
     atomic.write_json(texts_path, cut)
+    vectors, seconds = _vectors(folder, corpus, models, texts, cut, log)
+    embeddings = store.embeddings if store is not None else None
+    scores = _scores(vectors, embeddings, cut, models)
+    kinds = {kind: cut["kinds"].count(kind) for kind in sorted(set(cut["kinds"]))}
+    result = {
+        "corpus": corpus,
+        "sample": sample,
+        "seed": seed,
+        "kept": is_kept,
+        "scores": scores,
+        "seconds": seconds,
+        "n_queries": len(cut["rows"]),
+        "n_halves": len(cut["half_rows"]),
+        "kinds": kinds,
+    }
+    atomic.write_json(path, result)
+    return result
+
+
+def _vectors(
+    folder: Path,
+    corpus: str,
+    models: Sequence[str],
+    texts: list[str],
+    cut: dict[str, Any],
+    log: Callable[[str], None] | None,
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, float]]:
+    """Each model's vectors of the cut texts (kept in ``folder/<model>.npz``) and its seconds to embed them."""
     vectors, seconds = {}, {}
     for model in models:
         npz = folder / f"{file_name(model)}.npz"
@@ -136,30 +173,29 @@ def probe_scores(
         _save_npz(npz, {**vectors[model], "took": np.array(seconds[model])})
         if log is not None:
             log(f"{corpus}: {model} probes in {seconds[model]:.1f} s")
-    documents = {m: vectors[m].get("corpus", store.embeddings[m]) for m in models}
+    return vectors, seconds
+
+
+def _scores(
+    vectors: dict[str, dict[str, np.ndarray]],
+    embeddings: dict[str, np.ndarray] | None,
+    cut: dict[str, Any],
+    models: Sequence[str],
+) -> dict[str, dict[str, float]]:
+    """Each model's :data:`PROBE_COLUMNS` (NaN for those that need the corpus's kept vectors, without them)."""
+    agreement = neighbour_agreement({m: embeddings[m] for m in models}) if embeddings is not None else {}
     scores = {}
     for model in models:
         v = vectors[model]
-        ndcg, mrr = ndcg_and_mrr(rank_of_own(v["queries"], v["rests"], documents[model], cut["rows"]))
+        ndcg = mrr = float("nan")
+        if embeddings is not None:
+            documents = v.get("corpus", embeddings[model])  # a corpus-fitted model: its own fit's vectors
+            ndcg, mrr = ndcg_and_mrr(rank_of_own(v["queries"], v["rests"], documents, cut["rows"]))
         scores[model] = {
             "pseudo_ndcg": ndcg,
             "pseudo_mrr": mrr,
             "pseudo_ndcg_sample": ndcg_and_mrr(rank_of_own(v["queries"], v["rests"]))[0],
             "halves": halves_score(v["firsts"], v["seconds"]),
+            "neighbours": agreement.get(model, float("nan")),
         }
-    agreement = neighbour_agreement({m: store.embeddings[m] for m in models})
-    for model in models:
-        scores[model]["neighbours"] = agreement[model]
-    kinds = {kind: cut["kinds"].count(kind) for kind in sorted(set(cut["kinds"]))}
-    result = {
-        "corpus": corpus,
-        "sample": sample,
-        "seed": seed,
-        "scores": scores,
-        "seconds": seconds,
-        "n_queries": len(cut["rows"]),
-        "n_halves": len(cut["half_rows"]),
-        "kinds": kinds,
-    }
-    atomic.write_json(path, result)
-    return result
+    return scores

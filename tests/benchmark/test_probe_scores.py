@@ -66,3 +66,19 @@ def test_probe_scores_are_the_models_own_and_read_back_without_embedding(tmp_pat
     for model in MODELS:
         assert again["scores"][model] == pytest.approx(result["scores"][model], abs=1e-12)
     assert again["seconds"] == result["seconds"]
+
+
+def test_a_corpus_not_kept_yet_gets_the_scores_its_texts_allow_and_the_rest_once_kept(tmp_path, small_spam):
+    texts = small_spam.frame["text"].tolist()
+    early = probe_scores(tmp_path / "kept", tmp_path / "probes", "sms-spam", MODELS, texts=texts, sample=20)
+    assert early["kept"] is False
+    for scores in early["scores"].values():
+        assert math.isnan(scores["pseudo_ndcg"]) and math.isnan(scores["neighbours"])
+        assert 0 < scores["pseudo_ndcg_sample"] <= 1 and 0 < scores["halves"] <= 1
+    embed_corpus(small_spam, MODELS, tmp_path / "kept")
+    (tmp_path / "kept" / "sms-spam" / "record.json").write_text("{}", encoding="utf-8")  # judged: kept
+    late = probe_scores(tmp_path / "kept", tmp_path / "probes", "sms-spam", MODELS, texts=texts, sample=20)
+    assert late["kept"] is True and late["seconds"] == early["seconds"]  # nothing embedded again
+    for model in MODELS:
+        assert 0 < late["scores"][model]["pseudo_ndcg"] <= 1 and 0 < late["scores"][model]["neighbours"] <= 1
+        assert late["scores"][model]["halves"] == early["scores"][model]["halves"]
