@@ -92,10 +92,10 @@ def _pending(root: str, probes: str) -> list[str]:
     return out
 
 
-def compute(root: str, probes: str, until: dt.datetime | None, sample: int) -> None:
+def compute(root: str, probes: str, until: dt.datetime | None, sample: int, sample_other: int) -> None:
     """Probe every search corpus (from its texts while its vectors are not kept; again once they are) and
     every complete corpus once, a search corpus first; with ``until``, wait for the search corpora until
-    then."""
+    then. ``sample``: pseudo-queries per search corpus; ``sample_other``: per other corpus."""
     while True:
         pending = _pending(root, probes)
         if pending:
@@ -103,8 +103,9 @@ def compute(root: str, probes: str, until: dt.datetime | None, sample: int) -> N
             kept = (Path(root) / corpus / "record.json").is_file()
             texts = None if kept else load_benchmark_corpus(corpus, seed=0).frame["text"].astype(str).tolist()
             models = record_of(root, corpus)["candidates"]
+            size = sample if corpus in SEARCH else sample_other
             probe_scores(
-                root, probes, corpus, models, texts=texts, sample=sample, log=lambda s: print(s, flush=True)
+                root, probes, corpus, models, texts=texts, sample=size, log=lambda s: print(s, flush=True)
             )
             print(f"{corpus}: done", flush=True)
             continue
@@ -170,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "--wait-until", default=None, help="HH:MM UTC: wait for the search corpora until then"
     )
     parser.add_argument("--sample", type=int, default=SAMPLE, help="pseudo-queries (and halves) per corpus")
+    parser.add_argument("--sample-other", type=int, default=SAMPLE, help="per classification corpus")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     if args.compute:
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.wait_until:
             hour, minute = (int(x) for x in args.wait_until.split(":"))
             until = dt.datetime.now(dt.UTC).replace(hour=hour, minute=minute, second=0)
-        compute(args.root, args.probes, until, args.sample)
+        compute(args.root, args.probes, until, args.sample, args.sample_other)
         return 0
     records = records_with_probes(args.root, args.probes)
     out = {use: judged(records, use) for use in ("search", "classifier", "unsure")}
