@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flare_core.analyses.label_free_rules import leave_one_corpus_out
+from flare_core.analyses.label_free_rules import leave_one_corpus_out, rule_table
 from flare_core.analyses.pseudo_queries import SAMPLE
 from flare_core.answer.label_free import benchmark_cases
 from flare_core.benchmark.answer_suite import GEOMETRIC_RULES, score_rows
@@ -136,13 +136,30 @@ def judged(records: list[dict], use: str) -> dict:
         return {}
     before = leave_one_corpus_out(cases, GEOMETRIC_RULES)
     after = leave_one_corpus_out(cases, GEOMETRIC_RULES + NEW_RULES)
-    singles = {rule: leave_one_corpus_out(cases, (rule,)) for rule in GEOMETRIC_RULES + NEW_RULES}
+    singles = rule_table(cases, GEOMETRIC_RULES + NEW_RULES)
+    scored = ("dim", "effective_rank", "uniformity", *PROBE_COLUMNS)
     return {
-        "scores": score_rows(cases, use, 0, ("dim", "effective_rank", "uniformity", *PROBE_COLUMNS)),
+        "scores": score_rows(cases, use, 0, scored),
         "before": before,
         "after": after,
-        "singles": {r: {k: v[k] for k in ("mean_lost", "worst_lost", "cases")} for r, v in singles.items()},
+        "singles": singles.to_dict(orient="records"),
     }
+
+
+def losses(block: dict) -> str:
+    """The leave-one-corpus-out rule's mean and worst points lost and share within 2, before and after."""
+    parts = []
+    for name in ("before", "after"):
+        loco = block[name]
+        if loco["mean_lost"] is None:
+            parts.append(f"{name}: none")
+            continue
+        lost = pd.DataFrame(loco["rows"])["lost"].dropna()
+        parts.append(
+            f"{name}: chosen on all {loco['final']}, mean {loco['mean_lost']:.2f}, worst {loco['worst_lost']:.2f}, "
+            f"within 2 points {(lost <= 2 + 1e-9).mean():.0%}"
+        )
+    return "; ".join(parts)
 
 
 def cost(probes: str) -> pd.DataFrame:
@@ -186,17 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     for use, block in out.items():
         if not block:
             continue
-        print(f"\n## {use} ({block['before']['cases']} corpora)\n")
+        print(f"\n## {use} ({len(benchmark_cases(records, use))} corpora)\n")
         print(pd.DataFrame(block["scores"]).round(3).to_string(index=False))
-        print("\nsingle rules, leave one corpus out:")
-        print(pd.DataFrame(block["singles"]).T.round(2).to_string())
-        for name in ("before", "after"):
-            loco = block[name]
-            print(
-                f"\n{name}: chosen on all {loco['final']}, mean lost {loco['mean_lost']:.2f}, "
-                f"worst {loco['worst_lost']:.2f}"
-            )
-            print(pd.DataFrame(loco["rows"])[["case", "rule", "lost"]].round(2).to_string(index=False))
+        print("\neach rule alone (the same rule on every corpus):")
+        print(pd.DataFrame(block["singles"]).round(2).to_string(index=False))
+        print(f"\nleave one corpus out: {losses(block)}")
+        if all(block[name]["rows"] for name in ("before", "after")):
+            rows = [
+                pd.DataFrame(block[name]["rows"]).set_index("case")[["rule", "lost"]]
+                for name in ("before", "after")
+            ]
+            print(pd.concat(rows, axis=1, keys=["before", "after"]).round(2).to_string())
     print("\ncost (candidates' seconds to embed the cut texts, 2 shared cores):")
     print(cost(args.probes).to_string(index=False))
     if args.json:
