@@ -54,9 +54,11 @@ NEW_RULES = (
     "pseudo_ndcg",
     "pseudo_mrr",
     "pseudo_ndcg_sample",
+    "pseudo_fused",
     "halves",
     "neighbours",
     "rank_and_pseudo",
+    "rank_and_fused",
     "rank_and_halves",
     "rank_and_neighbours",
 )
@@ -85,7 +87,12 @@ def _pending(root: str, probes: str) -> list[str]:
     for corpus in list(SEARCH) + [c for c in complete(root) if c not in SEARCH]:
         kept = (Path(root) / corpus / "record.json").is_file()
         path = Path(probes) / corpus / "scores.json"
-        if path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("kept", True) == kept:
+        done = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if (
+            done
+            and done.get("kept", True) == kept
+            and all(set(PROBE_COLUMNS) <= set(v) for v in done["scores"].values())
+        ):
             continue
         if record_of(root, corpus)["oracle"] != "sts_spearman":
             out.append(corpus)

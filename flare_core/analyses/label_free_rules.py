@@ -85,6 +85,10 @@ RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
         "the other pseudo-queries' texts",
         lambda t: t["pseudo_ndcg_sample"],
     ),
+    "pseudo_fused": (
+        "how far a model's answers to pseudo-queries cut from your texts agree with every candidate's together",
+        lambda t: t["pseudo_fused"],
+    ),
     "halves": ("how well the first half of a text finds its second half", lambda t: t["halves"]),
     "neighbours": (
         "how far the texts' nearest neighbours agree with the other models'",
@@ -93,6 +97,10 @@ RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
     "rank_and_pseudo": (
         "how many dimensions the texts spread over and the pseudo-queries (mean of the ranks)",
         _rank_and("pseudo_ndcg"),
+    ),
+    "rank_and_fused": (
+        "how many dimensions the texts spread over and the candidates' fused answers (mean of the ranks)",
+        _rank_and("pseudo_fused"),
     ),
     "rank_and_halves": (
         "how many dimensions the texts spread over and the halves (mean of the ranks)",
@@ -110,6 +118,7 @@ _NEEDED = {
     "width_then_flow": ["dim", "flow"],
     "width_and_flow": ["dim", "flow"],
     "rank_and_pseudo": ["effective_rank", "pseudo_ndcg"],
+    "rank_and_fused": ["effective_rank", "pseudo_fused"],
     "rank_and_halves": ["effective_rank", "halves"],
     "rank_and_neighbours": ["effective_rank", "neighbours"],
 }

@@ -163,6 +163,43 @@ def ndcg_and_mrr(ranks: np.ndarray, k: int = K) -> tuple[float, float]:
     return float(ndcg.mean()), float(mrr.mean())
 
 
+def query_similarities(
+    queries: np.ndarray, rests: np.ndarray, documents: np.ndarray, rows: Sequence[int]
+) -> np.ndarray:
+    """The cosine of each query (Q, d) with every text of the corpus (N, d), its own text ``rows[i]``
+    replaced by its rest: (Q, N)."""
+    q, r, d = _unit(queries), _unit(rests), _unit(documents)
+    sims = q @ d.T
+    sims[np.arange(len(q)), np.asarray(rows, dtype=int)] = np.einsum("ij,ij->i", q, r)
+    return sims
+
+
+def fused_ndcg(
+    similarities: Mapping[str, np.ndarray], k: int = K, constant: float = 60.0
+) -> dict[str, float]:
+    """Each model's nDCG@k against the candidates' fused ranking: every model ranks the N texts for each of
+    the Q queries (``similarities[m]`` (Q, N)); reciprocal rank fusion (the sum of 1 / (``constant`` +
+    rank)) orders them, and its first ``k`` are the relevant texts of the query (binary gains)."""
+    ranks = {}
+    for model, sims in similarities.items():
+        order = np.argsort(-np.asarray(sims, dtype=np.float64), axis=1, kind="stable")
+        place = np.empty_like(order)
+        np.put_along_axis(
+            place, order, np.arange(1, order.shape[1] + 1)[None, :].repeat(len(order), 0), axis=1
+        )
+        ranks[model] = place
+    fused = sum(1.0 / (constant + place) for place in ranks.values())
+    width = min(k, fused.shape[1])
+    relevant = np.argsort(-fused, axis=1, kind="stable")[:, :width]
+    ideal = float((1.0 / np.log2(np.arange(2, width + 2))).sum())
+    out = {}
+    for model, place in ranks.items():
+        found = np.take_along_axis(place, relevant, axis=1)  # where the model puts each relevant text
+        gains = np.where(found <= width, 1.0 / np.log2(found + 1.0), 0.0)
+        out[model] = float(gains.sum(axis=1).mean() / ideal)
+    return out
+
+
 def halves_score(firsts: np.ndarray, seconds: np.ndarray, k: int = K) -> float:
     """How well each first half finds its own second half among the sample's second halves, and each second
     half its first: the mean MRR@k of the two directions."""

@@ -11,7 +11,8 @@ and writes, under ``<probes>/<corpus>/``:
   ``corpus``, the corpus's texts embedded by the same fit, for a model fitted on the corpus, whose kept
   vectors came from another fit);
 - ``scores.json``: per model ``pseudo_ndcg``, ``pseudo_mrr`` (the rests ranked among every other text of
-  the corpus), ``pseudo_ndcg_sample`` (among the other rests only), ``halves`` and ``neighbours`` (the
+  the corpus), ``pseudo_ndcg_sample`` (among the other rests only), ``pseudo_fused`` (nDCG@10 against the
+  candidates' fused ranking of every text), ``halves`` and ``neighbours`` (the
   neighbourhood agreement with the other candidates, from the kept vectors), and each model's seconds.
 """
 
@@ -27,18 +28,20 @@ import numpy as np
 
 from flare_core.analyses.pseudo_queries import (
     SAMPLE,
+    fused_ndcg,
     halves,
     halves_score,
     ndcg_and_mrr,
     neighbour_agreement,
     pseudo_queries,
+    query_similarities,
     rank_of_own,
 )
 from flare_core.benchmark.embedding_store import MAX_LENGTH, file_name, load_kept
 from flare_core.store import atomic
 
 #: The scores :func:`probe_scores` writes per model, each oriented so that higher is better.
-PROBE_COLUMNS = ("pseudo_ndcg", "pseudo_mrr", "pseudo_ndcg_sample", "halves", "neighbours")
+PROBE_COLUMNS = ("pseudo_ndcg", "pseudo_mrr", "pseudo_ndcg_sample", "pseudo_fused", "halves", "neighbours")
 
 
 def _texts(texts: Sequence[str], sample: int, seed: int) -> dict[str, Any]:
@@ -119,6 +122,7 @@ def probe_scores(
         done = json.loads(path.read_text(encoding="utf-8"))
         if (
             set(models) <= set(done["scores"])
+            and all(set(PROBE_COLUMNS) <= set(done["scores"][m]) for m in models)
             and done.get("sample") == sample
             and done.get("seed") == seed
             and done.get("kept", True) == is_kept
@@ -184,6 +188,19 @@ def _scores(
 ) -> dict[str, dict[str, float]]:
     """Each model's :data:`PROBE_COLUMNS` (NaN for those that need the corpus's kept vectors, without them)."""
     agreement = neighbour_agreement({m: embeddings[m] for m in models}) if embeddings is not None else {}
+    fused = {}
+    if embeddings is not None:
+        fused = fused_ndcg(
+            {
+                m: query_similarities(
+                    vectors[m]["queries"],
+                    vectors[m]["rests"],
+                    vectors[m].get("corpus", embeddings[m]),
+                    cut["rows"],
+                )
+                for m in models
+            }
+        )
     scores = {}
     for model in models:
         v = vectors[model]
@@ -196,6 +213,7 @@ def _scores(
             "pseudo_mrr": mrr,
             "pseudo_ndcg_sample": ndcg_and_mrr(rank_of_own(v["queries"], v["rests"]))[0],
             "halves": halves_score(v["firsts"], v["seconds"]),
+            "pseudo_fused": fused.get(model, float("nan")),
             "neighbours": agreement.get(model, float("nan")),
         }
     return scores

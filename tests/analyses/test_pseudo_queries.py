@@ -11,11 +11,13 @@ import pytest
 
 from flare_core.analyses.label_free_rules import rule_scores
 from flare_core.analyses.pseudo_queries import (
+    fused_ndcg,
     halves,
     halves_score,
     ndcg_and_mrr,
     neighbour_agreement,
     pseudo_queries,
+    query_similarities,
     rank_of_own,
     sentences,
     split_halves,
@@ -119,3 +121,25 @@ def test_the_new_rules_read_their_columns_and_the_combined_rule_averages_ranks()
     assert rule_scores(table, "pseudo_ndcg").idxmax() == "a"
     assert rule_scores(table, "rank_and_pseudo").tolist() == [2.0, 1.5, 2.5]
     assert rule_scores(table, "halves").isna().all()  # no column: the rule scores none
+
+
+def test_fused_ndcg_scores_each_model_against_the_fused_ranking():
+    # one query, four texts; a, b and d rank them 0, 1, 2, 3; c ranks them 3, 2, 1, 0
+    a = np.array([[0.9, 0.8, 0.7, 0.6]])
+    c = np.array([[0.1, 0.2, 0.3, 0.4]])
+    models = {"a": a, "b": a, "d": a, "c": c}
+    # fused (constant 0): text 0: 3 + 1/4, text 1: 3/2 + 1/3, text 2: 1 + 1/2, text 3: 3/4 + 1
+    scores = fused_ndcg(models, k=2, constant=0.0)  # relevant: texts 0 and 1
+    assert scores["a"] == pytest.approx(1.0) and scores["d"] == pytest.approx(1.0)
+    assert scores["c"] == 0.0  # c's first two are texts 3 and 2, neither relevant
+    # k = 3: relevant 0, 1, 3; a finds 0 and 1 first and second; c finds 3 first and 1 third
+    ideal = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    scores = fused_ndcg(models, k=3, constant=0.0)
+    assert scores["a"] == pytest.approx((1 + 1 / math.log2(3)) / ideal)
+    assert scores["c"] == pytest.approx((1 + 1 / math.log2(4)) / ideal)
+
+
+def test_query_similarities_put_the_rest_in_place_of_the_query_s_own_text():
+    queries, rests = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
+    corpus = np.array([[1.0, 0.0], [1.0, 1.0]])
+    np.testing.assert_allclose(query_similarities(queries, rests, corpus, [0]), [[0.0, 1 / math.sqrt(2)]])

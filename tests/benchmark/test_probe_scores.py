@@ -74,11 +74,12 @@ def test_a_corpus_not_kept_yet_gets_the_scores_its_texts_allow_and_the_rest_once
     assert early["kept"] is False
     for scores in early["scores"].values():
         assert math.isnan(scores["pseudo_ndcg"]) and math.isnan(scores["neighbours"])
+        assert math.isnan(scores["pseudo_fused"])
         assert 0 < scores["pseudo_ndcg_sample"] <= 1 and 0 < scores["halves"] <= 1
     embed_corpus(small_spam, MODELS, tmp_path / "kept")
     (tmp_path / "kept" / "sms-spam" / "record.json").write_text("{}", encoding="utf-8")  # judged: kept
     late = probe_scores(tmp_path / "kept", tmp_path / "probes", "sms-spam", MODELS, texts=texts, sample=20)
     assert late["kept"] is True and late["seconds"] == early["seconds"]  # nothing embedded again
     for model in MODELS:
-        assert 0 < late["scores"][model]["pseudo_ndcg"] <= 1 and 0 < late["scores"][model]["neighbours"] <= 1
+        assert all(0 < late["scores"][model][c] <= 1 for c in ("pseudo_ndcg", "pseudo_fused", "neighbours"))
         assert late["scores"][model]["halves"] == early["scores"][model]["halves"]
