@@ -142,8 +142,10 @@ def judged(records: list[dict], use: str) -> dict:
     if not cases:
         return {}
     before = leave_one_corpus_out(cases, GEOMETRIC_RULES)
-    after = leave_one_corpus_out(cases, GEOMETRIC_RULES + NEW_RULES)
     singles = rule_table(cases, GEOMETRIC_RULES + NEW_RULES)
+    # only the rules that score every corpus compete: one that cannot score a corpus would drop it
+    every = [rule for rule in NEW_RULES if (singles["rule"].eq(rule) & singles["cases"].eq(len(cases))).any()]
+    after = leave_one_corpus_out(cases, GEOMETRIC_RULES + tuple(every))
     scored = ("dim", "effective_rank", "uniformity", *PROBE_COLUMNS)
     return {
         "scores": score_rows(cases, use, 0, scored),
