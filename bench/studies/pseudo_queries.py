@@ -155,6 +155,17 @@ def judged(records: list[dict], use: str) -> dict:
     }
 
 
+def markdown(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table (numbers to 3 figures)."""
+
+    def cell(value: object) -> str:
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def losses(block: dict) -> str:
     """The leave-one-corpus-out rule's mean and worst points lost and share within 2, before and after."""
     parts = []
@@ -213,18 +224,21 @@ def main(argv: list[str] | None = None) -> int:
         if not block:
             continue
         print(f"\n## {use} ({len(benchmark_cases(records, use))} corpora)\n")
-        print(pd.DataFrame(block["scores"]).round(3).to_string(index=False))
+        print(markdown(pd.DataFrame(block["scores"]).drop(columns="use")))
         print("\neach rule alone (the same rule on every corpus):")
-        print(pd.DataFrame(block["singles"]).round(2).to_string(index=False))
+        print(markdown(pd.DataFrame(block["singles"])))
         print(f"\nleave one corpus out: {losses(block)}")
         if all(block[name]["rows"] for name in ("before", "after")):
             rows = [
                 pd.DataFrame(block[name]["rows"]).set_index("case")[["rule", "lost"]]
                 for name in ("before", "after")
             ]
-            print(pd.concat(rows, axis=1, keys=["before", "after"]).round(2).to_string())
+            before, after = (
+                r.add_suffix(f" {name}") for r, name in zip(rows, ("before", "after"), strict=True)
+            )
+            print(markdown(before.join(after, how="outer").reset_index()))
     print("\ncost (candidates' seconds to embed the cut texts, 2 shared cores):")
-    print(cost(args.probes).to_string(index=False))
+    print(markdown(cost(args.probes)))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
     return 0
