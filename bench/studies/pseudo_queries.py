@@ -58,6 +58,7 @@ NEW_RULES = (
     "halves",
     "neighbours",
     "rank_and_pseudo",
+    "rank_and_sample",
     "rank_and_fused",
     "rank_and_halves",
     "rank_and_neighbours",

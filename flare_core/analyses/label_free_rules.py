@@ -98,6 +98,10 @@ RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
         "how many dimensions the texts spread over and the pseudo-queries (mean of the ranks)",
         _rank_and("pseudo_ndcg"),
     ),
+    "rank_and_sample": (
+        "how many dimensions the texts spread over and the pseudo-queries among each other (mean of the ranks)",
+        _rank_and("pseudo_ndcg_sample"),
+    ),
     "rank_and_fused": (
         "how many dimensions the texts spread over and the candidates' fused answers (mean of the ranks)",
         _rank_and("pseudo_fused"),
@@ -118,6 +122,7 @@ _NEEDED = {
     "width_then_flow": ["dim", "flow"],
     "width_and_flow": ["dim", "flow"],
     "rank_and_pseudo": ["effective_rank", "pseudo_ndcg"],
+    "rank_and_sample": ["effective_rank", "pseudo_ndcg_sample"],
     "rank_and_fused": ["effective_rank", "pseudo_fused"],
     "rank_and_halves": ["effective_rank", "halves"],
     "rank_and_neighbours": ["effective_rank", "neighbours"],
