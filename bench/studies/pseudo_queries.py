@@ -183,18 +183,23 @@ def losses(block: dict) -> str:
     return "; ".join(parts)
 
 
-def cost(probes: str) -> pd.DataFrame:
-    """Per corpus probed: the texts cut and the candidates' summed seconds to embed them."""
+def cost(root: str, probes: str) -> pd.DataFrame:
+    """Per corpus probed: the texts it has, the texts cut (sentence and rest, or halves), the candidates'
+    summed seconds to embed the cut texts, and to embed the corpus itself (as kept, the same shared cores)."""
     rows = []
     for path in sorted(Path(probes).glob("*/scores.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
+        record = record_of(root, data["corpus"])
+        table = pd.DataFrame(record["table"]).set_index("model").loc[record["candidates"]]
+        kinds = ", ".join(f"{n} {kind}" for kind, n in data["kinds"].items())
         rows.append(
             {
                 "corpus": data["corpus"],
-                "queries": data["n_queries"],
+                "texts": record["n_texts"],
+                "pseudo-queries": f"{data['n_queries']} ({kinds})",
                 "halves": data["n_halves"],
-                "kinds": data["kinds"],
-                "seconds": float(np.nansum(list(data["seconds"].values()))),
+                "probe s": float(np.nansum(list(data["seconds"].values()))),
+                "corpus s": float(table["embed_seconds"].astype(float).sum()),
             }
         )
     return pd.DataFrame(rows)
@@ -239,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(markdown(before.join(after, how="outer").reset_index()))
     print("\ncost (candidates' seconds to embed the cut texts, 2 shared cores):")
-    print(markdown(cost(args.probes)))
+    print(markdown(cost(args.root, args.probes)))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
     return 0
