@@ -115,7 +115,7 @@ def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[
         cases = benchmark_cases(list(records), use)
         if not cases:
             continue
-        out["scores"] += _score_rows(cases, use, seed)
+        out["scores"] += score_rows(cases, use, seed)
         loco = leave_one_corpus_out(cases, GEOMETRIC_RULES)
         # the same procedure on the same corpora with no record of which models read which texts
         unguarded = leave_one_corpus_out(
@@ -138,10 +138,14 @@ def answer_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[
     return out
 
 
-def _score_rows(cases: list[dict[str, Any]], use: str, seed: int) -> list[dict[str, Any]]:
+def score_rows(
+    cases: list[dict[str, Any]], use: str, seed: int, scores: Sequence[str] = SCORES
+) -> list[dict[str, Any]]:
+    """Per label-free score of ``scores``: its mean Spearman correlation with ``use``'s oracle over
+    ``cases`` (``mean_rho``), with a 95% interval from resampling the corpora (``ci_low``, ``ci_high``)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for score in SCORES:
+    for score in scores:
         rhos = []
         for case in cases:
             models = list(case["models"])

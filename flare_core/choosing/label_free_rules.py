@@ -52,6 +52,11 @@ def _width_and_flow(table: pd.DataFrame) -> pd.Series:
     return (_ranks(table["dim"]) + _ranks(table["flow"])) / 2.0
 
 
+def _rank_and(column: str) -> Callable[[pd.DataFrame], pd.Series]:
+    """The mean of the two ranks: the effective rank's and ``column``'s."""
+    return lambda table: (_ranks(table["effective_rank"]) + _ranks(table[column])) / 2.0
+
+
 #: Every rule: name → (plain words, score function of a table with one row per candidate).
 RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
     "flow": ("information sufficiency (normalizing flows)", lambda t: t["flow"]),
@@ -67,6 +72,60 @@ RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
         "the width and information sufficiency together (mean of the two ranks)",
         _width_and_flow,
     ),
+    "pseudo_ndcg": (
+        "how well pseudo-queries cut from your texts find the rest of their text (nDCG@10)",
+        lambda t: t["pseudo_ndcg"],
+    ),
+    "pseudo_mrr": (
+        "how well pseudo-queries cut from your texts find the rest of their text (MRR@10)",
+        lambda t: t["pseudo_mrr"],
+    ),
+    "pseudo_ndcg_sample": (
+        "how well pseudo-queries cut from your texts find the rest of their text among "
+        "the other pseudo-queries' texts",
+        lambda t: t["pseudo_ndcg_sample"],
+    ),
+    "pseudo_fused": (
+        "how far a model's answers to pseudo-queries cut from your texts agree with every candidate's together",
+        lambda t: t["pseudo_fused"],
+    ),
+    "halves": ("how well the first half of a text finds its second half", lambda t: t["halves"]),
+    "neighbours": (
+        "how far the texts' nearest neighbours agree with the other models'",
+        lambda t: t["neighbours"],
+    ),
+    "rank_and_pseudo": (
+        "how many dimensions the texts spread over and the pseudo-queries (mean of the ranks)",
+        _rank_and("pseudo_ndcg"),
+    ),
+    "rank_and_sample": (
+        "how many dimensions the texts spread over and the pseudo-queries among each other (mean of the ranks)",
+        _rank_and("pseudo_ndcg_sample"),
+    ),
+    "rank_and_fused": (
+        "how many dimensions the texts spread over and the candidates' fused answers (mean of the ranks)",
+        _rank_and("pseudo_fused"),
+    ),
+    "rank_and_halves": (
+        "how many dimensions the texts spread over and the halves (mean of the ranks)",
+        _rank_and("halves"),
+    ),
+    "rank_and_neighbours": (
+        "how many dimensions the texts spread over and the neighbours' agreement (mean of the ranks)",
+        _rank_and("neighbours"),
+    ),
+}
+
+
+#: The columns a rule that combines two reads.
+_NEEDED = {
+    "width_then_flow": ["dim", "flow"],
+    "width_and_flow": ["dim", "flow"],
+    "rank_and_pseudo": ["effective_rank", "pseudo_ndcg"],
+    "rank_and_sample": ["effective_rank", "pseudo_ndcg_sample"],
+    "rank_and_fused": ["effective_rank", "pseudo_fused"],
+    "rank_and_halves": ["effective_rank", "halves"],
+    "rank_and_neighbours": ["effective_rank", "neighbours"],
 }
 
 
@@ -74,7 +133,7 @@ def rule_scores(table: pd.DataFrame, rule: str) -> pd.Series:
     """The scores (one per model of ``table``, its index) that ``rule`` gives; NaN where it cannot score."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}: choose from {list(RULES)}")
-    needed = {"width_then_flow": ["dim", "flow"], "width_and_flow": ["dim", "flow"]}.get(rule, [rule])
+    needed = _NEEDED.get(rule, [rule])
     missing = [c for c in needed if c not in table]
     if missing:
         return pd.Series(np.nan, index=table.index)

@@ -54,7 +54,9 @@ def test_without_own_lines_each_model_s_gap_is_left_to_its_own_spread():
     assert np.ptp(offset) == 0 and offset.mean() == pytest.approx(-0.10 + 0.02 * 4, abs=0.015)
     # the models' persistent gaps (4, -4, 0 and 0 points: a spread of √0.0008) join the drawn 0.03
     tau = np.sqrt(plain.variances(32, 4)[0])
-    assert tau == pytest.approx(np.sqrt(0.03**2 + 0.0008), rel=0.3) and tau > np.sqrt(lines.variances(32, 4)[0])
+    assert tau == pytest.approx(np.sqrt(0.03**2 + 0.0008), rel=0.3) and tau > np.sqrt(
+        lines.variances(32, 4)[0]
+    )
 
 
 def test_fit_sees_no_own_spread_where_there_is_none():
