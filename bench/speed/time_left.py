@@ -15,8 +15,10 @@ collapse), in one cache folder of its own:
 - ``fresh-load`` and ``cached-load``: the same with a CPU load beside the run: one busy Python process
   per core, started as the run starts and stopped as it ends (a shared machine).
 
-The fresh cases use a new embedding cache but the cache folder's model speeds and stage speeds kept so
-far (as a person's second corpus would), so the first fresh case starts from none. Each reading
+Before them, one run that is not judged (``--warm-up``, on the next ``--texts`` snippets) leaves this
+machine's model and stage speeds in the bench's cache folder, as any earlier run would; the fresh cases
+then empty the embedding cache alone (a person's new corpus). ``--no-warm-up`` judges a machine's very
+first run too (priors only, in the first case). Each reading
 (``manifest_remaining_seconds`` of the manifest, once a second while the run runs) is judged against the
 time that was in fact left: the share within ±30% over every reading from the first estimate, and over
 the readings from 20% to 90% of the run (the figure of ``standard_run.py``).
@@ -97,7 +99,7 @@ def judge(samples: list[tuple[float, float | None]], start: float, end: float) -
     }
 
 
-def one_case(case: str, texts: int, cache: Path, runs: Path) -> dict:
+def one_case(case: str, texts: int, cache: Path, runs: Path, offset: int = 0) -> dict:
     from bench.speed.standard_run import EtaSampler
     from flare_core.benchmark.suite import make_run
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
@@ -109,7 +111,8 @@ def one_case(case: str, texts: int, cache: Path, runs: Path) -> dict:
     if fresh:
         shutil.rmtree(cache / "embeddings", ignore_errors=True)
     full = load_benchmark_corpus("rotten-tomatoes")
-    bench = dataclasses.replace(full, frame=full.frame.head(texts).reset_index(drop=True))
+    frame = full.frame.iloc[offset : offset + texts].reset_index(drop=True)
+    bench = dataclasses.replace(full, frame=frame)
     store = RunStore(runs / case)
     run = make_run(store, bench, build_params(models=MODELS))
     load_average = os.getloadavg()[0]
@@ -133,6 +136,11 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=500)
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--save", type=Path, default=None, help="write every figure and reading as JSON here")
+    parser.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="no run before the judged ones: the first starts from priors",
+    )
     args = parser.parse_args()
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = sorted(set(cases) - set(CASES))
@@ -147,6 +155,10 @@ def main() -> None:
             from bench.speed.standard_run import link_models
 
             link_models(models.parent, cache)
+        if not args.no_warm_up:  # this machine's speeds, as an earlier run leaves them
+            warm = one_case("fresh-quiet", args.texts, cache, Path(tmp) / "warm-up", offset=args.texts)
+            results["warm-up"] = warm | {"judged": False}
+            print(f"warm-up run (not judged): {warm['status']} in {warm['wall_s']:.0f} s", flush=True)
         for case in cases:
             results[case] = one_case(case, args.texts, cache, Path(tmp) / "runs")
             r = results[case]
@@ -157,8 +169,9 @@ def main() -> None:
                 f"first estimate after {r['first_estimate_s']} s",
                 flush=True,
             )
+            if args.save is not None:  # after each case: a long bench stopped early keeps what it measured
+                args.save.write_text(json.dumps({"texts": args.texts, "models": MODELS, "cases": results}))
     if args.save is not None:
-        args.save.write_text(json.dumps({"texts": args.texts, "models": MODELS, "cases": results}, indent=1))
         print(f"saved: {args.save}")
 
 

@@ -304,7 +304,7 @@ def run_plan(
     scale = n_texts / 2000
     fit = n_fit / 1800
     embed_units = sum(map(sum, model_embedding_units(costs, corpus_units).values()))
-    fixed = _EMBED_FIXED_SECONDS if any(weight > 0 for weight, _ in costs.values()) else 0.0
+    fixed = _EMBED_FIXED_SECONDS if any(weight > 0 or load > 0 for weight, load in costs.values()) else 0.0
     plan = [StagePlan("embeddings", max(1, round(embed_units)), _EMBED_UNIT_SECONDS, fixed)]
     for index, estimator in enumerate(estimators):
         base, per_fit = _IS_UNIT_SECONDS.get((estimator, is_pool), (0.1, 0.7))

@@ -21,10 +21,11 @@ from flare_core.store import atomic
 from flare_core.store.cache_folder import cache_root
 
 STAGE_SPEEDS = "stage_speeds.json"
-#: A stage shorter than this (prior seconds) says too little about the machine to be kept.
-MIN_PRIOR_SECONDS = 2.0
-#: Bounds of a kept ratio, against nonsense only.
-_LOW, _HIGH = 0.05, 20.0
+#: A stage that took less than this (seconds) says too little about the machine to be kept.
+MIN_MEASURED_SECONDS = 1.0
+#: Bounds of a kept ratio, against nonsense only: a 500-text run's collapse took 28 times its prior on 2
+#: cores shared with other work, its downstream stage 22 times (start-up costs the priors leave out).
+_LOW, _HIGH = 0.02, 100.0
 #: Stages whose plan is not scaled (their priors already come from this machine).
 _OWN_FIGURES = ("embeddings",)
 
@@ -67,8 +68,8 @@ def apply_stage_speeds(plan: Sequence[StagePlan], speeds: Mapping[str, float]) -
 
 def measured_ratios(manifest: Mapping[str, Any]) -> dict[str, float]:
     """``{stage: measured seconds over prior seconds}`` of the finished stages of a run's ``manifest``,
-    against the plan before this machine's figures (its ``base_plan``, else its ``plan``); stages shorter
-    than :data:`MIN_PRIOR_SECONDS` of prior and the embeddings left out."""
+    against the plan before this machine's figures (its ``base_plan``, else its ``plan``); stages that took
+    less than :data:`MIN_MEASURED_SECONDS`, and the embeddings, left out."""
     rows = manifest.get("base_plan") or manifest.get("plan") or []
     stages = manifest.get("stages") or {}
     ratios = {}
@@ -77,7 +78,7 @@ def measured_ratios(manifest: Mapping[str, Any]) -> dict[str, float]:
         started, finished = timestamp_seconds(entry.get("started")), timestamp_seconds(entry.get("finished"))
         if stage.name in _OWN_FIGURES or started is None or finished is None:
             continue
-        if stage.total_prior < MIN_PRIOR_SECONDS or finished <= started:
+        if stage.total_prior <= 0 or finished - started < MIN_MEASURED_SECONDS:
             continue
         ratios[stage.name] = (finished - started) / stage.total_prior
     return ratios
