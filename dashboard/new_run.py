@@ -135,7 +135,8 @@ def show_expected_time(models: list[str], corpus) -> None:
     cached = cached_for_corpus(models, corpus.content_hash, RunParams(models=models).max_length)
     seconds, unmeasured = expected_embedding_seconds(models, texts, cached=cached)
     reused = (
-        f" {len(cached)} of them already embedded these texts here: they are read back in seconds."
+        f" {len(cached)} of them already embedded these texts here: {'it is' if len(cached) == 1 else 'they are'} "
+        "read back in seconds."
         if cached
         else ""
     )
@@ -143,7 +144,8 @@ def show_expected_time(models: list[str], corpus) -> None:
         slowest = max(seconds, key=seconds.get)
         st.caption(
             f":material/timer: Embedding {len(texts):,} texts should take {describe_duration(sum(seconds.values()))} "
-            f"with the {len(seconds)} models whose speed was measured on this machine (slowest: "
+            f"with the {'model' if len(seconds) == 1 else f'{len(seconds)} models'} whose speed was measured "
+            "on this machine (slowest: "
             f"{escape(slowest)}, {describe_duration(seconds[slowest])}).{reused}"
             + (f" Not measured here yet: {escape(', '.join(unmeasured))}." if unmeasured else "")
         )
