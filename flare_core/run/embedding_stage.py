@@ -236,12 +236,18 @@ class _EmbeddingHandler:
             self.answer_when_ready()
 
     def _keep_speed(self, model_id: str, info: dict[str, Any]) -> None:
-        """Keep the speed this run measured for ``model_id`` as this machine's (the New run page and the next
-        run's plan read it): not a cache hit's, nor one over fewer than :data:`MIN_MEASURED_TEXTS` texts; the
-        load time not when it included building the model (a distil built on first use)."""
+        """Keep the speed this run measured for the registry model ``model_id`` as this machine's (the New run
+        page and the next run's plan read it): not a cache hit's, nor one over fewer than
+        :data:`MIN_MEASURED_TEXTS` texts; the load time not when it included building the model (a distil
+        built on first use)."""
+        from flare_core.encoders import get_spec
         from flare_core.encoders.cost import keep_run_speed
 
         if info.get("from_cache") or self.n_texts < MIN_MEASURED_TEXTS or not info.get("chars_per_s"):
+            return
+        try:
+            get_spec(model_id)
+        except ValueError:  # a local folder or a hub id: no registry entry to keep a speed under
             return
         record = {k: info[k] for k in ("texts_per_s", "chars_per_s", "load_s", "embed_s") if k in info}
         if model_id in self.building:
