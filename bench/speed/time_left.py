@@ -120,13 +120,17 @@ def one_case(case: str, texts: int, cache: Path, runs: Path, offset: int = 0) ->
     with Load((os.cpu_count() or 1) if loaded else 0), EtaSampler(store.root) as eta:
         status = jobs.run_in_process(run)
     figures = judge(eta.samples, eta.start, eta.end)
-    plan = {row["name"]: round(row["units"] * row["prior_seconds"] + row.get("fixed_seconds", 0), 1)
-            for row in run.manifest.get("plan", [])}  # fmt: skip
+    plan = {
+        row["name"]: round(row["units"] * row["prior_seconds"] + row.get("fixed_seconds", 0), 1)
+        for row in run.manifest.get("plan", [])
+    }
     return figures | {
-        "status": status, "load_average_at_start": round(load_average, 2), "planned_s": plan,
+        "status": status,
+        "load_average_at_start": round(load_average, 2),
+        "planned_s": plan,
         "stages_s": run.manifest.get("timings", {}),
         "readings_s": [[round(t - eta.start, 1), None if e is None else round(e, 1)] for t, e in eta.samples],
-    }  # fmt: skip
+    }
 
 
 def main() -> None:

@@ -272,9 +272,13 @@ def keep_run_speed(model_id: str, record: dict[str, Any], n_texts: int, device: 
     with file_lock(measurements_path().with_suffix(".lock")):
         before = load_measurements().get(kind, {}).get(model_id, {})
         fields = {
-            **before, **record, "texts": int(n_texts), "from": "run", "host": platform.node(),
+            **before,
+            **record,
+            "texts": int(n_texts),
+            "from": "run",
+            "host": platform.node(),
             "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }  # fmt: skip
+        }
         save_measurements({model_id: fields}, kind)
 
 

@@ -63,7 +63,7 @@ def pending_steps() -> list[PrepareStep]:
                 ids,
                 base.build_seconds,
                 lambda b=base: build_distils(b),
-            )  # fmt: skip
+            )
         )
     return sorted(steps, key=lambda step: step.seconds)
 
@@ -110,9 +110,13 @@ def start_in_background() -> int | None:
     with open(log, "a", encoding="utf-8") as out:  # noqa: PTH123 - the child keeps its own copy
         proc = subprocess.Popen(
             [sys.executable, "-m", "flare_core.cli", "models", "--prepare"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            env=dict(os.environ), preexec_fn=_nice,
-        )  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=dict(os.environ),
+            preexec_fn=_nice,
+        )
     return proc.pid
 
 

@@ -352,9 +352,11 @@ def embedding_costs(run: Run, params: RunParams) -> dict[str, tuple[float, float
     models = run.manifest["models"]
     stored = load_measurements().get(this_device_kind(params.device), {})
     cached = cached_models(
-        [m["id"] for m in models], run.manifest["corpus"]["content_hash"], cache_root() / "embeddings",
+        [m["id"] for m in models],
+        run.manifest["corpus"]["content_hash"],
+        cache_root() / "embeddings",
         params.max_length,
-    )  # fmt: skip
+    )
     return {m["id"]: model_cost(m, stored.get(m["id"]), cached=m["id"] in cached) for m in models}
 
 

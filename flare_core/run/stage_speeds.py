@@ -4,8 +4,12 @@ next run starts from it.
 Each finished stage of a run (:func:`keep_stage_speeds`) leaves its measured seconds over its prior
 seconds (the plan's, before this machine's figures were applied) in ``<cache>/stage_speeds.json``; a
 stage's figure is the geometric mean of its last one and the new ratio, so one run under load moves it
-halfway. :func:`apply_stage_speeds` scales a new plan's stages by them. The embedding stage is left out:
-its plan already reads each model's speed measured here (:func:`flare_core.run.eta.measured_cost`).
+halfway, and it counts the runs behind it. :func:`apply_stage_speeds` scales a new plan's stages by them,
+each drawn towards the priors as much as it has few runs behind it: ``ratio ** (n / (n + 1))`` after ``n``
+runs (the square root after one). On 2 cores shared with other work one run's stages ran 15 to 35 times
+their priors and the next run's 1.4 to 4.4 times: a single run says little about the next. The embedding
+stage is left out: its plan already reads each model's speed measured here
+(:func:`flare_core.run.eta.measured_cost`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ MIN_MEASURED_SECONDS = 1.0
 #: Bounds of a kept ratio, against nonsense only: a 500-text run's collapse took 28 times its prior on 2
 #: cores shared with other work, its downstream stage 22 times (start-up costs the priors leave out).
 _LOW, _HIGH = 0.02, 100.0
+#: The runs a stage's figure counts at most (its weight against the priors stops growing there).
+_MAX_RUNS = 9
 #: Stages whose plan is not scaled (their priors already come from this machine).
 _OWN_FIGURES = ("embeddings",)
 
@@ -35,8 +41,8 @@ def speeds_path() -> Path:
     return cache_root() / STAGE_SPEEDS
 
 
-def load_stage_speeds() -> dict[str, float]:
-    """``{stage: measured over prior seconds}`` on this machine (empty when none is kept or unreadable)."""
+def _kept() -> dict[str, tuple[float, int]]:
+    """``{stage: (ratio, runs)}`` as kept (empty when none is kept or the file is unreadable)."""
     try:
         stored = json.loads(speeds_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -44,11 +50,19 @@ def load_stage_speeds() -> dict[str, float]:
     found = stored.get("stages") if isinstance(stored, dict) else None
     if not isinstance(found, dict):
         return {}
-    return {
-        str(k): float(v["ratio"])
-        for k, v in found.items()
-        if isinstance(v, dict) and isinstance(v.get("ratio"), int | float) and _LOW <= v["ratio"] <= _HIGH
-    }
+    kept = {}
+    for name, entry in found.items():
+        ratio = entry.get("ratio") if isinstance(entry, dict) else None
+        runs = entry.get("runs", 1) if isinstance(entry, dict) else None
+        if isinstance(ratio, int | float) and _LOW <= ratio <= _HIGH and isinstance(runs, int) and runs >= 1:
+            kept[str(name)] = (float(ratio), runs)
+    return kept
+
+
+def load_stage_speeds() -> dict[str, float]:
+    """``{stage: the factor a new plan scales it by}`` on this machine: each kept ratio drawn towards 1 by
+    the few runs behind it, ``ratio ** (runs / (runs + 1))`` (empty when none is kept)."""
+    return {name: ratio ** (runs / (runs + 1)) for name, (ratio, runs) in _kept().items()}
 
 
 def apply_stage_speeds(plan: Sequence[StagePlan], speeds: Mapping[str, float]) -> list[StagePlan]:
@@ -93,12 +107,11 @@ def keep_stage_speeds(manifest: Mapping[str, Any]) -> dict[str, float]:
     if not ratios:
         return load_stage_speeds()
     with file_lock(speeds_path().with_suffix(".lock")):
-        kept = load_stage_speeds()
+        kept = _kept()
         for name, ratio in ratios.items():
             ratio = min(_HIGH, max(_LOW, ratio))
-            before = kept.get(name)
-            kept[name] = ratio if before is None else math.sqrt(before * ratio)
-        atomic.write_json(
-            speeds_path(), {"version": 1, "stages": {k: {"ratio": round(v, 4)} for k, v in kept.items()}}
-        )
-    return kept
+            before, runs = kept.get(name, (None, 0))
+            kept[name] = (ratio if before is None else math.sqrt(before * ratio), min(runs + 1, _MAX_RUNS))
+        stages = {k: {"ratio": round(r, 4), "runs": n} for k, (r, n) in kept.items()}
+        atomic.write_json(speeds_path(), {"version": 1, "stages": stages})
+    return load_stage_speeds()

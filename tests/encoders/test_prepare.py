@@ -38,9 +38,15 @@ class TinyBase:
 
     def base(self) -> DistilBase:
         return DistilBase(
-            "tiny-bert", "tiny", "n/a", lambda: builtin.minilm_dir() / "tokenizer.json", lambda: "tiny-1",
-            self.forward, lambda: True, 3.0,
-        )  # fmt: skip
+            "tiny-bert",
+            "tiny",
+            "n/a",
+            lambda: builtin.minilm_dir() / "tokenizer.json",
+            lambda: "tiny-1",
+            self.forward,
+            lambda: True,
+            3.0,
+        )
 
 
 @pytest.fixture

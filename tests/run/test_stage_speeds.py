@@ -45,10 +45,23 @@ def test_a_measured_speed_prices_reading_and_loading():
 
 def _plan(costs):
     return run_plan(
-        n_texts=500, n_fit=450, costs=costs, corpus_units=500.0, estimators=["gmm"], is_units=12,
-        is_pool=False, collapse_models=[], collapse_texts=[], max_length=256, geometry=True,
-        downstream=False, validation=False, maps=False, collapse=False, concentration=False,
-    )  # fmt: skip
+        n_texts=500,
+        n_fit=450,
+        costs=costs,
+        corpus_units=500.0,
+        estimators=["gmm"],
+        is_units=12,
+        is_pool=False,
+        collapse_models=[],
+        collapse_texts=[],
+        max_length=256,
+        geometry=True,
+        downstream=False,
+        validation=False,
+        maps=False,
+        collapse=False,
+        concentration=False,
+    )
 
 
 def test_a_cached_run_is_not_taken_for_a_fast_machine():
@@ -88,19 +101,27 @@ def test_a_stage_measured_over_its_prior_is_kept_and_scales_the_next_plan(tmp_pa
     }
     manifest = {"base_plan": plan, "plan": [], "stages": stages}
     assert measured_ratios(manifest) == {"sufficiency_flow": pytest.approx(2.0)}
-    assert keep_stage_speeds(manifest) == {"sufficiency_flow": pytest.approx(2.0)}
-    # a second run at 8 times its prior: the geometric mean of 2 and 8
+    # one run behind it: drawn halfway to the priors (in ratio), the square root of 2
+    assert keep_stage_speeds(manifest) == {"sufficiency_flow": pytest.approx(2**0.5)}
+    # a second run at 8 times its prior: the geometric mean of 2 and 8 is 4, two runs behind it: 4 ** (2/3)
     stages["sufficiency_flow"]["finished"] = _stamp(30 + 8 * 24)
-    assert keep_stage_speeds(manifest)["sufficiency_flow"] == pytest.approx(4.0)
+    assert keep_stage_speeds(manifest)["sufficiency_flow"] == pytest.approx(4 ** (2 / 3))
     assert json.loads((tmp_path / "stage_speeds.json").read_text())["stages"]["sufficiency_flow"] == {
-        "ratio": 4.0
+        "ratio": 4.0,
+        "runs": 2,
     }
     scaled = apply_stage_speeds(
         [StagePlan("embeddings", 100, 0.1), StagePlan("sufficiency_flow", 10, 2.0, 4.0)],
         {**load_stage_speeds(), "embeddings": 9.0},
     )
     assert scaled[0] == StagePlan("embeddings", 100, 0.1)  # its plan reads each model's speed already
-    assert scaled[1] == StagePlan("sufficiency_flow", 10, 8.0, 16.0)
+    assert scaled[1].prior_seconds == pytest.approx(2.0 * 4 ** (2 / 3))
+    assert scaled[1].fixed_seconds == pytest.approx(4.0 * 4 ** (2 / 3))
+    # many runs at 4: the figure stops growing its weight at 9 runs, 4 ** (9/10)
+    for _ in range(12):
+        stages["sufficiency_flow"]["finished"] = _stamp(30 + 4 * 24)
+        kept = keep_stage_speeds(manifest)["sufficiency_flow"]
+    assert kept == pytest.approx(4**0.9, rel=1e-3)
 
 
 def test_a_damaged_speeds_file_is_no_figure(tmp_path, monkeypatch):
@@ -118,9 +139,16 @@ def _run(store, corpus_path, models):
     from flare_core.run.params import RunParams
 
     params = RunParams(
-        models=models, estimators=["gmm"], controls=[], geometry=True, maps=False, downstream=False,
-        validation=[], collapse=False, concentration=False,
-    )  # fmt: skip
+        models=models,
+        estimators=["gmm"],
+        controls=[],
+        geometry=True,
+        maps=False,
+        downstream=False,
+        validation=[],
+        collapse=False,
+        concentration=False,
+    )
     run = create_run(store, load_corpus(corpus_path, text_column="text"), params)
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
     return run
@@ -152,7 +180,10 @@ def test_a_run_keeps_each_models_speed_and_the_next_run_reads_it_and_the_cache(t
     seconds, unmeasured = expected_embedding_seconds(models, texts, device="cpu")
     assert set(seconds) == set(models) and unmeasured == []
     kept_speeds = load_stage_speeds()
-    assert kept_speeds == pytest.approx(measured_ratios(first.manifest), rel=1e-3)
+    # one run behind each figure: the square root of what it measured
+    assert kept_speeds == pytest.approx(
+        {k: v**0.5 for k, v in measured_ratios(first.manifest).items()}, rel=1e-3
+    )
 
     corpus_hash = first.manifest["corpus"]["content_hash"]
     assert cached_for_corpus(models, corpus_hash, 256) == models
