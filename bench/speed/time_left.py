@@ -99,8 +99,26 @@ def judge(samples: list[tuple[float, float | None]], start: float, end: float) -
     }
 
 
-def one_case(case: str, texts: int, cache: Path, runs: Path, offset: int = 0) -> dict:
+def recording_sampler(runs_dir: Path):
+    """An :class:`~bench.speed.standard_run.EtaSampler` that also keeps the stage records of each reading
+    (``stages`` of the manifest at ``now``): the case can be replayed against another estimator, as
+    ``tests/run/recorded/eta_500_texts.json`` is."""
     from bench.speed.standard_run import EtaSampler
+
+    class Recording(EtaSampler):
+        def __init__(self, root: Path) -> None:
+            super().__init__(root)
+            self.states: list[dict] = []
+
+        def _moments(self, run_path: Path, manifest: dict, now: float) -> None:
+            if not self.states or now - self.states[-1]["now"] >= 1.0:
+                self.states.append({"now": now, "stages": manifest.get("stages", {})})
+            super()._moments(run_path, manifest, now)
+
+    return Recording(runs_dir)
+
+
+def one_case(case: str, texts: int, cache: Path, runs: Path, offset: int = 0) -> dict:
     from flare_core.benchmark.suite import make_run
     from flare_core.data.benchmark_corpora import load_benchmark_corpus
     from flare_core.run import jobs
@@ -117,9 +135,15 @@ def one_case(case: str, texts: int, cache: Path, runs: Path, offset: int = 0) ->
     run = make_run(store, bench, build_params(models=MODELS))
     load_average = os.getloadavg()[0]
     print(f"{case}: load average {load_average:.2f} at the start", flush=True)
-    with Load((os.cpu_count() or 1) if loaded else 0), EtaSampler(store.root) as eta:
+    with Load((os.cpu_count() or 1) if loaded else 0), recording_sampler(store.root) as eta:
         status = jobs.run_in_process(run)
     figures = judge(eta.samples, eta.start, eta.end)
+    recording = {
+        "started": run.manifest.get("started"),
+        "finished": run.manifest.get("finished"),
+        "plan": run.manifest.get("plan"),
+        "readings": eta.states,
+    }
     plan = {
         row["name"]: round(row["units"] * row["prior_seconds"] + row.get("fixed_seconds", 0), 1)
         for row in run.manifest.get("plan", [])
@@ -130,6 +154,7 @@ def one_case(case: str, texts: int, cache: Path, runs: Path, offset: int = 0) ->
         "planned_s": plan,
         "stages_s": run.manifest.get("timings", {}),
         "readings_s": [[round(t - eta.start, 1), None if e is None else round(e, 1)] for t, e in eta.samples],
+        "recording": recording,
     }
 
 
@@ -140,6 +165,12 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=500)
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--save", type=Path, default=None, help="write every figure and reading as JSON here")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        help="write each case's plan and stage records at every reading as JSON here (for replays)",
+    )
     parser.add_argument(
         "--no-warm-up",
         action="store_true",
@@ -174,7 +205,11 @@ def main() -> None:
                 flush=True,
             )
             if args.save is not None:  # after each case: a long bench stopped early keeps what it measured
-                args.save.write_text(json.dumps({"texts": args.texts, "models": MODELS, "cases": results}))
+                figures = {c: {k: v for k, v in r.items() if k != "recording"} for c, r in results.items()}
+                args.save.write_text(json.dumps({"texts": args.texts, "models": MODELS, "cases": figures}))
+            if args.record is not None:  # every reading's stage records, to replay against another estimator
+                recordings = {c: r["recording"] for c, r in results.items()}
+                args.record.write_text(json.dumps(recordings))
     if args.save is not None:
         print(f"saved: {args.save}")
 
