@@ -5,9 +5,8 @@ Each finished stage of a run (:func:`keep_stage_speeds`) leaves its measured sec
 seconds (the plan's, before this machine's figures were applied) in ``<cache>/stage_speeds.json``; a
 stage's figure is the geometric mean of its last one and the new ratio, so one run under load moves it
 halfway, and it counts the runs behind it. :func:`apply_stage_speeds` scales a new plan's stages by them,
-each drawn towards the priors as much as it has few runs behind it: ``ratio ** (n / (n + 0.5))`` after
-``n`` runs (the power 2/3 after one; replayed on a recorded 500-text run, the readings within ±30% were
-40% with the square root, 89% with 2/3, 51% with the ratio itself). On 2 cores shared with other work one run's stages ran 15 to 35 times
+each drawn towards the priors as much as it has few runs behind it: ``ratio ** (n / (n + 1))`` after ``n``
+runs (the square root after one). On 2 cores shared with other work one run's stages ran 15 to 35 times
 their priors and the next run's 1.4 to 4.4 times: a single run says little about the next. The embedding
 stage is left out: its plan already reads each model's speed measured here
 (:func:`flare_core.run.eta.measured_cost`).
@@ -62,8 +61,8 @@ def _kept() -> dict[str, tuple[float, int]]:
 
 def load_stage_speeds() -> dict[str, float]:
     """``{stage: the factor a new plan scales it by}`` on this machine: each kept ratio drawn towards 1 by
-    the few runs behind it, ``ratio ** (runs / (runs + 0.5))`` (empty when none is kept)."""
-    return {name: ratio ** (runs / (runs + 0.5)) for name, (ratio, runs) in _kept().items()}
+    the few runs behind it, ``ratio ** (runs / (runs + 1))`` (empty when none is kept)."""
+    return {name: ratio ** (runs / (runs + 1)) for name, (ratio, runs) in _kept().items()}
 
 
 def apply_stage_speeds(plan: Sequence[StagePlan], speeds: Mapping[str, float]) -> list[StagePlan]:
