@@ -16,9 +16,16 @@ from flare_core.answer.label_free import USE_WORDS
 from flare_core.errors import CorpusError, RunNotFound
 from flare_core.run import jobs
 from flare_core.run.create import check_embedding_names, create_run
-from flare_core.run.eta import describe_duration, expected_embedding_seconds
+from flare_core.run.eta import cached_for_corpus, describe_duration, expected_embedding_seconds
 from flare_core.run.inputs import available_models, max_upload_mb, preview_table
-from flare_core.run.params import DEFAULT_CONTROLS, ESTIMATOR_CHOICES, FLOW_PRESETS, TOLERANCES, build_params
+from flare_core.run.params import (
+    DEFAULT_CONTROLS,
+    ESTIMATOR_CHOICES,
+    FLOW_PRESETS,
+    TOLERANCES,
+    RunParams,
+    build_params,
+)
 from flare_core.run.precheck import (
     CorpusPrecheck,
     FieldCheck,
@@ -120,22 +127,33 @@ def precheck_embeddings_file(file_id: str, _data: bytes, file_name: str, n_rows:
     return precheck_embeddings(_data, name=file_name, n_rows=n_rows)
 
 
-def show_expected_time(models: list[str], texts: list[str]) -> None:
-    """The time the chosen models should take to embed the corpus here, from ``flare models --measure``."""
-    seconds, unmeasured = expected_embedding_seconds(models, texts)
+def show_expected_time(models: list[str], corpus) -> None:
+    """The time the chosen models should take to embed the corpus here, from the speeds measured on this
+    machine (by earlier runs and ``flare models --measure``); models whose embeddings of this corpus are
+    cached only load."""
+    texts = corpus.texts
+    cached = cached_for_corpus(models, corpus.content_hash, RunParams(models=models).max_length)
+    seconds, unmeasured = expected_embedding_seconds(models, texts, cached=cached)
+    reused = (
+        f" {len(cached)} of them already embedded these texts here: {'it is' if len(cached) == 1 else 'they are'} "
+        "read back in seconds."
+        if cached
+        else ""
+    )
     if seconds:
         slowest = max(seconds, key=seconds.get)
         st.caption(
             f":material/timer: Embedding {len(texts):,} texts should take {describe_duration(sum(seconds.values()))} "
-            f"with the {len(seconds)} measured models on this machine (slowest: {escape(slowest)}, "
-            f"{describe_duration(seconds[slowest])})."
-            + (f" Not measured here: {escape(', '.join(unmeasured))}." if unmeasured else "")
+            f"with the {'model' if len(seconds) == 1 else f'{len(seconds)} models'} whose speed was measured "
+            "on this machine (slowest: "
+            f"{escape(slowest)}, {describe_duration(seconds[slowest])}).{reused}"
+            + (f" Not measured here yet: {escape(', '.join(unmeasured))}." if unmeasured else "")
         )
     elif unmeasured:
         st.caption(
-            "How long embedding will take is not known yet: the models' speed has not been measured on this "
-            "machine.",
-            help="Measure it once, in a terminal, with `flare models --measure` (a few minutes); this page "
+            "How long embedding will take is not known yet: these models have not run on this machine. "
+            "The first run measures them.",
+            help="Or measure them once, in a terminal, with `flare models --measure` (a few minutes); this page "
             "then shows the expected embedding time.",
         )
 
@@ -391,7 +409,7 @@ except ValueError as exc:
     show_check(names_status, FieldCheck("error", str(exc)))
     blocked.append("the embeddings' names")
 if corpus is not None and models:
-    show_expected_time(models, corpus.texts)
+    show_expected_time(models, corpus)
 if not (models or embedding_rows):
     blocked.append("no model")
     st.caption("Tick a model or add an embeddings file to start.")

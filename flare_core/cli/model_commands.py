@@ -20,7 +20,7 @@ TABLE_COLUMNS = [
 
 
 def add_models_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """``flare models [--json] [--measure [--texts N] [--models IDS] [--device D]]``."""
+    """``flare models [--json] [--prepare] [--measure [--texts N] [--models IDS] [--device D]]``."""
     p = sub.add_parser(
         "models", parents=parents, help="list the model registry and what each model costs here"
     )
@@ -29,6 +29,12 @@ def add_models_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="measure speed, load time and peak memory of every available model on a standard sample "
         "and keep the figures (the New run page shows the expected time from them)",
+    )
+    p.add_argument(
+        "--prepare",
+        action="store_true",
+        help="make every model of the pool ready now (unpack all-mpnet-base-v2, build the distilled static "
+        "models), so that a first run does not wait for them; nothing to do once done",
     )
     p.add_argument("--texts", type=int, default=500, help="--measure: texts of the standard sample (500)")
     p.add_argument(
@@ -60,6 +66,11 @@ def add_budget_options(p: argparse.ArgumentParser) -> None:
 def cmd_models(args: argparse.Namespace) -> int:
     from flare_core.encoders.model_costs import measure_registry, model_rows
 
+    if args.prepare:
+        from flare_core.encoders.prepare import prepare_models
+
+        prepare_models(progress=lambda line: print(line, flush=True))
+        return 0
     if args.measure:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
         found = measure_registry(

@@ -347,7 +347,12 @@ def _add_app(sub: Any, common: argparse.ArgumentParser) -> None:
         "name of a proxy in front of it; requests to any name not its own are refused",
     )
     p.add_argument("--headless", action="store_true", help="do not open a browser")
-    p.add_argument("--no-demo", action="store_true", help="do not prepare the demo run")
+    p.add_argument(
+        "--no-demo",
+        action="store_true",
+        help="do not prepare the demo run, nor build the pool's models in the background on a first launch "
+        "(flare models --prepare does that)",
+    )
     p.add_argument(
         "--dev",
         action="store_true",

@@ -96,10 +96,17 @@ def cmd_app(args: argparse.Namespace) -> int:
     upload_mb = max_upload_mb()
     jobs.dispatch(store)  # runs that waited in the queue while nothing ran start now
     if not args.no_demo:
+        from flare_core.encoders.prepare import prepare_log, start_in_background
         from flare_core.run.demo import ensure_demo_run
 
         run_id = ensure_demo_run(store, background=True)
         print(f"demo run: {run_id} (it pauses while a run you start works)", file=sys.stderr)
+        if start_in_background() is not None:  # a first launch: the pool's models are built meanwhile
+            print(
+                "making every model of the pool ready in the background (a few minutes, once; "
+                f"progress in {prepare_log()})",
+                file=sys.stderr,
+            )
     generated = token != os.environ.get("FLARE_OWNER_TOKEN")
     viewer_only = _truthy_in(env, "FLARE_VIEWER_ONLY")
     for line in start_lines(args.host, args.port, token, generated=generated, viewer_only=viewer_only):

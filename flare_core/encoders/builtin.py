@@ -117,6 +117,11 @@ def mpnet_available() -> bool:
     return True
 
 
+def mpnet_unpacked() -> bool:
+    """True when all-mpnet-base-v2's files are unpacked in the cache folder (its first use has nothing to do)."""
+    return _mpnet_complete(cache_root() / "models" / MPNET_FOLDER)
+
+
 def mpnet_revision() -> str:
     versions = [package_version(d) or "missing" for d in MPNET_PACKAGES]
     return "parts-" + "-".join(versions) if len(set(versions)) > 1 else f"parts-{versions[0]}"

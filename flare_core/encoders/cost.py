@@ -262,6 +262,32 @@ def save_measurements(records: dict[str, dict[str, Any]], device: str | None) ->
     return atomic.write_json(measurements_path(), {"version": 1, "devices": stored})
 
 
+def keep_run_speed(model_id: str, record: dict[str, Any], n_texts: int, device: str | None) -> None:
+    """Keep the speed a run measured for ``model_id`` on ``n_texts`` texts as this machine's figure for
+    ``device``'s kind (``from`` ``"run"``), the fields it lacks (a load time that included a build) kept
+    from the figure before; under the store's lock, so that two runs finishing at once both count."""
+    from flare_core.store.locks import file_lock
+
+    kind = device_kind(str(_default_device(device)))
+    with file_lock(measurements_path().with_suffix(".lock")):
+        before = load_measurements().get(kind, {}).get(model_id, {})
+        fields = {
+            **before,
+            **record,
+            "texts": int(n_texts),
+            "from": "run",
+            "host": platform.node(),
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        save_measurements({model_id: fields}, kind)
+
+
+def _default_device(device: str | None) -> str:
+    from flare_core.device import pick_device
+
+    return str(pick_device(device))
+
+
 def measure_models(
     model_ids: Sequence[str],
     texts: Sequence[str],

@@ -88,6 +88,45 @@ def annotate_entry(
         atomic.write_json(sidecar, {**meta, **extra})
 
 
+def cached_models(
+    model_ids: Sequence[str], corpus_hash: str, cache_dir: str | Path, max_length: int | None
+) -> set[str]:
+    """The registry models of ``model_ids`` whose embeddings of the corpus ``corpus_hash`` (at
+    ``max_length``) are in the cache, their revision today's (a model fitted on the corpus: the revision of
+    its kind, before the fit's part): read from the entries' sidecars, without loading any model (a model
+    outside the registry counts as not cached)."""
+    from flare_core.encoders.registry import get_spec
+
+    revisions = {}
+    for model in model_ids:
+        try:
+            spec = get_spec(model)
+        except ValueError:
+            continue
+        revisions[model] = _fit_free(spec.revision)
+    found: set[str] = set()
+    for sidecar in Path(cache_dir).glob("*.json") if revisions else ():
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        model = meta.get("model_id") if isinstance(meta, dict) else None
+        if (
+            model in revisions
+            and meta.get("corpus_hash") == corpus_hash
+            and meta.get("max_length") == max_length
+            and _fit_free(meta.get("revision")) == revisions[model]
+            and sidecar.with_suffix(".npy").is_file()
+        ):
+            found.add(model)
+    return found
+
+
+def _fit_free(revision: object) -> str:
+    """A corpus-fitted model's revision without the part naming its fit (``"...|fit:<hash>"``)."""
+    return str(revision).split("|fit:")[0]
+
+
 def supports_max_length(encoder: Encoder) -> bool:
     """Whether ``encoder.encode`` takes ``max_length`` (named, or through ``**kwargs``)."""
     try:

@@ -130,14 +130,24 @@ def distil_spec(base: DistilBase, width: int) -> ModelSpec:
     )  # fmt: skip
 
 
-def load_distil(base: DistilBase, width: int, spec: ModelSpec) -> Encoder:
-    import json
+def build_distils(base: DistilBase) -> bool:
+    """Build every width of ``base``'s distils unless they are built; returns whether it built them.
 
+    One process builds them at a time (a lock beside their folders): a run that needs them while another
+    process (``flare models --prepare``, another run) builds them waits for that build instead of doing it
+    again."""
     from flare_core.encoders import distil
+    from flare_core.store.locks import file_lock
 
-    model_id = base.distil_id(width)
     base_revision = base.revision()
-    if not distil.distil_ready(model_id, base_revision):
+    ready = lambda: all(  # noqa: E731
+        distil.distil_ready(base.distil_id(w), base_revision) for w in DISTIL_WIDTHS
+    )
+    if ready():
+        return False
+    with file_lock(distil.distil_dir(base.distil_id(DISTIL_WIDTHS[0])).parent / f".{base.short}.lock"):
+        if ready():  # built by the process that held the lock
+            return False
         from tokenizers import Tokenizer
 
         vocab = Tokenizer.from_file(str(base.tokenizer_file())).get_vocab()
@@ -147,6 +157,16 @@ def load_distil(base: DistilBase, width: int, spec: ModelSpec) -> Encoder:
         targets = {base.distil_id(w): w for w in DISTIL_WIDTHS}
         meta = {"base": base.model, "base_revision": base_revision, "sif": distil.SIF_COEFFICIENT}
         distil.write_distils(outputs, ids, targets, meta)
+    return True
+
+
+def load_distil(base: DistilBase, width: int, spec: ModelSpec) -> Encoder:
+    import json
+
+    from flare_core.encoders import distil
+
+    model_id = base.distil_id(width)
+    build_distils(base)
     tokenizer_file = base.tokenizer_file()
     vocab = json.loads(tokenizer_file.read_text(encoding="utf-8")).get("model", {}).get("vocab", {})
     unk = next((vocab[t] for t in ("[UNK]", "<unk>") if isinstance(vocab, dict) and t in vocab), None)

@@ -17,8 +17,15 @@ from typing import Any
 
 from flare_core.compute import Executor, LocalExecutor, Outcome, Resources
 from flare_core.compute.scheduler import Task, Unit, run_units
+from flare_core.encoders.extra_models import distil_build_seconds
 from flare_core.errors import Cancelled
-from flare_core.run.eta import embedding_cost, model_embedding_units, seconds_to_units, text_units
+from flare_core.run.eta import (
+    embedding_cost,
+    measured_cost,
+    model_embedding_units,
+    seconds_to_units,
+    text_units,
+)
 from flare_core.run.params import RunParams
 from flare_core.store.cache_folder import cache_root
 from flare_core.store.manifest import record_worker, roles, set_model
@@ -26,6 +33,8 @@ from flare_core.store.runs import Run
 
 #: A first answer compares candidates: it waits for at least this many embedded ones.
 MIN_ANSWERED = 2
+#: A run keeps a model's speed as this machine's when it embedded at least this many texts.
+MIN_MEASURED_TEXTS = 100
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ def embedding_stage(
     executor: Executor | None = None,
     on_candidates: Callable[[], None] | None = None,
     on_some_candidates: Callable[[bool], None] | None = None,
+    costs: dict[str, tuple[float, float]] | None = None,
 ) -> None:
     """Embed the corpus with every model not stored yet, one :class:`EmbedUnit` per model on ``executor``,
     in :func:`embedding_order`; ``on_candidates()`` runs as soon as every candidate is stored or failed,
@@ -52,6 +62,7 @@ def embedding_stage(
     Each unit streams its embeddings into the shared embedding cache and returns the file; the run
     store then copies it. With no executor (or a serial local one) the units run here, in order, with
     per-batch progress; on a pool or cluster they run side by side and report when each finishes.
+    Progress counts in the units of the run's plan: each model's ``costs`` (:func:`embedding_costs`).
     """
     models = run.manifest["models"]
     todo = []
@@ -65,7 +76,7 @@ def embedding_stage(
     ex = executor or LocalExecutor()
     handler = _EmbeddingHandler(
         run, params, texts, report, ex, done=len(models) - len(todo), on_candidates=on_candidates,
-        on_some_candidates=on_some_candidates,
+        on_some_candidates=on_some_candidates, costs=costs or embedding_costs(run, params),
     )  # fmt: skip
     role_of = roles(run)
     todo = embedding_order(todo, role_of, handler.units)
@@ -113,6 +124,7 @@ class _EmbeddingHandler:
         done: int,
         on_candidates: Callable[[], None] | None = None,
         on_some_candidates: Callable[[bool], None] | None = None,
+        costs: dict[str, tuple[float, float]],
     ) -> None:
         self.run, self.params, self.report = run, params, report
         self.on_candidates, self.on_some_candidates = on_candidates, on_some_candidates
@@ -124,7 +136,7 @@ class _EmbeddingHandler:
         # weighted by the model's cost (all-mpnet-base-v2 reads a text in ~7 times all-MiniLM-L6-v2's time)
         self.n_texts = len(texts)
         corpus_units = text_units(texts, params.max_length)
-        units = model_embedding_units({m["id"]: model_cost(m) for m in run.manifest["models"]}, corpus_units)
+        units = model_embedding_units(costs, corpus_units)
         self.load_units = {model: load for model, (load, _) in units.items()}
         self.read_units = {model: read for model, (_, read) in units.items()}
         self.work_total = round(sum(self.load_units.values()) + sum(self.read_units.values()))
@@ -133,6 +145,7 @@ class _EmbeddingHandler:
             for m in run.manifest["models"]
             if m.get("status") == "done"
         )
+        self.building = {m["id"] for m in run.manifest["models"] if distil_build_seconds(m["id"]) > 0}
         self.in_process = not executor.remote
         self.texts = executor.put(texts)
         wants_gpu = not self.in_process and params.device is not None and params.device.startswith("cuda")
@@ -208,6 +221,7 @@ class _EmbeddingHandler:
             else:
                 dim = int(run.load_embeddings(model_id, mmap=True).shape[1])
                 set_model(run, model_id, status="done", dim=dim, **info)
+                self._keep_speed(model_id, info)
         if error is not None:
             set_model(run, model_id, status="failed", error=f"{type(error).__name__}: {error}")
         self.done += 1
@@ -220,6 +234,25 @@ class _EmbeddingHandler:
             self.candidates_left.discard(model_id)
             self.candidates_done.append(model_id)
             self.answer_when_ready()
+
+    def _keep_speed(self, model_id: str, info: dict[str, Any]) -> None:
+        """Keep the speed this run measured for the registry model ``model_id`` as this machine's (the New run
+        page and the next run's plan read it): not a cache hit's, nor one over fewer than
+        :data:`MIN_MEASURED_TEXTS` texts; the load time not when it included building the model (a distil
+        built on first use)."""
+        from flare_core.encoders import get_spec
+        from flare_core.encoders.cost import keep_run_speed
+
+        if info.get("from_cache") or self.n_texts < MIN_MEASURED_TEXTS or not info.get("chars_per_s"):
+            return
+        try:
+            get_spec(model_id)
+        except ValueError:  # a local folder or a hub id: no registry entry to keep a speed under
+            return
+        record = {k: info[k] for k in ("texts_per_s", "chars_per_s", "load_s", "embed_s") if k in info}
+        if model_id in self.building:
+            record.pop("load_s", None)
+        keep_run_speed(model_id, record, self.n_texts, self.params.device)
 
     def check_stop(self) -> None:
         self.run.check_cancelled()
@@ -285,19 +318,46 @@ def _encoder_kind(encoder: Any) -> str:
     return "transformer" if isinstance(encoder, TransformerEncoder) else encoder.spec.kind
 
 
-def model_cost(model: dict[str, Any]) -> tuple[float, float]:
-    """The model's :func:`~flare_core.run.eta.embedding_cost`: ``(weight, load_units)``; a distilled static
-    model not built yet also loads for its share of the build (the forward pass over the vocabulary)."""
+def model_cost(
+    model: dict[str, Any], measured: dict[str, Any] | None = None, *, cached: bool = False
+) -> tuple[float, float]:
+    """The model's cost of embedding: ``(weight, load_units)``. From its speed ``measured`` on this machine
+    when there is one (:func:`~flare_core.run.eta.measured_cost`), else the prior of its kind
+    (:func:`~flare_core.run.eta.embedding_cost`); a model whose embeddings of the corpus are ``cached``
+    reads nothing. A distilled static model not built yet also loads for its share of the build (the
+    forward pass over the vocabulary)."""
     from flare_core.encoders import get_spec
     from flare_core.encoders.extra_models import distil_build_seconds
 
     if model.get("kind") == "precomputed":
         return 0.0, 0.0
     try:
-        weight, load = embedding_cost(get_spec(model["id"]))
+        spec = get_spec(model["id"])
     except ValueError:  # hub ids and local folders: priced like all-MiniLM-L6-v2
-        return embedding_cost(None)
-    return weight, load + seconds_to_units(distil_build_seconds(model["id"]))
+        spec = None
+    found = measured_cost(getattr(spec, "kind", None), measured, cached=cached)
+    weight, load = found if found is not None else embedding_cost(spec)
+    if cached and found is None:
+        weight = 0.0
+    return weight, load + seconds_to_units(distil_build_seconds(model["id"]) if spec is not None else 0.0)
+
+
+def embedding_costs(run: Run, params: RunParams) -> dict[str, tuple[float, float]]:
+    """Each model's :func:`model_cost` in ``run``: from the speeds measured on this machine (by ``flare
+    models --measure`` and by earlier runs) and whether its embeddings of this corpus are cached."""
+    from flare_core.encoders.cost import load_measurements
+    from flare_core.encoders.embedding_cache import cached_models
+    from flare_core.encoders.model_costs import this_device_kind
+
+    models = run.manifest["models"]
+    stored = load_measurements().get(this_device_kind(params.device), {})
+    cached = cached_models(
+        [m["id"] for m in models],
+        run.manifest["corpus"]["content_hash"],
+        cache_root() / "embeddings",
+        params.max_length,
+    )
+    return {m["id"]: model_cost(m, stored.get(m["id"]), cached=m["id"] in cached) for m in models}
 
 
 def token_model(run: Run, model_id: str) -> tuple[float, int]:

@@ -13,6 +13,11 @@ fixed start-up cost and a prior cost per unit for a 2-core laptop CPU. The estim
   of the units done), drawn towards the run's rate by ``_SHRINK_SECONDS`` of prior, so that its first
   unit or two (two finishing at once on two workers, a model still loading) do not swing it.
 
+The plan reads this machine where it can: the embedding stage prices each model at the speed measured
+here (:func:`measured_cost`; a model whose embeddings of the corpus are cached at its load alone), and
+the later stages start from this machine's earlier runs (:mod:`flare_core.run.stage_speeds`), so that
+the run's rate measures today's load, not the distance between this machine and the priors.
+
 ``remaining_seconds`` is None until one unit has finished (nothing measured yet). Before a run,
 ``expected_embedding_seconds`` scales each model's measured speed to the corpus.
 """
@@ -175,6 +180,26 @@ def embedding_cost(spec: Any) -> tuple[float, float]:
     return _KIND_WEIGHT.get(kind, 1.0), load
 
 
+def measured_cost(
+    kind: str | None, record: Mapping[str, Any] | None, *, cached: bool
+) -> tuple[float, float] | None:
+    """``(weight, load_units)`` of a model from the speed measured on this machine (``record``: its
+    ``chars_per_s`` and ``load_s``, :mod:`flare_core.encoders.cost`), or None when it has no speed.
+
+    The weight makes the model read 100 characters in ``100 / chars_per_s`` seconds. A model fitted on the
+    corpus (``kind`` ``"corpus"``) learns while it loads and its speed counts that: it loads for nothing
+    more. A model whose embeddings of this corpus are ``cached`` reads nothing (the stored file is copied):
+    it costs its load alone (a fitted model fits again)."""
+    speed = float((record or {}).get("chars_per_s") or 0.0)
+    if speed <= 0:
+        return None
+    load_s = max(0.0, float(record.get("load_s") or 0.0))  # type: ignore[union-attr]
+    weight = 100.0 / (speed * _EMBED_UNIT_SECONDS)
+    if cached:
+        return 0.0, load_s / _EMBED_UNIT_SECONDS
+    return weight, (0.0 if kind == "corpus" else load_s) / _EMBED_UNIT_SECONDS
+
+
 def model_embedding_units(
     costs: Mapping[str, tuple[float, float]], corpus_units: float
 ) -> dict[str, tuple[float, float]]:
@@ -279,7 +304,7 @@ def run_plan(
     scale = n_texts / 2000
     fit = n_fit / 1800
     embed_units = sum(map(sum, model_embedding_units(costs, corpus_units).values()))
-    fixed = _EMBED_FIXED_SECONDS if any(weight > 0 for weight, _ in costs.values()) else 0.0
+    fixed = _EMBED_FIXED_SECONDS if any(weight > 0 or load > 0 for weight, load in costs.values()) else 0.0
     plan = [StagePlan("embeddings", max(1, round(embed_units)), _EMBED_UNIT_SECONDS, fixed)]
     for index, estimator in enumerate(estimators):
         base, per_fit = _IS_UNIT_SECONDS.get((estimator, is_pool), (0.1, 0.7))
@@ -332,23 +357,49 @@ def manifest_remaining_seconds(manifest: Mapping[str, Any], now: float) -> float
 
 
 def expected_embedding_seconds(
-    models: Sequence[str], texts: Sequence[str], device: str | None = None
+    models: Sequence[str], texts: Sequence[str], device: str | None = None, *, cached: Sequence[str] = ()
 ) -> tuple[dict[str, float], list[str]]:
-    """``({model: seconds}, unmeasured)``: how long each measured model of ``models`` should take to load
-    and embed ``texts`` on this machine, and the models with no measurement here (the registry of
-    :mod:`flare_core.encoders.model_costs`)."""
+    """``({model: seconds}, unmeasured)``: how long each model of ``models`` should take to load and embed
+    ``texts`` on this machine, from the speeds measured here (by ``flare models --measure`` and by every
+    run: :mod:`flare_core.encoders.model_costs`), and the models with no measurement here. A model whose
+    embeddings of these texts are ``cached`` only loads: its measured load time, else its kind's prior."""
     from flare_core.encoders.cost import expected_seconds, load_measurements
     from flare_core.encoders.model_costs import this_device_kind
 
     stored = load_measurements().get(this_device_kind(device), {})
     seconds, unmeasured = {}, []
     for model in models:
-        value = expected_seconds(stored[model], texts) if model in stored else None
+        record = stored.get(model) or {}
+        if model in cached:
+            load = record.get("load_s")
+            seconds[model] = float(load) if load is not None else _prior_load_seconds(model)
+            continue
+        value = expected_seconds(record, texts) if record else None
         if value is None:
             unmeasured.append(model)
         else:
             seconds[model] = value
     return seconds, unmeasured
+
+
+def cached_for_corpus(models: Sequence[str], corpus_hash: str, max_length: int | None) -> list[str]:
+    """The ``models`` whose embeddings of the corpus ``corpus_hash`` are in this machine's embedding cache
+    (a run reads them from it instead of embedding again), in the order given."""
+    from flare_core.encoders.embedding_cache import cached_models
+    from flare_core.store.cache_folder import cache_root
+
+    found = cached_models(models, corpus_hash, cache_root() / "embeddings", max_length)
+    return [m for m in models if m in found]
+
+
+def _prior_load_seconds(model: str) -> float:
+    from flare_core.encoders import get_spec
+
+    try:
+        spec = get_spec(model)
+    except ValueError:
+        spec = None
+    return embedding_cost(spec)[1] * _EMBED_UNIT_SECONDS
 
 
 def describe_duration(seconds: float) -> str:

@@ -15,6 +15,7 @@ resumes where it stopped. Each stage is a module of this package.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -26,12 +27,13 @@ from flare_core.answer.write import write_verdict
 from flare_core.compute import Executor
 from flare_core.data.judgements import JUDGEMENTS
 from flare_core.run.baseline_stages import downstream_stage, geometry_stage, maps_stage
-from flare_core.run.embedding_stage import embedding_stage, model_cost, token_model
+from flare_core.run.embedding_stage import embedding_costs, embedding_stage, token_model
 from flare_core.run.eta import StagePlan, run_plan, text_units
 from flare_core.run.labels_stage import comparison_stage
 from flare_core.run.outcomes import StageRunner
 from flare_core.run.params import RunParams
 from flare_core.run.progress import ProgressReporter
+from flare_core.run.stage_speeds import apply_stage_speeds, keep_stage_speeds, load_stage_speeds
 from flare_core.run.sufficiency_stage import densities_on_cuda, sufficiency_stage
 from flare_core.run.summary import summary_table
 from flare_core.run.token_stages import collapse_rows, collapse_stage, concentration_stage
@@ -75,8 +77,12 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     texts = corpus["text"].tolist()
     labels = corpus["label"].tolist() if run.manifest["corpus"].get("has_labels") else None
 
-    plan = _plan(run, params, texts)
-    run.update(plan=[dataclasses.asdict(stage) for stage in plan])
+    costs = embedding_costs(run, params)
+    base = _plan(run, params, texts, costs)
+    plan = apply_stage_speeds(base, load_stage_speeds())  # as fast as this machine ran them before
+    run.update(
+        plan=[dataclasses.asdict(stage) for stage in plan], base_plan=[dataclasses.asdict(s) for s in base]
+    )
     # Asked-for workers (or Ray) run both stages on one executor. Automatic: the embeddings run in this
     # process with every core (one heavy model, all-mpnet-base-v2, dominates the stage and is fastest
     # with all threads), then a large IS matrix gets a pool of its own.
@@ -88,7 +94,7 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
             embedding_stage(
                 run, params, texts, report, executor,
                 on_candidates=lambda: _answer_first(run, stages, labels),
-                on_some_candidates=lambda first: _answer_early(run, stages, labels, first),
+                on_some_candidates=lambda first: _answer_early(run, stages, labels, first), costs=costs,
             )  # fmt: skip
         ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
         if not ok:
@@ -113,6 +119,8 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
             executor.close()
     stages.run("summary", lambda: summary_table(run))
     stages.run("verdict", lambda: write_verdict(run, provisional=False))
+    with contextlib.suppress(OSError):  # the next run's plan: how fast this machine ran each stage
+        keep_stage_speeds(run.manifest)
 
 
 def _answer_first(run: Run, stages: StageRunner, labels) -> None:
@@ -181,10 +189,12 @@ def _later_stages(
         )
 
 
-def _plan(run: Run, params: RunParams, texts: list[str]) -> list[StagePlan]:
-    """The run's stages with their prior costs, for the time-left estimate."""
+def _plan(
+    run: Run, params: RunParams, texts: list[str], costs: dict[str, tuple[float, float]]
+) -> list[StagePlan]:
+    """The run's stages with their prior costs, for the time-left estimate; ``costs``: each model's
+    embedding cost (:func:`~flare_core.run.embedding_stage.embedding_costs`)."""
     n_texts = len(texts)
-    costs = {model["id"]: model_cost(model) for model in run.manifest["models"]}
     role_of = {m["id"]: m.get("role", "candidate") for m in run.manifest["models"]}
     sources = [m for m in costs if role_of[m] != "reference"]
     targets = [m for m in costs if role_of[m] != "control"]
