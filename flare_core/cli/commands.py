@@ -452,6 +452,13 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr)
 
+    if args.kept:
+        from flare_core.benchmark.map_suite import markdown_tables as map_tables
+        from flare_core.cli.benchmark_commands import kept_map_benchmark
+
+        result = kept_map_benchmark(store, args, progress)
+        print(to_json(result) if args.json else map_tables(result))
+        return 0
     if args.rejudge:
         result = benchmark.rejudge_benchmark(store, progress=progress)
     elif args.table_only:
