@@ -34,7 +34,7 @@ import pandas as pd
 
 from flare_core.analyses.correlate import ranking_correlation
 from flare_core.analyses.label_free_rules import points_lost
-from flare_core.benchmark.map_kept import MAP_ESTIMATORS, load_result, read_stage
+from flare_core.benchmark.map_kept import MAP_ESTIMATORS, load_result, read_stage, unit_seconds
 from flare_core.data.benchmark_corpora import GROUPED_BY_CLASS
 
 #: Each use: (the record's oracle it needs, the table column it is judged by).
@@ -82,7 +82,8 @@ def is_columns(out: str | Path, corpus: str) -> pd.DataFrame:
 def map_record(root: str | Path, out: str | Path, corpus: str) -> dict[str, Any]:
     """The map record of ``corpus``: its answer record's ``corpus``, ``task``, ``oracle``, ``n_texts``,
     ``candidates``, ``controls``, ``best`` and ``table`` (with the IS columns joined), ``groups_by_class``,
-    ``stages`` (each finished estimator's ``stage.json`` less the models), ``seconds`` (their sum), and
+    ``stages`` (each finished estimator's ``stage.json`` less the models, with ``unit_seconds``: its units'
+    seconds summed), ``seconds`` (the stages' wall seconds summed), and
     ``controls_outrank`` (estimator → control → how many candidates its score exceeds)."""
     answer = json.loads((Path(root) / corpus / "record.json").read_text(encoding="utf-8"))
     table = pd.DataFrame(answer["table"]).set_index("model")
@@ -93,6 +94,7 @@ def map_record(root: str | Path, out: str | Path, corpus: str) -> dict[str, Any]
         stage = read_stage(out, corpus, estimator)
         if stage is not None:
             stages[estimator] = {k: v for k, v in stage.items() if k not in ("models", "roles", "corpus")}
+            stages[estimator]["unit_seconds"] = unit_seconds(out, corpus, estimator)
     candidates, controls = answer["candidates"], answer.get("controls", [])
     outrank = {
         estimator: {

@@ -115,6 +115,17 @@ def estimate_kept(
     return record
 
 
+def unit_seconds(out: str | Path, corpus: str, estimator: str) -> float:
+    """The seconds the stored units of ``estimator`` on ``corpus`` took, summed (a group of conditionals
+    trained together shares its time among its pairs): the stage's cost without the time it stood stopped,
+    where a stage was stopped and resumed."""
+    folder = stage_dir(out, corpus, estimator) / "pairs"
+    total = 0.0
+    for path in [*folder.glob("marginals/*.json"), *folder.glob("pairs/*.json")]:
+        total += float(json.loads(path.read_text(encoding="utf-8")).get("seconds") or 0.0)
+    return round(total, 1)
+
+
 def load_result(out: str | Path, corpus: str, estimator: str):
     """The kept matrix of ``estimator`` on ``corpus`` (a :class:`SufficiencyResult`)."""
     from flare_core.analyses.sufficiency import SufficiencyResult

@@ -119,10 +119,14 @@ def markdown_tables(result: dict[str, Any], scores: Sequence[str] = HEADLINE) ->
         for (use, corpus), row in wide.iterrows():
             cells = " | ".join("–" if pd.isna(row.get(s)) else f"{row[s]:.2f}" for s in shown)
             lines.append(f"| {use} | {corpus} | {cells} |")
-    lines += ["", "| corpus | models | texts | mixtures s | flows s |", "| --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "| corpus | models | texts | mixtures: units s | flows: units s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for record in result["corpora"]:
         stages = record["stages"]
-        took = [f"{stages[e]['seconds']:.0f}" if e in stages else "–" for e in ("gmm", "flow")]
+        took = [f"{stages[e]['unit_seconds']:.0f}" if e in stages else "–" for e in ("gmm", "flow")]
         rows = next(iter(stages.values()))["n_rows"]
         lines.append(f"| {record['corpus']} | {len(record['table'])} | {rows:,} | {took[0]} | {took[1]} |")
     return "\n".join(lines)

@@ -105,6 +105,8 @@ def test_the_map_is_estimated_from_the_kept_vectors_and_judged_as_by_hand(kept):
         candidates = record["candidates"]
         assert sorted(candidates) == sorted(MODELS) and record["controls"] == [CONTROL]
         assert set(record["stages"]) == {"flow", "gmm"} and record["stages"]["flow"]["n_rows"] == N_TEXTS
+        for stage in record["stages"].values():  # the units' seconds, within the stage's
+            assert 0 < stage["unit_seconds"] <= stage["seconds"] + 0.1
         for score in ("flow", "gmm", "flow:cond_only_median_norm", "gmm:is_median_raw", "effective_rank"):
             want = spearmanr(table.loc[candidates, score], table.loc[candidates, "oracle"]).statistic
             got = per[
