@@ -212,3 +212,48 @@ def map_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str
         "scores": clean,
         "per_corpus": json.loads(pd.DataFrame(per_corpus).to_json(orient="records", double_precision=15)),
     }
+
+
+#: The rule sets compared leave one corpus out: the answer's geometric rules alone, and with information
+#: sufficiency as one more rule (each estimator alone, and the width's rules that read the flows).
+RULE_SETS = {
+    "geometric": ("dim", "effective_rank", "uniformity"),
+    "geometric + mixtures": ("dim", "effective_rank", "uniformity", "gmm"),
+    "geometric + flows": ("dim", "effective_rank", "uniformity", "flow", "width_then_flow", "width_and_flow"),
+}
+
+
+def is_rule_table(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Information sufficiency as a rule of the label-free answer, judged as the answer stage judges its
+    rules (:func:`~flare_core.analyses.label_free_rules.leave_one_corpus_out` over the answer's cases of
+    each use): per use and rule set of :data:`RULE_SETS`, on the corpora whose records hold every score the
+    set reads, ``mean_lost``, ``worst_lost``, ``cases`` and ``final`` (the rule chosen on them all), beside
+    the geometric rules alone on the same corpora (``alone_mean_lost``, ``alone_worst_lost``)."""
+    from flare_core.analyses.label_free_rules import leave_one_corpus_out
+    from flare_core.answer.label_free import USE_WORDS, benchmark_cases
+
+    rows = []
+    for name, rules in list(RULE_SETS.items())[1:]:
+        needed = {"gmm"} if "gmm" in rules else {"flow"}
+        held = [r for r in records if r["table"] and needed <= set(r["table"][0])]
+        held = [r for r in held if all(row.get(s) is not None for row in r["table"] for s in needed)]
+        for use in USE_WORDS:
+            cases = benchmark_cases(list(held), use) if use != "unsure" else []
+            if len(cases) < 3:
+                continue
+            alone = leave_one_corpus_out(cases, RULE_SETS["geometric"])
+            loco = leave_one_corpus_out(cases, rules)
+            rows.append(
+                {
+                    "use": use,
+                    "rules": name,
+                    "cases": loco["cases"],
+                    "mean_lost": loco["mean_lost"],
+                    "worst_lost": loco["worst_lost"],
+                    "final": loco["final"],
+                    "alone_mean_lost": alone["mean_lost"],
+                    "alone_worst_lost": alone["worst_lost"],
+                    "alone_final": alone["final"],
+                }
+            )
+    return rows

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from flare_core.benchmark.map_judge import HEADLINE, map_record, map_summary
+from flare_core.benchmark.map_judge import HEADLINE, is_rule_table, map_record, map_summary
 from flare_core.benchmark.map_kept import MAP_ESTIMATORS, estimate_kept, read_stage
 from flare_core.store import atomic
 
@@ -80,6 +80,7 @@ def run_kept_map(
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "corpora": records,
         "summary": map_summary(records, seed=seed),
+        "rules": is_rule_table(records),
     }
     atomic.write_json(path, result)
     return result
@@ -129,4 +130,39 @@ def markdown_tables(result: dict[str, Any], scores: Sequence[str] = HEADLINE) ->
         took = [f"{stages[e]['unit_seconds']:.0f}" if e in stages else "–" for e in ("gmm", "flow")]
         rows = next(iter(stages.values()))["n_rows"]
         lines.append(f"| {record['corpus']} | {len(record['table'])} | {rows:,} | {took[0]} | {took[1]} |")
-    return "\n".join(lines)
+    return "\n".join(lines + rule_lines(result.get("rules") or []))
+
+
+def rule_lines(rules: Sequence[dict[str, Any]]) -> list[str]:
+    """The label-free rule with and without information sufficiency, leave one corpus out, in Markdown."""
+    if not rules:
+        return []
+    lines = [
+        "",
+        "| use | rules | corpora | chosen on all | mean lost | worst lost | geometric alone: chosen | mean lost "
+        "| worst lost |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rules:
+        lines.append(
+            f"| {row['use']} | {row['rules']} | {row['cases']} | {row['final']} | {row['mean_lost']:.1f} "
+            f"| {row['worst_lost']:.1f} | {row['alone_final']} | {row['alone_mean_lost']:.1f} "
+            f"| {row['alone_worst_lost']:.1f} |"
+        )
+    return lines
+
+
+#: The markers around the kept map's tables in a docs page.
+DOCS_START, DOCS_END = "<!-- map-kept:start -->", "<!-- map-kept:end -->"
+
+
+def update_docs(path: str | Path, result: dict[str, Any]) -> None:
+    """Replace the text between :data:`DOCS_START` and :data:`DOCS_END` of the page ``path`` with the kept
+    map's tables; a page without the markers is refused and left as it was."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if DOCS_START not in text or DOCS_END not in text:
+        raise ValueError(f"{path} has no {DOCS_START} … {DOCS_END} section to fill")
+    before, rest = text.split(DOCS_START, 1)
+    _, after = rest.split(DOCS_END, 1)
+    atomic.write_text(path, f"{before}{DOCS_START}\n{markdown_tables(result)}\n{DOCS_END}{after}")

@@ -457,6 +457,10 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         from flare_core.cli.benchmark_commands import kept_map_benchmark
 
         result = kept_map_benchmark(store, args, progress)
+        if args.docs is not None:
+            from flare_core.benchmark.map_suite import update_docs as update_map_docs
+
+            update_map_docs(args.docs, result)
         print(to_json(result) if args.json else map_tables(result))
         return 0
     if args.rejudge:

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from flare_core.benchmark.map_judge import is_rule_table
 from flare_core.benchmark.map_kept import estimate_kept, read_stage
-from flare_core.benchmark.map_suite import markdown_tables, run_kept_map
+from flare_core.benchmark.map_suite import markdown_tables, run_kept_map, update_docs
 from flare_core.cli.parser import main
 
 #: Hand-made models: the noise each adds to the shared signal (more noise, less information), the width,
@@ -155,3 +156,56 @@ def test_the_command_reads_the_kept_vectors_and_refuses_an_unknown_corpus(kept, 
     assert main([*args, "--corpora", "not-kept"]) == 2
     assert "no judged kept vectors of ['not-kept']" in capsys.readouterr().err
     assert (kept / "benchmark" / "map_kept.json").read_bytes() == before
+
+
+def _rule_record(name: str, oracle: list[float]) -> dict:
+    """A map record of four candidates where the mixtures' IS follows the oracle and the width runs
+    against it (the effective rank and uniformity say nothing: equal for all)."""
+    models = ["m1", "m2", "m3", "m4"]
+    rows = [
+        {
+            "model": m,
+            "oracle": o,
+            "oracle_knn": o,
+            "oracle_vmeasure": o,
+            "dim": float(100 - 10 * i),
+            "effective_rank": 1.0,
+            "uniformity": 1.0,
+            "gmm": o,
+            "role": "candidate",
+        }
+        for i, (m, o) in enumerate(zip(models, oracle, strict=True))
+    ]
+    return {
+        "corpus": name,
+        "oracle": "accuracy",
+        "candidates": models,
+        "table": rows,
+        "groups_by_class": True,
+    }
+
+
+def test_information_sufficiency_as_a_rule_is_judged_leave_one_corpus_out():
+    records = [_rule_record(f"c{i}", [0.5, 0.6, 0.7, 0.8 + 0.01 * i]) for i in range(3)]
+    rows = {(r["use"], r["rules"]): r for r in is_rule_table(records)}
+    row = rows[("classifier", "geometric + mixtures")]
+    assert row["cases"] == 3 and row["final"] == "gmm" and row["mean_lost"] == 0.0
+    # alone, the widest model is picked (m1): 30 + i points below the best, by hand
+    assert row["alone_final"] == "dim"
+    assert row["alone_mean_lost"] == pytest.approx(np.mean([100 * (0.8 + 0.01 * i - 0.5) for i in range(3)]))
+    assert not any(r["rules"] == "geometric + flows" for r in rows.values())  # no flows in these records
+
+
+def test_the_docs_page_gets_the_tables_between_its_markers(kept, tmp_path):
+    result = json.loads((kept / "benchmark" / "map_kept.json").read_text())
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n<!-- map-kept:start -->\nold\n<!-- map-kept:end -->\n\nAfter.\n")
+    update_docs(page, result)
+    text = page.read_text()
+    assert "old" not in text and text.startswith("# Title") and text.endswith("After.\n")
+    assert markdown_tables(result) in text
+    bare = tmp_path / "bare.md"
+    bare.write_text("# No markers\n")
+    with pytest.raises(ValueError, match="no <!-- map-kept:start -->"):
+        update_docs(bare, result)
+    assert bare.read_text() == "# No markers\n"
