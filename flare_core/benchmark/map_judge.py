@@ -148,6 +148,15 @@ def judge_case(case: dict[str, Any], score: str) -> dict[str, float]:
     }
 
 
+def without_fitted(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` with the candidates fitted on the corpus itself (TF-IDF, doc2vec, fastText: the pool's
+    ``corpus`` kind) left out, so that the judgement reads the pretrained candidates alone."""
+    from flare_core.encoders import list_models
+
+    fitted = {spec.id for spec in list_models() if spec.kind == "corpus"}
+    return [{**r, "candidates": [m for m in r["candidates"] if m not in fitted]} for r in records]
+
+
 def scores_of(records: Sequence[dict[str, Any]]) -> list[str]:
     """Every score the records hold: the IS scores and variants (in the first record's order), then
     :data:`GEOMETRIC`."""

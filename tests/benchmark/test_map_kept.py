@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from flare_core.benchmark.map_judge import is_rule_table
+from flare_core.benchmark.map_judge import is_rule_table, without_fitted
 from flare_core.benchmark.map_kept import estimate_kept, read_stage
 from flare_core.benchmark.map_suite import markdown_tables, run_kept_map, update_docs
 from flare_core.cli.parser import main
@@ -209,3 +209,9 @@ def test_the_docs_page_gets_the_tables_between_its_markers(kept, tmp_path):
     with pytest.raises(ValueError, match="no <!-- map-kept:start -->"):
         update_docs(bare, result)
     assert bare.read_text() == "# No markers\n"
+
+
+def test_the_pretrained_judgement_leaves_out_the_models_fitted_on_the_corpus():
+    record = {"corpus": "c", "candidates": ["all-MiniLM-L6-v2", "tfidf-svd-256", "doc2vec-corpus-100", "m1"]}
+    assert without_fitted([record])[0]["candidates"] == ["all-MiniLM-L6-v2", "m1"]
+    assert record["candidates"][1] == "tfidf-svd-256"  # the record itself is left as it was
