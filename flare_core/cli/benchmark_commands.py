@@ -60,3 +60,15 @@ def kept_map_benchmark(store: Any, args: Any, log: Any) -> dict[str, Any]:
         folder / "embeddings", folder / "map", corpora or None, preset=args.flow_preset,
         estimate=not args.rejudge, add=args.add, log=log,
     )  # fmt: skip
+
+
+def kept_map_command(store: Any, args: Any, log: Any) -> int:
+    """:func:`kept_map_benchmark`, its tables written into ``--docs`` and printed (``--json``: the record)."""
+    from flare_core.benchmark.map_suite import markdown_tables, update_docs
+    from flare_core.store.atomic import to_json
+
+    result = kept_map_benchmark(store, args, log)
+    if args.docs is not None:
+        update_docs(args.docs, result)
+    print(to_json(result) if args.json else markdown_tables(result))
+    return 0

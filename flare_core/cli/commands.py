@@ -453,16 +453,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
 
     if args.kept:
-        from flare_core.benchmark.map_suite import markdown_tables as map_tables
-        from flare_core.cli.benchmark_commands import kept_map_benchmark
+        from flare_core.cli.benchmark_commands import kept_map_command
 
-        result = kept_map_benchmark(store, args, progress)
-        if args.docs is not None:
-            from flare_core.benchmark.map_suite import update_docs as update_map_docs
-
-            update_map_docs(args.docs, result)
-        print(to_json(result) if args.json else map_tables(result))
-        return 0
+        return kept_map_command(store, args, progress)
     if args.rejudge:
         result = benchmark.rejudge_benchmark(store, progress=progress)
     elif args.table_only:

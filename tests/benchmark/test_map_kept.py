@@ -148,8 +148,11 @@ def test_a_finished_stage_is_read_back_and_a_corpus_added(kept):
 
 def test_the_command_reads_the_kept_vectors_and_refuses_an_unknown_corpus(kept, capsys):
     args = ["benchmark", "--runs-dir", str(kept), "--stage", "map", "--kept", "--flow-preset", "fast"]
-    assert main([*args, "--rejudge"]) == 0
-    assert "Map from the kept vectors: 2 corpora" in capsys.readouterr().out
+    page = kept / "page.md"
+    page.write_text("<!-- map-kept:start -->\n<!-- map-kept:end -->\n")
+    assert main([*args, "--rejudge", "--docs", str(page)]) == 0
+    printed = capsys.readouterr().out
+    assert "Map from the kept vectors: 2 corpora" in printed and printed.strip() in page.read_text()
     assert main([*args, "--table-only", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["corpora"]) == 2
     before = (kept / "benchmark" / "map_kept.json").read_bytes()
