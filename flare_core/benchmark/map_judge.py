@@ -176,14 +176,42 @@ def _interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, floa
     return float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))
 
 
+#: The uses the papers report (each corpus judged once per use it has; the neighbours are a proxy, left out),
+#: pooled in the summary's ``all`` rows as the papers' averages pool their datasets.
+PAPER_USES = ("classifier", "grouping", "search", "similarity")
+
+
+def _summary_row(use: str, score: str, judged: list[dict[str, Any]], rng: np.random.Generator) -> dict | None:
+    """The mean ρ and points lost of ``judged`` (rows with ``rho`` and ``lost``) with their intervals."""
+    rhos = np.asarray([j["rho"] for j in judged if np.isfinite(j["rho"])])
+    lost = np.asarray([j["lost"] for j in judged if np.isfinite(j["lost"])])
+    if rhos.size == 0:
+        return None
+    rho_low, rho_high = _interval(rhos, rng)
+    lost_low, lost_high = _interval(lost, rng)
+    return {
+        "use": use,
+        "score": score,
+        "mean_rho": float(rhos.mean()),
+        "rho_low": rho_low,
+        "rho_high": rho_high,
+        "mean_lost": float(lost.mean()) if lost.size else None,
+        "lost_low": lost_low,
+        "lost_high": lost_high,
+        "top_is_best_on": int((lost <= 1e-9).sum()),
+        "corpora": int(rhos.size),
+    }
+
+
 def map_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str, Any]:
     """``scores``: one row per use and score (``use``, ``score``, ``mean_rho`` with ``rho_low`` /
-    ``rho_high``, ``mean_lost`` with ``lost_low`` / ``lost_high``, ``top_is_best_on``, ``corpora``);
+    ``rho_high``, ``mean_lost`` with ``lost_low`` / ``lost_high``, ``top_is_best_on``, ``corpora``), and per
+    score an ``all`` row over every case of :data:`PAPER_USES` (``corpora`` then counts cases);
     ``per_corpus``: one row per use, corpus and score (``rho``, ``lost``); ``uses``: each use's corpora.
     The intervals resample the corpora (seeded with ``seed``; each use and score its own stream)."""
     rows, per_corpus, uses = [], [], {}
     scores = scores_of(records)
-    for use in MAP_USES:
+    for position, use in enumerate(MAP_USES):
         cases = map_cases(records, use)
         if not cases:
             continue
@@ -194,27 +222,11 @@ def map_summary(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str
                 for case in cases
             ]
             per_corpus += judged
-            rhos = np.asarray([j["rho"] for j in judged if np.isfinite(j["rho"])])
-            lost = np.asarray([j["lost"] for j in judged if np.isfinite(j["lost"])])
-            if rhos.size == 0:
-                continue
-            rng = np.random.default_rng([seed, list(MAP_USES).index(use), index])
-            rho_low, rho_high = _interval(rhos, rng)
-            lost_low, lost_high = _interval(lost, rng)
-            rows.append(
-                {
-                    "use": use,
-                    "score": score,
-                    "mean_rho": float(rhos.mean()),
-                    "rho_low": rho_low,
-                    "rho_high": rho_high,
-                    "mean_lost": float(lost.mean()) if lost.size else None,
-                    "lost_low": lost_low,
-                    "lost_high": lost_high,
-                    "top_is_best_on": int((lost <= 1e-9).sum()),
-                    "corpora": int(rhos.size),
-                }
-            )
+            rows.append(_summary_row(use, score, judged, np.random.default_rng([seed, position, index])))
+    for index, score in enumerate(scores):
+        pooled = [j for j in per_corpus if j["score"] == score and j["use"] in PAPER_USES]
+        rows.append(_summary_row("all", score, pooled, np.random.default_rng([seed, len(MAP_USES), index])))
+    rows = [row for row in rows if row is not None]
     clean = json.loads(pd.DataFrame(rows).to_json(orient="records", double_precision=15)) if rows else []
     return {
         "uses": uses,

@@ -126,6 +126,8 @@ def test_the_map_is_estimated_from_the_kept_vectors_and_judged_as_by_hand(kept):
         assert row["mean_rho"] == pytest.approx(rhos.mean()) and row["corpora"] == 2
         assert row["rho_low"] <= row["mean_rho"] <= row["rho_high"]
         assert row["rho_low"] >= rhos.min() - 1e-12 and row["rho_high"] <= rhos.max() + 1e-12
+        # pooled as the papers pool their datasets: the neighbours (a proxy) left out, so the classifier's alone
+        assert summary.loc[("all", score), "mean_rho"] == pytest.approx(rhos.mean())
     assert set(result["summary"]["uses"]) == {"classifier", "neighbours"}  # no grouping, search, similarity
     assert "| classifier | flow | 2 |" in markdown_tables(result)
 
