@@ -220,3 +220,30 @@ def test_the_pretrained_judgement_leaves_out_the_models_fitted_on_the_corpus():
     record = {"corpus": "c", "candidates": ["all-MiniLM-L6-v2", "tfidf-svd-256", "doc2vec-corpus-100", "m1"]}
     assert without_fitted([record])[0]["candidates"] == ["all-MiniLM-L6-v2", "m1"]
     assert record["candidates"][1] == "tfidf-svd-256"  # the record itself is left as it was
+
+
+def test_the_replication_page_shows_the_shipped_record(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[2]
+    committed = (root / "docs" / "is-replication.md").read_text(encoding="utf-8")
+    runs = tmp_path / "runs"
+    (runs / "benchmark").mkdir(parents=True)
+    shipped = root / "flare_core" / "benchmark" / "map_kept.json"
+    (runs / "benchmark" / "map_kept.json").write_bytes(shipped.read_bytes())
+    page = tmp_path / "is-replication.md"
+    start, end = "<!-- map-kept:start -->", "<!-- map-kept:end -->"
+    page.write_text(committed.split(start)[0] + start + "\nstale\n" + end + committed.split(end, 1)[1])
+    args = [
+        "benchmark",
+        "--runs-dir",
+        str(runs),
+        "--stage",
+        "map",
+        "--kept",
+        "--table-only",
+        "--docs",
+        str(page),
+    ]
+    assert main(args) == 0
+    assert page.read_text(encoding="utf-8") == committed
+    corpora = json.loads(shipped.read_text())["corpora"]
+    assert f"A replication on {len(corpora)} corpora" in committed
