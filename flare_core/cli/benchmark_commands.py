@@ -37,3 +37,38 @@ def answer_benchmark(
     )
     atomic.write_json(path, result)
     return result
+
+
+def kept_map_benchmark(store: Any, args: Any, log: Any) -> dict[str, Any]:
+    """``flare benchmark --stage map --kept``: the map of the kept corpora (``--corpora``; default every
+    one the answer stage judged) estimated at ``--flow-preset`` and judged, kept in
+    ``<runs>/benchmark/map_kept.json``; with ``--table-only`` that file read back, with ``--rejudge`` the
+    finished estimates judged again (nothing estimated)."""
+    from flare_core.benchmark.map_suite import run_kept_map
+    from flare_core.benchmark.suite import benchmark_dir
+
+    if args.stage != "map":
+        raise ValueError("--kept is an option of --stage map")
+    folder = benchmark_dir(store)
+    if args.table_only:
+        path = folder / "map_kept.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"no kept map in {path}; run `flare benchmark --stage map --kept` first")
+        return json.loads(path.read_text(encoding="utf-8"))
+    corpora = [m.strip() for m in (args.corpora or "").split(",") if m.strip()]
+    return run_kept_map(
+        folder / "embeddings", folder / "map", corpora or None, preset=args.flow_preset,
+        estimate=not args.rejudge, add=args.add, log=log,
+    )  # fmt: skip
+
+
+def kept_map_command(store: Any, args: Any, log: Any) -> int:
+    """:func:`kept_map_benchmark`, its tables written into ``--docs`` and printed (``--json``: the record)."""
+    from flare_core.benchmark.map_suite import markdown_tables, update_docs
+    from flare_core.store.atomic import to_json
+
+    result = kept_map_benchmark(store, args, log)
+    if args.docs is not None:
+        update_docs(args.docs, result)
+    print(to_json(result) if args.json else markdown_tables(result))
+    return 0

@@ -452,6 +452,10 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr)
 
+    if args.kept:
+        from flare_core.cli.benchmark_commands import kept_map_command
+
+        return kept_map_command(store, args, progress)
     if args.rejudge:
         result = benchmark.rejudge_benchmark(store, progress=progress)
     elif args.table_only:

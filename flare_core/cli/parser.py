@@ -416,6 +416,11 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
         help="answer: embed every corpus with the whole pool and judge the answer's rules (no estimators; "
         "the vectors are kept, so --rejudge judges again without embedding); map: the product's whole runs",
     )  # fmt: skip
+    p.add_argument(
+        "--kept", action="store_true",
+        help="--stage map: estimate the flows and mixtures from the answer stage's kept vectors (no runs, no "
+        "embedding; default: every corpus it judged); --add keeps the other corpora, --rejudge only judges",
+    )  # fmt: skip
     p.set_defaults(func=cmd_benchmark)
 
 
