@@ -59,7 +59,7 @@ def test_queries_out_judgements_in_the_answer_printed(tmp_path, search_run):
     verdict = json.loads(out.stdout)
     assert f"{len(todo)} judgements read; 3 queries judged in all" in out.stderr
     assert verdict["basis"] == "few labels" and verdict["few_labels"]["metric"] == "ndcg@10"
-    assert verdict["few_labels"]["n_labels"] == 3 and verdict["headline"].endswith("would settle it.")
+    assert verdict["few_labels"]["n_labels"] == 3 and verdict["headline"].endswith("too few to judge by yet.")
     shown = json.loads(flare_here("show", run.id, "--json", runs_dir=runs).stdout)
     assert shown["labels"]["words"].startswith("3 search queries judged (3 with a relevant document)")
     assert shown["verdict"]["recommended"] == verdict["recommended"]

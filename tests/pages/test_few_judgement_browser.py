@@ -107,10 +107,10 @@ def test_judge_three_queries_restart_and_carry_them_in_a_bundle(tmp_path):
                 _reads_passages(page, run, query)
                 _tick(page, query, [0, 1] if n != 2 else [1, 2, 3])
                 page.get_by_role("button", name=f"Save the judgements of {query}").click()
-                words = f"after {n} judged quer{'y' if n == 1 else 'ies'}"
+                words = f"{n} judged quer{'y is' if n == 1 else 'ies are'} too few to judge by yet"
                 page.locator(".st-key-labels-verdict").get_by_text(words).first.wait_for(timeout=90_000)
-                picker = page.locator("[class*='st-key-judge-query-']")
-                assert picker.locator("input").input_value() == f"{query}: {text} (judged)"  # it stays there
+                picker = page.locator("[class*='st-key-judge-query-']")  # it stays on the query just judged
+                picker.locator(f"input[value='{query}: {text} (judged)']").first.wait_for(timeout=60_000)
                 verdict = load_verdict(run)
                 assert verdict["headline"] in _answer(page)
                 chances.append({r["model"]: r["p_best"] for r in verdict["few_labels"]["estimates"]})

@@ -20,6 +20,7 @@ from flare_core.answer.from_labels import next_texts
 from flare_core.answer.labels import add_labels, load_labels
 from flare_core.answer.stored import load_verdict
 from flare_core.answer.write import write_verdict
+from flare_core.choosing.stopping import chance_words
 from flare_core.store.runs import RunStore
 from flare_core.view.report import write_report
 from flare_core.view.verdict import interval_words
@@ -124,22 +125,20 @@ def test_one_screen_one_truth(labelled_twice):
     table = _report_labels_table(report).set_index("model")
     assert list(table.index) == list(estimates.index)  # the answer's order, best first
     for model, row in table.iterrows():
-        assert _percent(row["chance it is the best"]) == pytest.approx(
-            estimates.loc[model, "p_best"], abs=0.006
-        )
+        assert row["chance it is the best"] == chance_words(estimates.loc[model, "p_best"])
         assert _percent(row["estimated accuracy"]) == pytest.approx(
             estimates.loc[model, "estimate"], abs=0.0006
         )
     within = f"chance it is within {points:g} point{'' if points == 1 else 's'} of the best"
     for model, row in table.iterrows():  # the chance of being good enough, at the run's tolerance
-        assert _percent(row[within]) == pytest.approx(estimates.loc[model, "p_within"], abs=0.006)
+        assert row[within] == chance_words(estimates.loc[model, "p_within"])
         assert row["likely between"] == interval_words(
             estimates.loc[model, "ci_low"], estimates.loc[model, "ci_high"]
         )
     # the stopping advice reads the leader's own chance and the posterior's own forecast
     advice = few["advice"]
     if not advice["settled"] and advice["reason"] in ("not sure yet", "too close"):
-        assert f"({estimates.loc[best, 'p_within']:.0%} chance" in advice["text"]
+        assert f"({chance_words(estimates.loc[best, 'p_within'])} chance" in advice["text"]
     if advice["more_labels"] is not None and advice["reason"] != "too close":
         assert f"about {advice['more_labels']} more labels" in advice["text"]
     assert verdict["headline"] in report and cost["sentence"] in report

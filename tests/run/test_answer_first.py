@@ -85,7 +85,9 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
 
     embedded = [model for name, model in events if name == "embed"]
-    assert embedded == [*STATIC, ONNX, CONTROL]  # candidates, quickest first; then the control
+    # candidates, quickest first (the two static ones in the order of the speeds measured on this machine,
+    # which the suite's earlier runs leave); then the control
+    assert sorted(embedded[:2]) == sorted(STATIC) and embedded[2:] == [ONNX, CONTROL]
     names = [name for name, _ in events]
     first_verdict = names.index("verdict")
     assert names.index("map") > first_verdict > names.index("embed") + 2  # after the third candidate
@@ -150,7 +152,8 @@ def test_the_answer_comes_from_the_quick_candidates_and_names_those_still_being_
     monkeypatch.setattr(stages, "write_verdict", noted_verdict)
     assert jobs.run_in_process(run) == "done", run.manifest.get("traceback")
 
-    assert [model for name, model in events if name == "embed"] == [*STATIC, slow]
+    embedded = [model for name, model in events if name == "embed"]
+    assert sorted(embedded[:2]) == sorted(STATIC) and embedded[2:] == [slow]  # the statics, either first
     names = [name for name, _ in events]
     assert names.index("verdict") == 2  # after the two static models, before the slow one
     verdict = seen["verdict"]
