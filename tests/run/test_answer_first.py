@@ -20,6 +20,7 @@ from flare_core.answer.stored import load_verdict
 from flare_core.data.corpus import load_corpus
 from flare_core.run import embedding_stage, jobs, stages
 from flare_core.run.create import create_run
+from flare_core.run.embedding_stage import MIN_ANSWERED
 from flare_core.store.runs import RunStore
 from tests.support import STATIC, fast_params, flare_here, page_texts
 
@@ -90,7 +91,10 @@ def test_the_answer_comes_after_the_candidates_embeddings_and_before_the_map(
     assert sorted(embedded[:2]) == sorted(STATIC) and embedded[2:] == [ONNX, CONTROL]
     names = [name for name, _ in events]
     first_verdict = names.index("verdict")
-    assert names.index("map") > first_verdict > names.index("embed") + 2  # after the third candidate
+    # the first answer once the quick group is in: at least two candidates, before the map; a third joins it
+    # at once where the plan (this machine's measured speeds) prices it above the two together
+    embeds = [i for i, name in enumerate(names) if name == "embed"]
+    assert names.index("map") > first_verdict > embeds[MIN_ANSWERED - 1]
     assert names[first_verdict + 1] == "embed"  # the control is embedded after the answer
 
     verdict = seen["verdict"]
