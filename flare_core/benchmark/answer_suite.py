@@ -337,12 +337,6 @@ DOCS_START, DOCS_END = "<!-- answer-benchmark:start -->", "<!-- answer-benchmark
 def update_docs(path: str | Path, benchmark: dict[str, Any]) -> None:
     """Replace the text between :data:`DOCS_START` and :data:`DOCS_END` of the page ``path`` with the
     answer benchmark's tables."""
-    from flare_core.store import atomic
+    from flare_core.benchmark.report import fill_section
 
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if DOCS_START not in text or DOCS_END not in text:
-        raise ValueError(f"{path} has no {DOCS_START} … {DOCS_END} section to fill")
-    before, rest = text.split(DOCS_START, 1)
-    _, after = rest.split(DOCS_END, 1)
-    atomic.write_text(path, f"{before}{DOCS_START}\n{markdown_tables(benchmark)}\n{DOCS_END}{after}")
+    fill_section(path, DOCS_START, DOCS_END, f"\n{markdown_tables(benchmark)}\n")

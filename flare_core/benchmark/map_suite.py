@@ -21,6 +21,7 @@ import pandas as pd
 
 from flare_core.benchmark.map_judge import HEADLINE, is_rule_table, map_record, map_summary, without_fitted
 from flare_core.benchmark.map_kept import MAP_ESTIMATORS, estimate_kept, read_stage
+from flare_core.benchmark.report import fill_section
 from flare_core.store import atomic
 
 MAP_KEPT_VERSION = 1
@@ -182,10 +183,4 @@ DOCS_START, DOCS_END = "<!-- map-kept:start -->", "<!-- map-kept:end -->"
 def update_docs(path: str | Path, result: dict[str, Any]) -> None:
     """Replace the text between :data:`DOCS_START` and :data:`DOCS_END` of the page ``path`` with the kept
     map's tables; a page without the markers is refused and left as it was."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if DOCS_START not in text or DOCS_END not in text:
-        raise ValueError(f"{path} has no {DOCS_START} … {DOCS_END} section to fill")
-    before, rest = text.split(DOCS_START, 1)
-    _, after = rest.split(DOCS_END, 1)
-    atomic.write_text(path, f"{before}{DOCS_START}\n{markdown_tables(result)}\n{DOCS_END}{after}")
+    fill_section(path, DOCS_START, DOCS_END, f"\n{markdown_tables(result)}\n")

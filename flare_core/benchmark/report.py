@@ -251,18 +251,24 @@ def vmeasure_lines(result: dict[str, Any]) -> list[str]:
 def update_docs(path: str | Path, result: dict[str, Any], section: str | None = None) -> None:
     """Replace the text between the benchmark markers of the page ``path`` (:func:`docs_markers` of
     ``section``) with the tables of ``result``."""
-    path = Path(path)
     start, end = docs_markers(section)
-    text = path.read_text(encoding="utf-8")
-    if start not in text or end not in text:
-        raise ValueError(f"{path} has no {start} … {end} section to fill")
-    before, rest = text.split(start, 1)
-    _, after = rest.split(end, 1)
     body = (
         f"\n{markdown_table(result)}\n\n"
         f"_{len(result['corpora'])} corpora, {len(result['models'])} ranked models, made "
         f"{result['created'][:10]} by `flare benchmark`._\n"
     )
+    fill_section(path, start, end, body)
+
+
+def fill_section(path: str | Path, start: str, end: str, body: str) -> None:
+    """Replace the text between the markers ``start`` and ``end`` of the page ``path`` with ``body``; a
+    page without both markers is refused and left as it was."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise ValueError(f"{path} has no {start} … {end} section to fill")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
     atomic.write_text(path, before + start + body + end + after)
 
 
