@@ -83,7 +83,8 @@ def map_record(root: str | Path, out: str | Path, corpus: str) -> dict[str, Any]
     """The map record of ``corpus``: its answer record's ``corpus``, ``task``, ``oracle``, ``n_texts``,
     ``candidates``, ``controls``, ``best`` and ``table`` (with the IS columns joined), ``groups_by_class``,
     ``stages`` (each finished estimator's ``stage.json`` less the models, with ``unit_seconds``: its units'
-    seconds summed), ``seconds`` (the stages' wall seconds summed), and
+    seconds summed, None where the units were not kept, e.g. a stage estimated on another machine, whose
+    ``stage.json`` then names it under ``machine``), ``seconds`` (the stages' wall seconds summed), and
     ``controls_outrank`` (estimator → control → how many candidates its score exceeds)."""
     answer = json.loads((Path(root) / corpus / "record.json").read_text(encoding="utf-8"))
     table = pd.DataFrame(answer["table"]).set_index("model")
@@ -94,7 +95,7 @@ def map_record(root: str | Path, out: str | Path, corpus: str) -> dict[str, Any]
         stage = read_stage(out, corpus, estimator)
         if stage is not None:
             stages[estimator] = {k: v for k, v in stage.items() if k not in ("models", "roles", "corpus")}
-            stages[estimator]["unit_seconds"] = unit_seconds(out, corpus, estimator)
+            stages[estimator]["unit_seconds"] = unit_seconds(out, corpus, estimator) or None
     candidates, controls = answer["candidates"], answer.get("controls", [])
     outrank = {
         estimator: {

@@ -124,17 +124,25 @@ def markdown_tables(result: dict[str, Any], scores: Sequence[str] = HEADLINE) ->
             lines.append(f"| {use} | {corpus} | {cells} |")
     lines += [
         "",
-        "| corpus | models | texts | mixtures: units s | flows: units s |",
+        "| corpus | models | texts | mixtures: s | flows: s |",
         "| --- | --- | --- | --- | --- |",
     ]
     for record in result["corpora"]:
         stages = record["stages"]
-        took = [f"{stages[e]['unit_seconds']:.0f}" if e in stages else "–" for e in ("gmm", "flow")]
+        took = [_stage_cost(stages[e]) if e in stages else "–" for e in ("gmm", "flow")]
         rows = next(iter(stages.values()))["n_rows"]
         lines.append(f"| {record['corpus']} | {len(record['table'])} | {rows:,} | {took[0]} | {took[1]} |")
     return "\n".join(
         lines + pretrained_lines(result.get("pretrained") or []) + rule_lines(result.get("rules") or [])
     )
+
+
+def _stage_cost(stage: dict[str, Any]) -> str:
+    """A stage's cost in the table: its units' seconds summed (one thread each, on this machine), or, where
+    the units were not kept, the stage's wall seconds and the machine it ran on."""
+    if stage.get("unit_seconds"):
+        return f"{stage['unit_seconds']:.0f}"
+    return f"{stage['seconds']:.0f} wall, {stage.get('machine', 'another machine')}"
 
 
 def pretrained_lines(rows: Sequence[dict[str, Any]]) -> list[str]:

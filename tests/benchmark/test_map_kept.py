@@ -5,6 +5,7 @@ control), the flows and mixtures estimated from them without embedding, and the 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,19 @@ def test_a_finished_stage_is_read_back_and_a_corpus_added(kept):
     assert stage.stat().st_mtime_ns == before  # nothing estimated again
     with pytest.raises(ValueError, match="holds the 'fast' preset"):
         run_kept_map(root, out, ["made-two"], estimate=False, add=True)
+
+
+def test_a_stage_estimated_on_another_machine_is_judged_and_costed_by_its_wall_seconds(kept):
+    root, out = kept / "benchmark" / "embeddings", kept / "benchmark" / "map"
+    first = run_kept_map(root, out, ["made-one"], preset="fast")
+    shutil.rmtree(out / "made-one" / "flow" / "pairs")  # only the matrix and stage.json came back
+    stage = out / "made-one" / "flow" / "stage.json"
+    stage.write_text(json.dumps({**json.loads(stage.read_text()), "seconds": 12.3, "machine": "an H200 GPU"}))
+    again = run_kept_map(root, out, ["made-one"], preset="fast")  # read back, not estimated again
+    assert again["corpora"][0]["table"] == first["corpora"][0]["table"]
+    assert again["corpora"][0]["stages"]["flow"]["unit_seconds"] is None
+    assert again["corpora"][0]["stages"]["gmm"]["unit_seconds"] > 0
+    assert "| 12 wall, an H200 GPU |" in markdown_tables(again)
 
 
 def test_the_command_reads_the_kept_vectors_and_refuses_an_unknown_corpus(kept, capsys):
