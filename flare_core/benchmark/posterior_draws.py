@@ -31,7 +31,8 @@ from flare_core.benchmark.answer_stage import chance_level, oracle_series, recor
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.reading_draws import all_rows, left_out_reading
 from flare_core.choosing import accuracy_posterior as ap
-from flare_core.choosing.accuracy_posterior import estimate_frame, forecast, prior_by_rank
+from flare_core.choosing.accuracy_posterior import estimate_frame, prior_by_rank
+from flare_core.choosing.label_forecast import forecast
 from flare_core.choosing.label_free_rules import choose_rule, ranked_by
 from flare_core.choosing.probe_reading import ProbeReading
 from flare_core.choosing.probes import probe_scores
