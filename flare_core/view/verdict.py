@@ -16,15 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.answer.decide import (
-    chance_words,
-    chosen_candidates,
-    interval_words,
-    pending_candidates,
-    pending_words,
-)
+from flare_core.answer.decide import chosen_candidates, pending_candidates, pending_words
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import has_grounds, has_trust
+from flare_core.answer.words import interval_words
+from flare_core.choosing.stopping import chance_words
 from flare_core.view.results import labels_words
 
 #: The tone of each trust level: the name of a Streamlit alert (``st.success``…) and a report CSS class.
