@@ -70,8 +70,8 @@ def from_full_labels(block: LabelsGround, agreement: float | None, leading: str 
     if search:
         summary = (
             f"Judged on your {block['n_labels']:,} search queries: {block['method']}. It finds "
-            f"{percent(top['recall_at_10'])} of the relevant documents in its top 10 (recall@10); its MRR@10 is "
-            f"{top['mrr_at_10']:.2f}."
+            f"{percent(top['recall_at_10'])} of the relevant documents in its top 10 (recall@10); its "
+            f"MRR@10 is {top['mrr_at_10']:.2f}."
         )
     elif pairs:
         summary = f"Judged on your {block['n_labels']:,} scored pairs: {block['method']}."
