@@ -224,9 +224,9 @@ def label_error(
     correct: np.ndarray, n: int | None = None, *, reading: ProbeReading | None = None, classes: int = 2
 ) -> np.ndarray:
     """``R`` (M, M): the error of the mean of the per-text scores ``correct`` (k, M) as a reading of the
-    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of :func:`forecast`
-    uses more) of ``classes`` classes: :func:`sampling_error` as ``reading`` widens it, or widened
-    :data:`SPREAD_INFLATION` times without one."""
+    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of
+    :func:`~flare_core.choosing.label_forecast.forecast` uses more) of ``classes`` classes:
+    :func:`sampling_error` as ``reading`` widens it, or widened :data:`SPREAD_INFLATION` times without one."""
     n = correct.shape[0] if n is None else n
     sampling = sampling_error(correct, n)
     if reading is None:

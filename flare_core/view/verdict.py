@@ -180,9 +180,9 @@ def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
 def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
     """What the labels say, one row per candidate in words: the run's own labels (``model``, ``accuracy``,
     ``macro-F1`` when the classes are unbalanced, ``behind the best``, ``tied``) or a person's few labels
-    (``model``, ``estimated accuracy``, ``likely between`` (:func:`interval_words`), ``chance it is the
-    best``, ``chance it is within <the run's tolerance> of the best``), in the answer's order. Empty without
-    labels."""
+    (``model``, ``estimated accuracy``, ``likely between`` (:func:`~flare_core.answer.words.interval_words`),
+    ``chance it is the best``, ``chance it is within <the run's tolerance> of the best``), in the answer's
+    order. Empty without labels."""
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
         pairs = full.get("metric") == "spearman"
