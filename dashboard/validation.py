@@ -178,7 +178,7 @@ if shuffle is not None:
         key="shuffle",
     )
     st.caption(
-        "With the pairing of texts shuffled, the models share no information: IS must fall to about 0 at p "
-        "= 1."
+        "With the pairing of texts shuffled, the models share no information: IS must fall to about 0 "
+        "at p = 1."
     )
     download_csv(shuffle, f"{run.id}-shuffle")
