@@ -26,7 +26,8 @@ from flare_core.view.verdict import (
     without_asking,
 )
 
-#: Material icons (drawn by Streamlit's own font, unlike emoji, which need an emoji font on the viewer's side).
+#: Material icons (drawn by Streamlit's own font, unlike emoji, which need an emoji font on the viewer's
+#: side).
 STATUS_ICONS = {
     "queued": ":material/hourglass_top:",
     "running": ":material/autorenew:",
@@ -40,7 +41,8 @@ STATUS_ICONS = {
 def escape(text: Any) -> str:
     """Untrusted text (a run's, model's or category's name, a corpus text, a query, a file name, an error
     that may quote one) as markdown that shows exactly that text: for ``st.markdown``, captions, alerts,
-    labels, toasts and help texts (:func:`flare_core.view.plain.markdown_text`). Never ``unsafe_allow_html``."""
+    labels, toasts and help texts (:func:`flare_core.view.plain.markdown_text`). Never
+    ``unsafe_allow_html``."""
     return markdown_text(text)
 
 
@@ -180,7 +182,8 @@ def _load_frame(scope: str, run_id: str, version: str, *parts: str) -> pd.DataFr
 
 
 def load_corpus_frame(run_id: str) -> pd.DataFrame:
-    """The run's corpus (``id``, ``text``, ``label``; "figures only": ``text`` blank, ``n_chars`` its length)."""
+    """The run's corpus (``id``, ``text``, ``label``; "figures only": ``text`` blank, ``n_chars`` its
+    length)."""
     return _load_corpus_frame(_scope(run_id), run_id)
 
 

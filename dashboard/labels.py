@@ -66,21 +66,21 @@ if drawing:
     st.caption(escape(drawing))
 if searching and editable:
     st.markdown(
-        "A few searches settle which model finds what you look for in *your* documents. Type a query you would "
-        "search for (or pick one drafted from your texts), then read the documents the models find and tick "
-        "those that answer it: after each query the chances below are updated, and the answer tells you when "
-        "more searches would no longer change it."
+        "A few searches settle which model finds what you look for in *your* documents. Type a query you "
+        "would search for (or pick one drafted from your texts), then read the documents the models find "
+        "and tick those that answer it: after each query the chances below are updated, and the answer "
+        "tells you when more searches would no longer change it."
     )
 elif searching:
     st.markdown(
-        "A few searches settle which model finds what people look for in these documents. This page shows what "
-        "the searches judged for this run say so far; only the run's owner can add searches."
+        "A few searches settle which model finds what people look for in these documents. This page shows "
+        "what the searches judged for this run say so far; only the run's owner can add searches."
     )
 elif editable:
     st.markdown(
-        "A few labels settle which model is best for *your* texts. Name the categories, then label the texts "
-        "the product picks, a batch at a time: after each batch the chances below are updated, and the answer "
-        "tells you when more labels would no longer change it."
+        "A few labels settle which model is best for *your* texts. Name the categories, then label the "
+        "texts the product picks, a batch at a time: after each batch the chances below are updated, and "
+        "the answer tells you when more labels would no longer change it."
     )
 else:
     st.markdown(
@@ -142,9 +142,9 @@ def batch_step() -> None:
             st.success("Every text left repeats, or nearly repeats, one already labelled or skipped.")
         return
     st.caption(
-        f"{len(labels.labels)} texts labelled so far in {labels.batches} batch(es); {len(labels.skipped_rows)} "
-        f"skipped. Read each text and pick its category, or {SKIP} when you cannot tell; a text left without "
-        "a choice is asked again later."
+        f"{len(labels.labels)} texts labelled so far in {labels.batches} batch(es); "
+        f"{len(labels.skipped_rows)} skipped. Read each text and pick its category, or {SKIP} when you "
+        "cannot tell; a text left without a choice is asked again later."
     )
     meanwhile = sorted(set(batch["row"].tolist()) & set(labels.latest()))
     if meanwhile:
@@ -356,10 +356,10 @@ def judge_step() -> None:
     docs = fj.pooled_documents(run, [query], judged, every=every)
     found = len(judged.pool(query))
     st.caption(
-        f"{len(docs)} documents: those the models rank highest for this query, in a shuffled order that does "
-        "not say which model found which. Read each one (its passage nearest your words first) and tick those "
-        "that answer the query. A document left unticked counts as not relevant, and so does one nobody "
-        "judged."
+        f"{len(docs)} documents: those the models rank highest for this query, in a shuffled order that "
+        "does not say which model found which. Read each one (its passage nearest your words first) and "
+        "tick those that answer the query. A document left unticked counts as not relevant, and so does "
+        "one nobody judged."
     )
     if len(docs) < found and st.button(f"Show all {found} documents the models found", key="every-doc"):
         st.session_state[f"every-{run.id}-{query}"] = True

@@ -135,26 +135,26 @@ def show_expected_time(models: list[str], corpus) -> None:
     cached = cached_for_corpus(models, corpus.content_hash, RunParams(models=models).max_length)
     seconds, unmeasured = expected_embedding_seconds(models, texts, cached=cached)
     reused = (
-        f" {len(cached)} of them already embedded these texts here: {'it is' if len(cached) == 1 else 'they are'} "
-        "read back in seconds."
+        f" {len(cached)} of them already embedded these texts here: "
+        f"{'it is' if len(cached) == 1 else 'they are'} read back in seconds."
         if cached
         else ""
     )
     if seconds:
         slowest = max(seconds, key=seconds.get)
         st.caption(
-            f":material/timer: Embedding {len(texts):,} texts should take {describe_duration(sum(seconds.values()))} "
-            f"with the {'model' if len(seconds) == 1 else f'{len(seconds)} models'} whose speed was measured "
-            "on this machine (slowest: "
-            f"{escape(slowest)}, {describe_duration(seconds[slowest])}).{reused}"
+            f":material/timer: Embedding {len(texts):,} texts should take "
+            f"{describe_duration(sum(seconds.values()))} with the "
+            f"{'model' if len(seconds) == 1 else f'{len(seconds)} models'} whose speed was measured on this "
+            f"machine (slowest: {escape(slowest)}, {describe_duration(seconds[slowest])}).{reused}"
             + (f" Not measured here yet: {escape(', '.join(unmeasured))}." if unmeasured else "")
         )
     elif unmeasured:
         st.caption(
             "How long embedding will take is not known yet: these models have not run on this machine. "
             "The first run measures them.",
-            help="Or measure them once, in a terminal, with `flare models --measure` (a few minutes); this page "
-            "then shows the expected embedding time.",
+            help="Or measure them once, in a terminal, with `flare models --measure` (a few minutes); this "
+            "page then shows the expected embedding time.",
         )
 
 
@@ -175,7 +175,8 @@ if upload is None:
     st.stop()
 if upload.size > MAX_UPLOAD_MB * 1024 * 1024:
     st.error(
-        f"{escape(upload.name)} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB (FLARE_MAX_UPLOAD_MB)."
+        f"{escape(upload.name)} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB "
+        "(FLARE_MAX_UPLOAD_MB)."
     )
     st.stop()
 data = upload.getvalue()
@@ -240,10 +241,10 @@ models = st.multiselect(
         if m in available
     ],
     help="The models to compare. tfidf-svd-256 is a simple candidate that only counts words (TF-IDF "
-    "compressed by SVD): a model that understands text should beat it. Two controls built to know nothing are "
-    "added to every run (random-minilm-l6, a transformer with random weights; shuffled-glove-6b-50d, GloVe "
-    "with its rows shuffled): they show where no knowledge lands and are never recommended. Untick every "
-    "model here to rank only your own embeddings.",
+    "compressed by SVD): a model that understands text should beat it. Two controls built to know nothing "
+    "are added to every run (random-minilm-l6, a transformer with random weights; shuffled-glove-6b-50d, "
+    "GloVe with its rows shuffled): they show where no knowledge lands and are never recommended. Untick "
+    "every model here to rank only your own embeddings.",
 )
 if missing:
     st.caption(f"Not installed here: {', '.join(missing)}")
@@ -288,8 +289,9 @@ tolerance = st.radio(
     index=list(TOLERANCES).index(2.0),
     format_func=lambda t: f"{t:g} point" + ("" if t == 1 else "s") + " of the best",
     horizontal=True,
-    help="How close to the best model (in points of accuracy, or of search quality, nDCG@10) you would accept. "
-    "The answer says how sure it is that its choice is this close, and when a few labels have settled it.",
+    help="How close to the best model (in points of accuracy, or of search quality, nDCG@10) you would "
+    "accept. The answer says how sure it is that its choice is this close, and when a few labels have "
+    "settled it.",
 )
 
 with st.expander("Analysis settings"):
@@ -299,9 +301,9 @@ with st.expander("Analysis settings"):
         format_func=lambda e: ESTIMATOR_WORDS.get(e, e),
         horizontal=True,
         help="How much one model's embedding of a text tells about another's (information sufficiency, "
-        "IS(U→V)), estimated in one of two ways or both: flows are small neural networks (FLARE's normalizing "
-        "flows: slower, finer), mixtures are sums of bell curves (EMIR's Gaussian mixtures: fast, rougher); "
-        "with both, each checks the other.",
+        "IS(U→V)), estimated in one of two ways or both: flows are small neural networks (FLARE's "
+        "normalizing flows: slower, finer), mixtures are sums of bell curves (EMIR's Gaussian mixtures: "
+        "fast, rougher); with both, each checks the other.",
     )
     flow_preset = st.radio(
         "Estimator settings",
@@ -316,8 +318,8 @@ with st.expander("Analysis settings"):
     references = st.multiselect(
         "Models to compare against, not ranked",
         [m for m in available if m not in models],
-        help="Reference models: only targets V of IS(U→V), what the candidates are asked to predict; they are "
-        "never ranked or recommended.",
+        help="Reference models: only targets V of IS(U→V), what the candidates are asked to predict; they "
+        "are never ranked or recommended.",
     )
     collapse = st.checkbox(
         "Check what averaging the words of a text hides, and how each layer packs them",
@@ -351,8 +353,9 @@ if len(frame) > MAX_ROWS and not (0 < max_rows <= MAX_ROWS):
         text_status,
         FieldCheck(
             "error",
-            f"The file has {len(frame):,} rows; this dashboard analyses at most {MAX_ROWS:,} (FLARE_MAX_ROWS). "
-            f"Set 'Use at most this many texts' to {MAX_ROWS:,} or fewer to analyse a seeded sample.",
+            f"The file has {len(frame):,} rows; this dashboard analyses at most {MAX_ROWS:,} "
+            f"(FLARE_MAX_ROWS). Set 'Use at most this many texts' to {MAX_ROWS:,} or fewer to analyse a "
+            "seeded sample.",
         ),
     )
     blocked.append("too many rows")
@@ -419,13 +422,24 @@ elif blocked:
 signature = start_signature(
     [upload, qrels_upload, queries_upload, *(f for f, _, _ in embedding_rows)],
     {
-        "text": text_column, "label": label_column, "pairs": pair_columns, "max_rows": max_rows, "seed": seed,
-        "models": models, "estimator": estimator, "preset": flow_preset, "references": references,
-        "collapse": collapse, "collapse_texts": collapse_texts, "workers": workers, "use": use,
+        "text": text_column,
+        "label": label_column,
+        "pairs": pair_columns,
+        "max_rows": max_rows,
+        "seed": seed,
+        "models": models,
+        "estimator": estimator,
+        "preset": flow_preset,
+        "references": references,
+        "collapse": collapse,
+        "collapse_texts": collapse_texts,
+        "workers": workers,
+        "use": use,
         "tolerance": tolerance,
-        "doc_id": doc_id_column, "embeddings": [n for _, n, _ in embedding_rows],
+        "doc_id": doc_id_column,
+        "embeddings": [n for _, n, _ in embedding_rows],
     },
-)  # fmt: skip
+)
 again = started_before(signature)
 if again is not None:
     st.caption(
@@ -462,7 +476,10 @@ if st.button("Start run", type="primary", disabled=bool(blocked) or again is not
     if submitted["status"] == "started":
         message = f"Run `{run.id}` started with {len(corpus):,} texts. Follow it on the Runs page."
     else:
-        message = f"Run `{run.id}` is queued, position {submitted['position']}: it starts when a running one finishes."
+        message = (
+            f"Run `{run.id}` is queued, position {submitted['position']}: it starts when a running "
+            "one finishes."
+        )
     follow_run(run.id, message)
     st.session_state.setdefault(STARTED, {})[signature] = run.id
     st.session_state[LAST_STARTED] = run.id

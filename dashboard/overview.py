@@ -82,9 +82,9 @@ manifest = run.manifest
 version = run_version(run)
 corpus = manifest["corpus"]
 st.markdown(
-    f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · "
-    f"labels: {escape(labels_given_words(corpus, load_labels(run).entries, search_judged(run)))} · {models_chosen_words(manifest)} · "
-    f"run `{run.id}`"
+    f"**{escape(manifest.get('name'))}** · {corpus['n_texts']:,} texts · labels: "
+    f"{escape(labels_given_words(corpus, load_labels(run).entries, search_judged(run)))} · "
+    f"{models_chosen_words(manifest)} · run `{run.id}`"
 )
 
 summary = load_frame(run.id, version, "summary.parquet")

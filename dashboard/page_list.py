@@ -10,8 +10,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class PageSpec:
     """One page: its script ``path``, ``title`` and ``icon`` in the navigation, its ``section`` ("Analyse",
-    "Runs" or "Help"), and ``needs``: the access action a session must be allowed to see it (None: every session
-    that may open a run sees it)."""
+    "Runs" or "Help"), and ``needs``: the access action a session must be allowed to see it (None: every
+    session that may open a run sees it)."""
 
     path: str
     title: str

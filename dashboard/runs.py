@@ -143,13 +143,27 @@ def share_panel() -> None:
     strip = st.checkbox("Leave the corpus texts out of the report and bundle", value=False)
     left, right = st.columns(2)
     build_and_offer(
-        left, "report", "Build HTML report", "One self-contained file that opens offline in any browser.",
-        lambda: report_bytes(run, strip), run.id, strip, f"{run.id}-report.html", "text/html",
-    )  # fmt: skip
+        left,
+        "report",
+        "Build HTML report",
+        "One self-contained file that opens offline in any browser.",
+        lambda: report_bytes(run, strip),
+        run.id,
+        strip,
+        f"{run.id}-report.html",
+        "text/html",
+    )
     build_and_offer(
-        right, "bundle", "Build run bundle (zip)", "Open the run on another machine with `flare import`.",
-        lambda: bundle_bytes(run, strip), run.id, strip, f"{run.id}.zip", "application/zip",
-    )  # fmt: skip
+        right,
+        "bundle",
+        "Build run bundle (zip)",
+        "Open the run on another machine with `flare import`.",
+        lambda: bundle_bytes(run, strip),
+        run.id,
+        strip,
+        f"{run.id}.zip",
+        "application/zip",
+    )
 
 
 share_panel()

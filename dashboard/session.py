@@ -131,7 +131,8 @@ def errors_shown_plainly(where: str) -> Iterator[None]:
     server's log (logger ``flare.dashboard``). ``st.stop()`` and ``st.rerun()`` pass through."""
     try:
         yield
-    except Exception:  # noqa: BLE001 - every error of a page; Streamlit's own stop and rerun are not Exceptions
+    except Exception:  # noqa: BLE001 - every error of a page
+        # Streamlit's own stop and rerun are not Exceptions: they pass through
         error_id = secrets.token_hex(4)
         _LOGGER.error("error %s in %s", error_id, where, exc_info=True)
         st.error(

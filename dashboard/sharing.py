@@ -88,16 +88,29 @@ def shared_run_panel(access: Access) -> None:
     st.caption(f"Shared with you: one run, {what}.")
     st.markdown(f"**{escape(name)}**")
     build_and_offer(
-        st, "report", "Build HTML report", "One self-contained file that opens offline in any browser.",
-        lambda: report_bytes(run, not access.texts), run.id, not access.texts, f"{run.id}-report.html",
+        st,
+        "report",
+        "Build HTML report",
+        "One self-contained file that opens offline in any browser.",
+        lambda: report_bytes(run, not access.texts),
+        run.id,
+        not access.texts,
+        f"{run.id}-report.html",
         "text/html",
-    )  # fmt: skip
+    )
 
 
 def build_and_offer(
-    column: Any, kind: str, label: str, help: str, build: Callable[[], bytes],
-    run_id: str, strip: bool, file_name: str, mime: str,
-) -> None:  # fmt: skip
+    column: Any,
+    kind: str,
+    label: str,
+    help: str,
+    build: Callable[[], bytes],
+    run_id: str,
+    strip: bool,
+    file_name: str,
+    mime: str,
+) -> None:
     """A button that builds a file of the run (kept in the session for this run and choice of texts) and,
     once built, its download button with the file's size."""
     current_access().require("read", run_id)

@@ -1,4 +1,5 @@
-"""Information sufficiency: the IS heatmap, the directed IS graph with Louvain communities, per-pair figures."""
+"""Information sufficiency: the IS heatmap, the directed IS graph with Louvain communities, per-pair
+figures."""
 
 from __future__ import annotations
 

@@ -43,7 +43,8 @@ if studied or correlations is not None or few_check:
     )
     show_finding(validation_finding(subsampling, correlations, main, verdict))
 st.caption(
-    f"Labels: {escape(labels_given_words(run.manifest['corpus'], load_labels(run).entries, search_judged(run)))}."
+    "Labels: "
+    f"{escape(labels_given_words(run.manifest['corpus'], load_labels(run).entries, search_judged(run)))}."
 )
 show_verdict(run, checks_expanded=True, container_key=None)  # the page's own verdict box is above
 
@@ -52,11 +53,12 @@ if shipped:
     with st.expander("How often this ranking matches labelled truth on public corpora"):
         means = shipped["summary"]["mean_spearman"]
         st.markdown(
-            f"FLARE Studio was run with these defaults on {len(shipped['corpora'])} public corpora whose labels "
-            "it never saw, and each ranking was compared with how well every model actually does on those "
-            f"labels. The ranking agreed with the labels at ρ = {means['flow']:.2f} on average (1 is a perfect "
-            "order, 0 is no better than chance); simply preferring the model with the widest embedding agreed "
-            f"at ρ = {means['dim']:.2f}. Where the checks above fail, treat the ranking as a first sort."
+            f"FLARE Studio was run with these defaults on {len(shipped['corpora'])} public corpora whose "
+            "labels it never saw, and each ranking was compared with how well every model actually does on "
+            f"those labels. The ranking agreed with the labels at ρ = {means['flow']:.2f} on average (1 is "
+            "a perfect order, 0 is no better than chance); simply preferring the model with the widest "
+            f"embedding agreed at ρ = {means['dim']:.2f}. Where the checks above fail, treat the ranking as "
+            "a first sort."
         )
         show_table(results_frame(shipped))
 
@@ -176,6 +178,7 @@ if shuffle is not None:
         key="shuffle",
     )
     st.caption(
-        "With the pairing of texts shuffled, the models share no information: IS must fall to about 0 at p = 1."
+        "With the pairing of texts shuffled, the models share no information: IS must fall to about 0 "
+        "at p = 1."
     )
     download_csv(shuffle, f"{run.id}-shuffle")

@@ -46,7 +46,8 @@ def check_int(
     reason: str | None = None,
     error: type[ValueError] = ValueError,
 ) -> int | None:
-    """``value`` as an ``int`` within ``[min_value, max_value]`` (bounds optional); None passes with ``allow_none``.
+    """``value`` as an ``int`` within ``[min_value, max_value]`` (bounds optional); None passes with
+    ``allow_none``.
 
     ``bool`` is refused; numpy integers are accepted. ``reason`` is added to the message in brackets.
     """

@@ -16,9 +16,9 @@ A web page the owner visits must not drive the dashboard. Two ways a page could,
 A page of another site must not show the dashboard either: framed in it (clickjacking), the dashboard's
 own WebSocket opens with the dashboard's Origin, and clicks a person makes on the framing page land on the
 dashboard's buttons. Every HTTP response (pages, static files, the health check, refusals) and every
-answer to a WebSocket handshake (its 101, its 403) carries :data:`SECURITY_HEADERS`: no page may frame the dashboard (``frame-ancestors 'none'``, ``X-Frame-Options:
-DENY``; the dashboard frames none of its own pages), no address of it is sent on as a referrer, and no
-response is sniffed into another type than it says.
+answer to a WebSocket handshake (its 101, its 403) carries :data:`SECURITY_HEADERS`: no page may frame the
+dashboard (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``; the dashboard frames none of its own pages),
+no address of it is sent on as a referrer, and no response is sniffed into another type than it says.
 
 On a server others can reach (one that needs the owner token, or serves share links only), the server's
 metrics (:data:`CLOSED_PATHS`) are not served, and every request that writes (any method but GET, HEAD
@@ -82,8 +82,8 @@ def check_name(name: str) -> str:
         pass
     if not _NAME.fullmatch(text) or len(text) > 253:
         raise ValueError(
-            f"{str(name).strip()!r} is not a host name: give a name such as flare.example.org or *.example.org, or an "
-            "IP address, without scheme, port or path"
+            f"{str(name).strip()!r} is not a host name: give a name such as flare.example.org or "
+            "*.example.org, or an IP address, without scheme, port or path"
         )
     return text
 

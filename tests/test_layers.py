@@ -322,3 +322,49 @@ def test_modules_and_functions_stay_small():
                 if length > 80 and name not in LONG_FUNCTIONS:
                     long_functions.append(f"{name}: {length} lines")
     assert long_modules == [] and long_functions == []
+
+
+#: The longest line ruff format lays out (pyproject.toml's ``[tool.ruff] line-length``).
+LINE_LENGTH = int(
+    re.search(
+        r"^\[tool\.ruff\]\n(?:[^\[].*\n)*?line-length = (\d+)$",
+        (ROOT / "pyproject.toml").read_text(encoding="utf-8"),
+        flags=re.MULTILINE,
+    ).group(1)
+)
+#: A comment that tells ruff format to leave a statement (or a block) as written.
+FORMAT_OFF = re.compile(r"#\s*fmt:\s*(skip|off)\b")
+#: Lines allowed above :data:`LINE_LENGTH` ("module:line number" → why; none today).
+LONG_LINES: dict[str, str] = {}
+
+
+def _packed(modules: Tree) -> list[str]:
+    """Every line of ``modules`` that ruff format is told to skip or that runs past :data:`LINE_LENGTH`
+    characters: a module kept under the size limit by packing statements onto long lines instead of
+    splitting it by concept."""
+    found = []
+    for module, (text, _) in modules.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            if FORMAT_OFF.search(line):
+                found.append(f"{module}:{number}: {FORMAT_OFF.search(line).group(0)}")
+            elif len(line) > LINE_LENGTH and f"{module}:{number}" not in LONG_LINES:
+                found.append(f"{module}:{number}: {len(line)} characters")
+    return found
+
+
+def test_no_module_is_packed_onto_long_lines():
+    """Ruff format lays out every module of flare_core and the dashboard: no ``# fmt: skip`` (nor ``fmt:
+    off``) and no line over the line length, so a module stays under 500 lines only by splitting concepts."""
+    assert LINE_LENGTH == 110
+    assert _packed({**MODULES, **_tree(ROOT, ("dashboard",))}) == []
+
+
+def test_the_packing_check_catches_a_skip_and_a_long_line_planted_in_the_real_tree():
+    skipped = _planted("flare_core.answer.decide", "X = {'a': 1,  'b': 2}  # fmt: skip")
+    assert [line.split(": ", 1)[1] for line in _packed(skipped)] == ["# fmt: skip"]
+    off = _planted("flare_core.answer.decide", "# fmt: off")
+    assert [line.split(": ", 1)[1] for line in _packed(off)] == ["# fmt: off"]
+    long = _planted("flare_core.answer.decide", "X = " + "1 + " * 27 + "1")  # 4 + 108 + 1 characters
+    assert [line.split(": ", 1)[1] for line in _packed(long)] == ["113 characters"]
+    fits = _planted("flare_core.answer.decide", "X = " + "1 + " * 26 + "1")  # 109 characters
+    assert _packed(fits) == []

@@ -7,7 +7,7 @@ the labels are learned on the other corpora, as the product's are (``flare_core/
 labels, each batch keeping the model named before it unless its labels displace it, and after each batch
 the answer is settled or not (the named model within 2 points of the best with 90% chance). At 16, 32 and
 64 labels, when not settled, the posterior's share of foreseen futures settled after n more labels
-(:func:`~flare_core.choosing.accuracy_posterior.settled_shares`, n = 16, 32, … 256) gives the forecast
+(:func:`~flare_core.choosing.label_forecast.settled_shares`, n = 16, 32, … 256) gives the forecast
 at every threshold at once: the fewest n whose share reaches it. The forecast came true when the same
 draw was settled n labels later.
 
@@ -37,7 +37,8 @@ from flare_core.benchmark.answer_stage import chance_level, judged_record  # noq
 from flare_core.benchmark.embedding_store import kept_corpora, load_kept  # noqa: E402
 from flare_core.benchmark.posterior_draws import SURE, TOLERANCE, _frame, left_out  # noqa: E402
 from flare_core.benchmark.reading_draws import all_rows, left_out_reading  # noqa: E402
-from flare_core.choosing.accuracy_posterior import prior_by_rank, settled_shares  # noqa: E402
+from flare_core.choosing.accuracy_posterior import prior_by_rank  # noqa: E402
+from flare_core.choosing.label_forecast import settled_shares  # noqa: E402
 from flare_core.choosing.probes import probe_scores  # noqa: E402
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

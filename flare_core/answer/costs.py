@@ -80,12 +80,18 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
         )
         halves = np.where(np.isnan(halves), np.nanmax(halves) if np.isfinite(halves).any() else 0.0, halves)
         return pd.DataFrame(
-            {"model": [r["model"] for r in rows], "quality": quality,
-             "ci_low": quality - halves, "ci_high": quality + halves, "label": label,
-             "good_enough": high <= points + 1e-9,
-             "undecided": (low <= points) & (high > points + 1e-9),
-             "gap_high": high, "more_labels": np.nan}
-        )  # fmt: skip
+            {
+                "model": [r["model"] for r in rows],
+                "quality": quality,
+                "ci_low": quality - halves,
+                "ci_high": quality + halves,
+                "label": label,
+                "good_enough": high <= points + 1e-9,
+                "undecided": (low <= points) & (high > points + 1e-9),
+                "gap_high": high,
+                "more_labels": np.nan,
+            }
+        )
     if few.get("estimates"):
         rows = few["estimates"]
         n = int(few["n_labels"])
@@ -98,14 +104,20 @@ def answer_quality(verdict: Mapping[str, Any], tolerance_points: float | None = 
         forecast = advice.get("more_labels")
         more = float(forecast) if forecast is not None else np.nan
         return pd.DataFrame(
-            {"model": [r["model"] for r in rows], "quality": [100.0 * r["estimate"] for r in rows],
-             "ci_low": [100.0 * r["ci_low"] for r in rows], "ci_high": [100.0 * r["ci_high"] for r in rows],
-             "label": f"nDCG@10 on your {n} judged queries (points)" if few.get("metric") == "ndcg@10"
-             else f"estimated accuracy from your {n} labels (points)",
-             "good_enough": good, "undecided": ~good & (p_within >= 1.0 - SURE),
-             "gap_high": [float(r["gap_high"]) for r in rows],
-             "more_labels": [np.nan if g else more for g in good]}
-        )  # fmt: skip
+            {
+                "model": [r["model"] for r in rows],
+                "quality": [100.0 * r["estimate"] for r in rows],
+                "ci_low": [100.0 * r["ci_low"] for r in rows],
+                "ci_high": [100.0 * r["ci_high"] for r in rows],
+                "label": f"nDCG@10 on your {n} judged queries (points)"
+                if few.get("metric") == "ndcg@10"
+                else f"estimated accuracy from your {n} labels (points)",
+                "good_enough": good,
+                "undecided": ~good & (p_within >= 1.0 - SURE),
+                "gap_high": [float(r["gap_high"]) for r in rows],
+                "more_labels": [np.nan if g else more for g in good],
+            }
+        )
     return None
 
 
@@ -155,7 +167,8 @@ def label_free_quality(run: Run) -> pd.DataFrame | None:
                     "quality": scores["score"].astype(float),
                     "ci_low": scores["ci_low"].astype(float),
                     "ci_high": scores["ci_high"].astype(float),
-                    "label": f"label-free: information sufficiency ({estimator_label(estimator)}, nats per dimension)",
+                    "label": f"label-free: information sufficiency ({estimator_label(estimator)}, nats per "
+                    "dimension)",
                 }
             ).reset_index(drop=True)
     return None

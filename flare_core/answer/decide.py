@@ -10,7 +10,8 @@ The grounds, strongest first:
    often such a choice was right there, and the offer of a few labels;
 4. **unranked**: one candidate only, nothing to choose between.
 
-Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored`) — version 2's keys, for the label-free ranking (the map), plus::
+Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored`) — version 2's keys, for the
+label-free ranking (the map), plus::
 
     basis          "labels" | "few labels" | "label-free" | "unranked"
     recommended    the model to use (for "label-free", the provisional choice); None when unranked
@@ -26,10 +27,10 @@ Schema (``verdict.json``, version 3; the types in :mod:`flare_core.answer.stored
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from flare_core.answer.few_words import from_few_labels
 from flare_core.answer.label_free import check_sentence, odds_sentence
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import (
@@ -41,15 +42,7 @@ from flare_core.answer.stored import (
     MapVerdict,
     Verdict,
 )
-from flare_core.choosing.stopping import chance_words
-
-
-def _join(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}%"
+from flare_core.answer.words import join_names, percent
 
 
 def from_full_labels(block: LabelsGround, agreement: float | None, leading: str | None) -> Decision:
@@ -64,10 +57,10 @@ def from_full_labels(block: LabelsGround, agreement: float | None, leading: str 
     elif pairs:
         headline = f"Use {best}: its similarities follow your pair scores at Spearman {top['spearman']:.2f}"
     else:
-        headline = f"Use {best}: {_pct(top['accuracy'])} accuracy on your labels"
+        headline = f"Use {best}: {percent(top['accuracy'])} accuracy on your labels"
     runner = block.get("runner_up")
     if tied:
-        headline += f", tied with {_join(tied)} (the labels cannot tell them apart)."
+        headline += f", tied with {join_names(tied)} (the labels cannot tell them apart)."
     elif runner:
         r = rows[runner]
         half = (r["gap_high"] - r["gap_low"]) / 2
@@ -77,27 +70,35 @@ def from_full_labels(block: LabelsGround, agreement: float | None, leading: str 
     if search:
         summary = (
             f"Judged on your {block['n_labels']:,} search queries: {block['method']}. It finds "
-            f"{_pct(top['recall_at_10'])} of the relevant documents in its top 10 (recall@10); its MRR@10 is "
-            f"{top['mrr_at_10']:.2f}."
+            f"{percent(top['recall_at_10'])} of the relevant documents in its top 10 (recall@10); its "
+            f"MRR@10 is {top['mrr_at_10']:.2f}."
         )
     elif pairs:
         summary = f"Judged on your {block['n_labels']:,} scored pairs: {block['method']}."
     else:
         summary = (
-            f"Judged by a classifier trained on your {block['n_labels']:,} labelled texts ({block['n_classes']} "
-            f"classes): {block['method']}; each figure comes from folds the choice of settings did not see."
+            f"Judged by a classifier trained on your {block['n_labels']:,} labelled texts "
+            f"({block['n_classes']} classes): {block['method']}; each figure comes from folds the choice of "
+            "settings did not see."
         )
     if block.get("balanced") is False and not pairs:
-        summary += f" The classes are unbalanced: its macro-F1 is {_pct(top['f1_macro'])}."
+        summary += f" The classes are unbalanced: its macro-F1 is {percent(top['f1_macro'])}."
     if agreement is not None and leading:
         summary += (
             f" The label-free ranking agreed with your "
             f"{'search judgements' if search else 'pair scores' if pairs else 'labels'} at ρ = "
             f"{agreement:.2f}; its leader, {leading}, {_behind(rows, leading, best)}."
         )
-    return {"basis": "labels", "recommended": best, "settled": True, "headline": headline, "summary": summary,
-            "tied_with": tied, "short_list": [best, *tied][:3],
-            "next_step": "Nothing more is needed: your labels decided."}  # fmt: skip
+    return {
+        "basis": "labels",
+        "recommended": best,
+        "settled": True,
+        "headline": headline,
+        "summary": summary,
+        "tied_with": tied,
+        "short_list": [best, *tied][:3],
+        "next_step": "Nothing more is needed: your labels decided.",
+    }
 
 
 def _behind(rows: dict[str, Any], model: str, best: str) -> str:
@@ -108,174 +109,13 @@ def _behind(rows: dict[str, Any], model: str, best: str) -> str:
     return f"is {rows[model]['gap']:.1f} points behind"
 
 
-def from_few_labels(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision | None:
-    """Headline, summary and fields of an answer from a person's few labels (None when they cannot
-    decide yet: fewer than two categories labelled). Every figure comes from the one estimate of
-    :func:`~flare_core.choosing.probes.few_label_estimates`: the recommended model is the one of highest
-    estimated accuracy, and the stopping advice reads its chances."""
-    if "estimates" not in block:
-        return None
-    if block.get("metric") == SEARCH_METRIC:
-        return _from_few_judgements(block, choice)
-    advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
-    best = advice["best"]
-    top = rows[best]
-    n = block["n_labels"]
-    points = _points(block.get("tolerance_points", 2.0))
-    either = [m for m in advice.get("either", []) if m != best]
-    within = f"chance of {chance_words(top['p_within'])} of being within {points} of the best"
-    reason = advice.get("reason")
-    if advice["settled"] and either:
-        headline = f"Use {best} or {_join(either)}: after {n} labels each is within {points} of the best with at least 90% probability."
-        next_step = "Nothing more is needed: any of them will do."
-    elif advice["settled"]:
-        headline = f"Use {best}: after {n} labels it has a {within}."
-        next_step = "Nothing more is needed; more labels would only narrow the estimates."
-    elif reason == "too close":
-        headline = f"Use {best}: after {n} labels the models near the top are too close to tell apart, and it has a {within}."
-        next_step = "More labels would hardly change the choice; label more only to narrow the estimates."
-    elif reason == "few labels":
-        headline = f"Provisionally {best}: {n} labels are too few to judge by yet."
-        next_step = (
-            f"Label {advice['more_labels'] or 'a few'} more texts (Check with a few labels) to judge by."
-        )
-    else:
-        headline = f"Provisionally {best}: after {n} labels it has a {within}; about {advice['more_labels']} more labels would settle it."
-        next_step = f"Label about {advice['more_labels']} more texts (Check with a few labels) to settle it."
-    estimate = interval_words(top["ci_low"], top["ci_high"])
-    estimate = (
-        "not measured yet" if estimate == NOT_MEASURED else f"likely {estimate.replace(' and ', ' to ')}"
-    )
-    summary = " ".join(
-        part
-        for part in (
-            block.get("movement", ""),
-            f"Its estimated accuracy with plenty of labels is {_pct(top['estimate'])} ({estimate}).",
-            f"The label-free choice was {choice['choice']}." if choice and choice["choice"] != best else "",
-        )
-        if part
-    )
-    details = " ".join(
-        (
-            advice["text"],
-            "Each model is scored by how well a probe trained on your other labels predicts each labelled "
-            "text; public corpora show how far such a score on this many labels per category sits from the "
-            "accuracy with plenty of labels, and how much it can mislead. What they showed before any label "
-            "is updated by each of your labels, and the interval and every chance come from that one estimate.",
-        )
-    )
-    short = [best, *either]
-    short += [
-        r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
-    ]
-    return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
-            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step,
-            "details": details}  # fmt: skip
-
-
-#: Intervals wider than this share of the scale say nothing yet: shown as :data:`NOT_MEASURED`.
-WIDEST_INTERVAL = 0.5
-NOT_MEASURED = "not measured yet"
-
-
-def interval_words(low: float, high: float, unit: str = "%") -> str:
-    """ "71.2% and 80.4%": a 95% interval of a share in words, or :data:`NOT_MEASURED` when it spans more
-    than :data:`WIDEST_INTERVAL` of the scale (0.0% to 100.0% says nothing)."""
-    if float(high) - float(low) > WIDEST_INTERVAL:
-        return NOT_MEASURED
-    return f"{100 * float(low):.1f}{unit} and {100 * float(high):.1f}{unit}"
-
-
-def _queries(n: int, judged: str = "judged ") -> str:
-    """ "1 judged query", "5 judged queries"."""
-    return f"{n} {judged}quer{'y' if n == 1 else 'ies'}"
-
-
-def _one_query(text: str) -> str:
-    """``text`` with "1 judged queries are" and "1 more queries" said in the singular."""
-    text = re.sub(r"\b1 judged queries are\b", "1 judged query is", text)
-    return re.sub(r"\b1 more (judged )?queries\b", r"1 more \1query", text)
-
-
-def _from_few_judgements(block: FewLabelsGround, choice: LabelFreeGround | None) -> Decision:
-    """Headline, summary and fields of an answer from a person's few search judgements, in the words of
-    :func:`from_few_labels`: every figure from the one estimate of
-    :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`."""
-    advice, rows = block["advice"], {r["model"]: r for r in block["estimates"]}
-    best = advice["best"]
-    top = rows[best]
-    queries = _queries(block["n_labels"])
-    points = _points(block.get("tolerance_points", 2.0)) + " of search quality (nDCG@10)"
-    either = [m for m in advice.get("either", []) if m != best]
-    more, reason = advice["more_labels"], advice.get("reason")
-    within = f"chance of {chance_words(top['p_within'])} of being within {points} of the best"
-    if advice["settled"] and either:
-        headline = (
-            f"Use {best} or {_join(either)}: after {queries} each is within {points} of the best with "
-            "at least 90% probability."
-        )
-        next_step = "Nothing more is needed: either will do."
-    elif advice["settled"]:
-        headline = f"Use {best}: after {queries} it has a {within}."
-        next_step = "Nothing more is needed; more judged queries would only narrow the estimates."
-    elif reason == "too close":
-        headline = f"Use {best}: after {queries} the models near the top are too close to tell apart, and it has a {within}."  # fmt: skip
-        next_step = "More judged queries would hardly change the choice; judge more only to narrow the estimates."  # fmt: skip
-    elif reason == "few queries":
-        headline = f"Provisionally {best}: {queries} {'is' if block['n_labels'] == 1 else 'are'} too few to judge by yet."  # fmt: skip
-        next_step = f"Judge at least {_queries(more, 'more ')} (Check with a few labels) to judge by."
-    else:
-        headline = f"Provisionally {best}: after {queries} it has a {within}; about {_queries(more, 'more judged ')} would settle it."  # fmt: skip
-        next_step = f"Judge about {_queries(more, 'more ')} (Check with a few labels) to settle it."
-    estimate = interval_words(top["ci_low"], top["ci_high"], unit="")
-    estimate = (
-        "not measured yet" if estimate == NOT_MEASURED else f"likely {estimate.replace(' and ', ' to ')}"
-    )
-    summary = " ".join(
-        part
-        for part in (
-            f"On your {queries} its search quality (nDCG@10) is {100 * top['estimate']:.1f} out of 100 "
-            f"({estimate}); it finds {_pct(top['recall_at_10'])} of the documents you marked relevant in "
-            "its top 10.",
-            f"The label-free choice was {choice['choice']}." if choice and choice["choice"] != best else "",
-        )
-        if part
-    )
-    details = [
-        _one_query(advice["text"]),
-        "Each model ranks all your documents for each query; a document nobody judged counts as not relevant "
-        "(the usual rule when only some documents are judged). The interval and every chance come from one "
-        "estimate that each judged query updates, and one query alone cannot make it certain.",
-    ]
-    if block.get("no_relevant"):
-        k = len(block["no_relevant"])
-        details.append(
-            f"{k} judged quer{'y has' if k == 1 else 'ies have'} no document marked relevant "
-            f"({_join(list(block['no_relevant'])[:3])}{', …' if k > 3 else ''}): kept, but not counted."
-        )
-    if block.get("unscored"):
-        details.append(f"Not compared (they cannot embed a query): {_join(list(block['unscored']))}.")
-    short = [best, *either]
-    short += [
-        r["model"] for r in sorted(block["estimates"], key=lambda r: -r["p_best"]) if r["model"] not in short
-    ]
-    return {"basis": "few labels", "recommended": best, "settled": bool(advice["settled"]), "headline": headline,
-            "summary": summary, "tied_with": either, "short_list": short[:3], "next_step": next_step,
-            "details": " ".join(details)}  # fmt: skip
-
-
-def _points(tolerance: float) -> str:
-    """ "2 points", "1 point"."""
-    return f"{float(tolerance):g} point" + ("" if float(tolerance) == 1 else "s")
-
-
 def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decision:
     """Headline, summary and fields of the provisional, label-free answer."""
     best = choice["choice"]
     others = [m for m in choice["short_list"] if m != best]
     headline = f"Provisionally {best}, without labels."
     if others:
-        headline = f"Provisionally {best}, without labels; the short list: {_join([best, *others])}."
+        headline = f"Provisionally {best}, without labels; the short list: {join_names([best, *others])}."
     languages = choice.get("languages") or ""
     summary = (
         (f"Your texts read as {languages}. " if languages else "")
@@ -284,8 +124,16 @@ def from_label_free(choice: LabelFreeGround, need: str | None = None) -> Decisio
         + odds_sentence(choice.get("odds") or {})
     ).strip()
     next_step = need or check_sentence(search=choice.get("use") == "search")
-    return {"basis": "label-free", "recommended": best, "settled": False, "headline": headline,
-            "summary": summary, "tied_with": [], "short_list": choice["short_list"], "next_step": next_step}  # fmt: skip
+    return {
+        "basis": "label-free",
+        "recommended": best,
+        "settled": False,
+        "headline": headline,
+        "summary": summary,
+        "tied_with": [],
+        "short_list": choice["short_list"],
+        "next_step": next_step,
+    }
 
 
 def rule_sentence(choice: LabelFreeGround) -> str:
@@ -322,15 +170,15 @@ def pending_words(pending: list[str], *, running: bool) -> str:
     still being embedded and the answer will be checked again when they are; else that the run stopped
     before them."""
     n = len(pending)
-    names = _join(pending)
+    names = join_names(pending)
     if running:
         return (
             f"{n} {'model is' if n == 1 else 'models are'} still being embedded: {names}; the answer will be "
             f"checked again when {'it is' if n == 1 else 'they are'}."
         )
     return (
-        f"{n} {'candidate was' if n == 1 else 'candidates were'} not embedded: {names}; the run stopped before "
-        f"{'it' if n == 1 else 'them'}, and resuming it compares {'it' if n == 1 else 'them'} too."
+        f"{n} {'candidate was' if n == 1 else 'candidates were'} not embedded: {names}; the run stopped "
+        f"before {'it' if n == 1 else 'them'}, and resuming it compares {'it' if n == 1 else 'them'} too."
     )
 
 
@@ -398,9 +246,16 @@ def compose(
     ):
         decided = from_label_free(choice, need=(few or {}).get("need"))
     if decided is None:
-        decided = {"basis": "unranked", "recommended": None, "settled": False, "headline": ranking["headline"],
-                   "summary": ranking["summary"], "tied_with": [], "short_list": [],
-                   "next_step": "Add a second candidate to compare them."}  # fmt: skip
+        decided = {
+            "basis": "unranked",
+            "recommended": None,
+            "settled": False,
+            "headline": ranking["headline"],
+            "summary": ranking["summary"],
+            "tied_with": [],
+            "short_list": [],
+            "next_step": "Add a second candidate to compare them.",
+        }
     if pending and decided["basis"] != "unranked":
         _wait_for(decided, pending, running=provisional)
     if provisional:
@@ -411,7 +266,7 @@ def compose(
         )
     text = " ".join([decided["headline"], decided["summary"], decided["next_step"]])
     if ranking.get("failed"):
-        text += f" Not compared because they failed: {_join(list(ranking['failed']))}."
+        text += f" Not compared because they failed: {join_names(list(ranking['failed']))}."
     map_headline = ranking["headline"]
     note = map_note(decided, ranking.get("leading"))
     if note:

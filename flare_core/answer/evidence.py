@@ -100,9 +100,14 @@ def ranking_verdict(run: Run, *, provisional: bool) -> MapVerdict:
     scores = scored[estimator]
     partial = [m for m in scores["model"] if role_of.get(m) == "partial"]
     return verdict(
-        scores, estimator=estimator, trust=assess(evidence), controls=controls, partial=partial,
-        failed=failed, provisional=provisional,
-    )  # fmt: skip
+        scores,
+        estimator=estimator,
+        trust=assess(evidence),
+        controls=controls,
+        partial=partial,
+        failed=failed,
+        provisional=provisional,
+    )
 
 
 def map_drawing(run: Run) -> bool:
@@ -135,7 +140,8 @@ def single_model_facts(run: Run, model: str) -> list[str]:
             model in row.index and "cosine_spearman" in row and np.isfinite(row.loc[model, "cosine_spearman"])
         ):
             facts.append(
-                f"Its cosine similarities follow your pair scores at Spearman {row.loc[model, 'cosine_spearman']:.2f}."
+                "Its cosine similarities follow your pair scores at Spearman "
+                f"{row.loc[model, 'cosine_spearman']:.2f}."
             )
     if run.has("collapse", "summary.parquet"):
         row = run.load_frame("collapse", "summary.parquet").set_index("model")

@@ -25,7 +25,8 @@ NumPy files only, so that a bundle carries them and a bundle without texts drops
 Judgements are never rewritten: a document judged twice for a query keeps its latest judgement. Every
 figure of the answer comes from one estimate,
 :func:`~flare_core.choosing.retrieval_eval.few_judgement_estimates`, and its stopping advice,
-:func:`~flare_core.choosing.stopping.search_stopping_advice` (:func:`flare_core.answer.from_judgements.few_search_block`).
+:func:`~flare_core.choosing.stopping.search_stopping_advice`
+(:func:`flare_core.answer.from_judgements.few_search_block`).
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def has_search_judgements(run: Run) -> bool:
     return run.has(*QUERIES)
 
 
-# -- embedding the queries ------------------------------------------------------------------------------------
+# -- embedding the queries -----------------------------------------------------------------------------------
 
 _ENCODERS: dict[tuple[str, str], Any] = {}
 _MAX_ENCODERS = 16
@@ -226,7 +227,7 @@ def _embed_new(run: Run, texts: list[str], have: int, encode: Encode) -> dict[st
     return out
 
 
-# -- adding queries -------------------------------------------------------------------------------------------
+# -- adding queries ------------------------------------------------------------------------------------------
 
 
 def clean_query(text: Any) -> str:
@@ -271,8 +272,11 @@ def add_queries(
     seed = int(run.manifest.get("params", {}).get("seed", 0))
     with labels_lock(run):
         current = load_search_judgements(run)
-        asked = {str(t): str(q) for q, t in zip(current.queries["query_id"], current.queries["query_text"],
-                                               strict=True) if isinstance(t, str)}  # fmt: skip
+        asked = {
+            str(t): str(q)
+            for q, t in zip(current.queries["query_id"], current.queries["query_text"], strict=True)
+            if isinstance(t, str)
+        }
         new = [t for t in dict.fromkeys(cleaned) if t not in asked]
         if new:
             have = len(current.queries)
@@ -328,7 +332,7 @@ def pooled_documents(
     return pd.DataFrame(rows, columns=["query_id", "query", "doc_row", "text", "relevant"])
 
 
-# -- judgements -----------------------------------------------------------------------------------------------
+# -- judgements ----------------------------------------------------------------------------------------------
 
 
 def _relevance(value: Any, query_id: str, row: int) -> int:
@@ -362,19 +366,19 @@ def add_judgements(
             query_id = str(query).strip()
             if query_id not in current.ids:
                 raise ValueError(
-                    f"query {query_id!r} is not one of this run's queries ({', '.join(current.ids) or 'none yet'}); "
-                    "no judgement was saved"
+                    f"query {query_id!r} is not one of this run's queries "
+                    f"({', '.join(current.ids) or 'none yet'}); no judgement was saved"
                 )
             number = _row(row)
             if not 0 <= number < n_texts:
                 raise ValueError(
-                    f"query {query_id}: document row {number:,} is not in this run (its corpus has {n_texts:,} "
-                    "texts); no judgement was saved"
+                    f"query {query_id}: document row {number:,} is not in this run (its corpus has "
+                    f"{n_texts:,} texts); no judgement was saved"
                 )
             if number not in current.pool(query_id):
                 raise ValueError(
-                    f"query {query_id}: document row {number:,} is not among the documents pooled for it; judge "
-                    "the documents listed for the query); no judgement was saved"
+                    f"query {query_id}: document row {number:,} is not among the documents pooled for it; "
+                    "judge the documents listed for the query); no judgement was saved"
                 )
             grade = _relevance(value, query_id, number)
             if given.get((query_id, number), grade) != grade:
@@ -451,12 +455,15 @@ def read_judgements_file(
             stored = judged.text(query_id) if query_id in judged.ids else ""
             if stored and shown and shown != stored:
                 raise ValueError(
-                    f"{name} is not a judgements file of this run: its query {query_id} reads {shown!r}, this "
-                    f"run's {query_id} is {stored!r}; no judgement was saved"
+                    f"{name} is not a judgements file of this run: its query {query_id} reads {shown!r}, "
+                    f"this run's {query_id} is {stored!r}; no judgement was saved"
                 )
-    return [(str(q).strip(), _row(r), _relevance(v, str(q), -1 if pd.isna(r) else r))
-            for q, r, v in zip(kept[found["query_id"]], kept[found["doc_row"]], kept[found["relevant"]],
-                               strict=True)]  # fmt: skip
+    return [
+        (str(q).strip(), _row(r), _relevance(v, str(q), -1 if pd.isna(r) else r))
+        for q, r, v in zip(
+            kept[found["query_id"]], kept[found["doc_row"]], kept[found["relevant"]], strict=True
+        )
+    ]
 
 
 def _check_texts(shown: pd.Series, rows: pd.Series, texts: Sequence[str], name: str) -> None:

@@ -87,8 +87,13 @@ def next_queries(run: Run, n: int, *, encode: Encode | None = None) -> list[str]
     if len(ids) < n:
         drafts = draft_queries(run, int(n) - len(ids), current)
         if len(drafts):
-            ids += add_queries(run, drafts["query"].tolist(), source="suggested",
-                               known_items=drafts["known_item_row"].tolist(), encode=encode)  # fmt: skip
+            ids += add_queries(
+                run,
+                drafts["query"].tolist(),
+                source="suggested",
+                known_items=drafts["known_item_row"].tolist(),
+                encode=encode,
+            )
     return ids
 
 
@@ -135,13 +140,22 @@ def few_search_block(run: Run, judged: SearchJudgements | None = None) -> dict[s
         "skipped": 0,
     }
     if len(scores) < 2:
-        return {**base, "need": (
-            f"None of the {len(latest)} judged queries has a relevant document yet: mark the documents that "
-            "answer a query relevant, so that the models can be told apart.")}  # fmt: skip
+        return {
+            **base,
+            "need": (
+                f"None of the {len(latest)} judged queries has a relevant document yet: mark the documents "
+                "that answer a query relevant, so that the models can be told apart."
+            ),
+        }
     estimates = _replayed(run, judged)[-1][1]
     advice = search_stopping_advice(estimates, len(judged.counted))
-    return {**base, "method": estimates.attrs["method"], "estimates": _records(estimates), "advice": advice,
-            "tolerance_points": float(estimates.attrs["tolerance_points"])}  # fmt: skip
+    return {
+        **base,
+        "method": estimates.attrs["method"],
+        "estimates": _records(estimates),
+        "advice": advice,
+        "tolerance_points": float(estimates.attrs["tolerance_points"]),
+    }
 
 
 def _replayed(run: Run, judged: SearchJudgements) -> list[tuple[SearchJudgements, pd.DataFrame]]:

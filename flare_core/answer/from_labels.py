@@ -5,7 +5,8 @@ Everything reads the embeddings the run stored; nothing is embedded again, so an
 labels takes about a second (``bench/speed/few_label_speed.py``).
 
 The run's own labels are judged by the pipeline's stage ``labels`` (:mod:`flare_core.run.labels_stage`),
-which stores ``labels/comparison.parquet`` and ``labels/comparison.json``; :func:`full_label_block` reads them.
+which stores ``labels/comparison.parquet`` and ``labels/comparison.json``; :func:`full_label_block` reads
+them.
 """
 
 from __future__ import annotations
@@ -78,19 +79,31 @@ def few_label_block(run: Run, labels: LabelSet, prior: AccuracyPrior | None = No
     if len(embeddings) < 2:
         return None
     counts = pd.Series(labels.labels).value_counts()
-    base = {"n_labels": int(len(labels.labels)), "counts": {str(k): int(v) for k, v in counts.items()},
-            "batches": labels.batches, "skipped": len(labels.skipped_rows)}  # fmt: skip
+    base = {
+        "n_labels": int(len(labels.labels)),
+        "counts": {str(k): int(v) for k, v in counts.items()},
+        "batches": labels.batches,
+        "skipped": len(labels.skipped_rows),
+    }
     if counts.size < 2:
         only = str(counts.index[0])
-        return {**base, "need": f"All {int(counts.iloc[0])} labels so far are {only!r}: label texts of another "
-                "category too, so that the models can be told apart."}  # fmt: skip
+        return {
+            **base,
+            "need": f"All {int(counts.iloc[0])} labels so far are {only!r}: label texts of another "
+            "category too, so that the models can be told apart.",
+        }
     seed = int(run.manifest.get("params", {}).get("seed", 0))
     before = _named_before(run, labels, embeddings, prior, seed)
     estimates = few_label_estimates(
-        embeddings, labels.rows, labels.labels, seed=seed, prior=_prior_of(prior, embeddings),
-        tolerance_points=tolerance_of(run), named_before=before[0] if before else None,
+        embeddings,
+        labels.rows,
+        labels.labels,
+        seed=seed,
+        prior=_prior_of(prior, embeddings),
+        tolerance_points=tolerance_of(run),
+        named_before=before[0] if before else None,
         classes=len(labels.categories),
-    )  # fmt: skip
+    )
     advice = stopping_advice(estimates, len(labels.labels))
     if (
         advice["more_labels"]
@@ -135,9 +148,15 @@ def _named_before(
         if len(set(upto.labels)) < 2:
             continue
         frame = few_label_estimates(
-            embeddings, upto.rows, upto.labels, seed=seed, prior=ordered, tolerance_points=tolerance_of(run),
-            named_before=named[0] if named else None, classes=len(labels.categories),
-        )  # fmt: skip
+            embeddings,
+            upto.rows,
+            upto.labels,
+            seed=seed,
+            prior=ordered,
+            tolerance_points=tolerance_of(run),
+            named_before=named[0] if named else None,
+            classes=len(labels.categories),
+        )
         named = (str(frame["model"].iloc[0]), kind)
     return named
 
@@ -165,13 +184,16 @@ def movement_sentence(before: tuple[str, str] | None, estimates: pd.DataFrame, n
             estimates.set_index("model").loc[kept["leader"], "estimate"] - estimates["estimate"].iloc[0]
         )
         return (
-            f"{leader} stays the answer, as {then}: {kept['leader']}'s estimate is {100 * higher:.1f} points "
-            f"higher, but your labels favour it over {leader} with only {chance_words(kept['chance'])} chance (the answer "
-            f"changes at {SWITCH_CHANCE:.0%}); {leader} has a {chance_words(p_within)} chance of being within {points} "
-            "of the best."
+            f"{leader} stays the answer, as {then}: {kept['leader']}'s estimate is {100 * higher:.1f} "
+            f"points higher, but your labels favour it over {leader} with only "
+            f"{chance_words(kept['chance'])} chance (the answer changes at {SWITCH_CHANCE:.0%}); {leader} "
+            f"has a {chance_words(p_within)} chance of being within {points} of the best."
         )
     if before[0] == leader:
-        return f"{leader} still leads, as {then}: {chance_words(p_within)} chance of being within {points} of the best."
+        return (
+            f"{leader} still leads, as {then}: {chance_words(p_within)} chance of being within {points} "
+            "of the best."
+        )
     return (
         f"{leader} now leads instead of {before[0]}, which led {then}: your {n_labels} labels favour it "
         f"({chance_words(p_within)} chance of being within {points} of the best)."
@@ -240,9 +262,14 @@ def few_label_history(run: Run, labels: LabelSet, prior: AccuracyPrior | None = 
         if len(set(upto.labels)) < 2:
             continue
         estimates = few_label_estimates(
-            embeddings, upto.rows, upto.labels, seed=seed, prior=_prior_of(prior, embeddings),
-            tolerance_points=tolerance_of(run), classes=len(labels.categories),
-        )  # fmt: skip
+            embeddings,
+            upto.rows,
+            upto.labels,
+            seed=seed,
+            prior=_prior_of(prior, embeddings),
+            tolerance_points=tolerance_of(run),
+            classes=len(labels.categories),
+        )
         frames.append(
             estimates[["model", "estimate", "p_best"]].assign(n_labels=len(upto.labels), batch=batch)
         )

@@ -88,9 +88,13 @@ def _cases(records: list[dict[str, Any]], use: str, column: str) -> list[dict[st
         if column not in table or table[column].isna().all():
             continue
         cases.append(
-            {"case": f"{record['corpus']} ({use})", "table": table, "oracle": table[column].astype(float),
-             "models": list(record["candidates"])}
-        )  # fmt: skip
+            {
+                "case": f"{record['corpus']} ({use})",
+                "table": table,
+                "oracle": table[column].astype(float),
+                "models": list(record["candidates"]),
+            }
+        )
     return cases
 
 
@@ -272,9 +276,9 @@ def odds_sentence(odds: dict[str, Any]) -> str:
     if not odds or odds.get("mean_lost") is None:
         return ""
     return (
-        f"On {odds['corpora']} public corpora such a label-free choice lost {odds['mean_lost']:.1f} points on "
-        f"average against the best model, {odds['worst_lost']:.1f} at worst (each corpus judged by a rule "
-        "chosen on the others)."
+        f"On {odds['corpora']} public corpora such a label-free choice lost {odds['mean_lost']:.1f} points "
+        f"on average against the best model, {odds['worst_lost']:.1f} at worst (each corpus judged by a "
+        "rule chosen on the others)."
     )
 
 
@@ -290,17 +294,24 @@ def few_label_record(k: int) -> dict[str, Any] | None:
     if not rows:
         return None
     corpora = len({r.get("corpus") for r in record.get("per_corpus", [])})
-    return {"corpora": corpora, "k": k, "within": float(rows[0]["within"]), "mean_lost": float(rows[0]["mean_lost"]),
-            "label_free_within": float(record["label_free"]["within"]), "tolerance": float(record.get("tolerance", 2.0))}  # fmt: skip
+    return {
+        "corpora": corpora,
+        "k": k,
+        "within": float(rows[0]["within"]),
+        "mean_lost": float(rows[0]["mean_lost"]),
+        "label_free_within": float(record["label_free"]["within"]),
+        "tolerance": float(record.get("tolerance", 2.0)),
+    }
 
 
 def check_sentence(k: int = 32, *, search: bool = False) -> str:
     """The invitation to label a few texts, with what the benchmark measured of it; for a search run
-    (``search``), to judge a few queries (the benchmark's record is of labelled texts, so it is not quoted)."""
+    (``search``), to judge a few queries (the benchmark's record is of labelled texts, so it is not
+    quoted)."""
     if search:
         return (
-            f"Check with a few judged queries: write or accept {MIN_SETTLED_QUERIES} search queries, mark the "
-            "documents that answer each, and the answer will say how far to trust it."
+            f"Check with a few judged queries: write or accept {MIN_SETTLED_QUERIES} search queries, mark "
+            "the documents that answer each, and the answer will say how far to trust it."
         )
     record = few_label_record(k)
     if record is None:

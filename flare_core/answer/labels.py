@@ -253,7 +253,8 @@ def _check_rows(rows: Sequence[Any], n_texts: int) -> list[int]:
             )
         if not 0 <= number < n_texts:
             raise ValueError(
-                f"row {number:,} is not in this run: its corpus has {n_texts:,} texts (rows 0 to {n_texts - 1:,})"
+                f"row {number:,} is not in this run: its corpus has {n_texts:,} texts (rows 0 to "
+                f"{n_texts - 1:,})"
             )
         out.append(number)
     return out
@@ -288,8 +289,8 @@ class Saved:
             )
         if self.not_saved:
             out.append(
-                f"{len(self.not_saved)} of your label(s) were not saved: the text(s) were labelled meanwhile, "
-                "in another tab or with `flare label`: "
+                f"{len(self.not_saved)} of your label(s) were not saved: the text(s) were labelled "
+                "meanwhile, in another tab or with `flare label`: "
                 + _listed([f"row {r:,} (yours {g!r}, saved {s!r})" for r, g, s in self.not_saved])
                 + ". Where yours is right, correct the saved label."
             )
@@ -385,8 +386,8 @@ def save_batch(
         unknown = sorted({v for v in given.values() if v not in categories})
         if unknown and current.named:
             raise ValueError(
-                f"{unknown[0]!r} is not one of this run's categories ({', '.join(categories)}): add it to the "
-                "categories first, or correct the label"
+                f"{unknown[0]!r} is not one of this run's categories ({', '.join(categories)}): add it to "
+                "the categories first, or correct the label"
             )
         latest, skipped_now = current.latest(), set(current.skipped_rows)
         when = {int(e["row"]): int(e.get("order", 0)) for e in current.entries}

@@ -45,8 +45,8 @@ def read_labels_file(
         )
     if info.get("encoding") not in ("utf-8", "utf-8-sig", "parquet", None):
         raise ValueError(
-            f"{name} is not UTF-8 text (it reads only as {info['encoding']}), so a category could be misread: "
-            "save the file as UTF-8 and read it again; no label was saved"
+            f"{name} is not UTF-8 text (it reads only as {info['encoding']}), so a category could be "
+            "misread: save the file as UTF-8 and read it again; no label was saved"
         )
     table = pd.DataFrame({"row": frame[columns["row"]], "label": frame[columns["label"]]})
     words = table["label"].astype(str).str.strip()
@@ -55,8 +55,8 @@ def read_labels_file(
     if absent.any() and notes is not None:
         said = sorted(set(words[absent]))
         notes.append(
-            f"{int(absent.sum())} label cell(s) of {name} read {', '.join(map(repr, said))}, a missing value: "
-            "those texts were read as not labelled"
+            f"{int(absent.sum())} label cell(s) of {name} read {', '.join(map(repr, said))}, a missing "
+            "value: those texts were read as not labelled"
         )
     if texts is not None and "text" in columns:
         keep = ~blank & ~absent

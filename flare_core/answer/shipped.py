@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: ``bench/studies/ship_benchmark.py`` writes it, ``flare benchmark --table-only --docs`` shows it; the package carries it (see pyproject's package data).
+#: ``bench/studies/ship_benchmark.py`` writes it, ``flare benchmark --table-only --docs`` shows it; the
+#: package carries it (see pyproject's package data).
 SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "benchmark" / "benchmark_results.json"
 
 

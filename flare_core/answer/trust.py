@@ -49,7 +49,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the checks read, gathered from a finished run (see :func:`flare_core.answer.evidence.ranking_verdict`).
+    """What the checks read, gathered from a finished run (see
+    :func:`flare_core.answer.evidence.ranking_verdict`).
 
     ``scores``: the ranked candidates (columns ``model``, ``score``, ``ci_low``, ``ci_high``);
     ``controls``: control model → (kind, score under the same estimator); ``n_train``/``n_val``: texts
@@ -107,21 +108,28 @@ def check_stability(stability: float | None) -> Check:
     status = _graded(stability, 0.9, 0.7)
     words = {"pass": "barely changes", "warn": "changes somewhat", "fail": "changes a lot"}[status]
     return Check(
-        "stability", status, f"ρ = {stability:.2f}",
+        "stability",
+        status,
+        f"ρ = {stability:.2f}",
         f"The ranking {words} when only a fifth of the held-out texts is used (agreement {stability:.2f}).",
         stability,
-    )  # fmt: skip
+    )
 
 
 def check_agreement(agreement: float | None) -> Check:
     if not _finite(agreement):
         return Check(
-            "agreement", "not checked", "—",
+            "agreement",
+            "not checked",
+            "—",
             "Only one estimator ran, so there is no second opinion on the ranking.",
-        )  # fmt: skip
+        )
     status = _graded(agreement, 0.6, 0.3)
     if agreement < 0:
-        text = f"The two ways of estimating the score rank the models in opposite orders (agreement {agreement:.2f}"
+        text = (
+            "The two ways of estimating the score rank the models in opposite orders (agreement "
+            f"{agreement:.2f}"
+        )
     else:
         words = {"pass": "agree", "warn": "agree only partly", "fail": "hardly agree"}[status]
         text = (
@@ -141,25 +149,31 @@ def check_controls(scores: pd.DataFrame, controls: Mapping[str, tuple[str, float
     scores = scores[np.isfinite(scores["score"].astype(float))]
     if not random or scores.empty:
         return Check(
-            "controls", "not checked", "—",
+            "controls",
+            "not checked",
+            "—",
             "No random-weights control was in the pool to show where a model that learned nothing lands.",
-        )  # fmt: skip
+        )
     weakest = scores.loc[scores["score"].idxmin()]
     above = {m: s for m, s in random.items() if s >= weakest["score"]}
     if not above:
         return Check(
-            "controls", "pass", f"{len(random)} below all",
+            "controls",
+            "pass",
+            f"{len(random)} below all",
             f"The random-weights control{'s' if len(random) > 1 else ''} ({_join(sorted(random))}) scored "
             "below every trained model, as it should.",
             0.0,
-        )  # fmt: skip
+        )
     beaten = scores.loc[scores["score"] <= max(above.values()), "model"].tolist()
     return Check(
-        "controls", "fail", f"{len(beaten)} trained below",
-        f"A network with random weights ({_join(sorted(above))}) scored above {_join(beaten)}: on this corpus "
-        "the score rewards something other than what training teaches.",
+        "controls",
+        "fail",
+        f"{len(beaten)} trained below",
+        f"A network with random weights ({_join(sorted(above))}) scored above {_join(beaten)}: on this "
+        "corpus the score rewards something other than what training teaches.",
         float(len(beaten)),
-    )  # fmt: skip
+    )
 
 
 def check_shuffled(scores: pd.DataFrame, controls: Mapping[str, tuple[str, float]]) -> Check:
@@ -167,17 +181,21 @@ def check_shuffled(scores: pd.DataFrame, controls: Mapping[str, tuple[str, float
     best = float(scores["score"].max()) if not scores.empty else float("nan")
     if not shuffled or not (best > 0):
         return Check(
-            "shuffled", "not checked", "—",
+            "shuffled",
+            "not checked",
+            "—",
             "No rows-shuffled control was in the pool to show the score of vectors unrelated to the texts.",
-        )  # fmt: skip
+        )
     ratio = max(shuffled.values()) / best
     status = "pass" if ratio <= 0.10 else ("fail" if ratio > 0.25 else "warn")
     words = "stays near zero" if status == "pass" else "is not near zero"
     return Check(
-        "shuffled", status, f"{ratio:.0%} of the best",
+        "shuffled",
+        status,
+        f"{ratio:.0%} of the best",
         f"Vectors handed to the wrong texts get a score that {words} ({ratio:.0%} of the leader's).",
         ratio,
-    )  # fmt: skip
+    )
 
 
 def check_sample_size(evidence: Evidence) -> Check:
@@ -206,7 +224,8 @@ def check_sample_size(evidence: Evidence) -> Check:
     if evidence.raw_dim and evidence.n_train + evidence.n_val < evidence.raw_dim:
         status = "fail" if status == "fail" else "warn"
         problems.append(
-            f"there are fewer texts ({evidence.n_train + evidence.n_val}) than dimensions ({evidence.raw_dim})"
+            f"there are fewer texts ({evidence.n_train + evidence.n_val}) than dimensions "
+            f"({evidence.raw_dim})"
         )
     text = (
         f"Enough texts: {evidence.n_train} to fit and {evidence.n_val} to test, in {dims} dimensions."
@@ -254,9 +273,12 @@ def check_separation(scores: pd.DataFrame) -> Check:
     if not tied:
         return Check("separation", "pass", "0 tied", f"{leader} is ahead of every other candidate.", 0.0)
     return Check(
-        "separation", "warn", f"{len(tied)} tied",
-        f"{leader} cannot be told apart from {_join(tied)}: their intervals overlap.", float(len(tied)),
-    )  # fmt: skip
+        "separation",
+        "warn",
+        f"{len(tied)} tied",
+        f"{leader} cannot be told apart from {_join(tied)}: their intervals overlap.",
+        float(len(tied)),
+    )
 
 
 def assess(evidence: Evidence) -> TrustAssessment:

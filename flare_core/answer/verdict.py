@@ -64,9 +64,15 @@ def _control_rows(controls: pd.DataFrame | None, ranked: pd.DataFrame) -> list[d
         else:
             text = f"{row.model} ({row.kind}) would rank last, below every candidate, as it should."
         rows.append(
-            {"model": row.model, "kind": row.kind, "score": score, "would_rank": place,
-             "of": len(ranked) + 1, "text": text}
-        )  # fmt: skip
+            {
+                "model": row.model,
+                "kind": row.kind,
+                "score": score,
+                "would_rank": place,
+                "of": len(ranked) + 1,
+                "text": text,
+            }
+        )
     return rows
 
 
@@ -164,8 +170,12 @@ def unranked_verdict(
         text = " ".join([headline, summary])
         if failed:
             text += f" Not ranked because they failed: {_join(list(failed))}."
-        return {**unranked_verdict(candidates, failed=failed, provisional=provisional),
-                "headline": headline, "summary": summary, "text": text}  # fmt: skip
+        return {
+            **unranked_verdict(candidates, failed=failed, provisional=provisional),
+            "headline": headline,
+            "summary": summary,
+            "text": text,
+        }
     if len(candidates) == 1:
         headline = f"Only one candidate, {candidates[0]}: there is nothing to rank it against."
     elif candidates:

@@ -122,8 +122,10 @@ def _with_reading(record: dict[str, Any], kept: KeptCorpus) -> dict[str, Any]:
     models' specs: nothing is judged again)."""
     models = [row["model"] for row in record["table"]]
     writing, reading = reads_corpus(models, kept.bench.frame["text"].astype(str).tolist())
-    rows = [{**row, "reads_corpus": None if np.isnan(reading[row["model"]]) else reading[row["model"]]}
-            for row in record["table"]]  # fmt: skip
+    rows = [
+        {**row, "reads_corpus": None if np.isnan(reading[row["model"]]) else reading[row["model"]]}
+        for row in record["table"]
+    ]
     return {**record, "table": rows, "writing": writing.kind, "languages": writing.record()}
 
 

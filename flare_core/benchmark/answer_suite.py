@@ -158,10 +158,15 @@ def score_rows(
             continue
         boot = rng.choice(rhos_arr, size=(RESAMPLES, rhos_arr.size)).mean(axis=1)
         rows.append(
-            {"use": use, "score": score, "mean_rho": float(rhos_arr.mean()),
-             "ci_low": float(np.quantile(boot, 0.025)), "ci_high": float(np.quantile(boot, 0.975)),
-             "corpora": int(rhos_arr.size)}
-        )  # fmt: skip
+            {
+                "use": use,
+                "score": score,
+                "mean_rho": float(rhos_arr.mean()),
+                "ci_low": float(np.quantile(boot, 0.025)),
+                "ci_high": float(np.quantile(boot, 0.975)),
+                "corpora": int(rhos_arr.size),
+            }
+        )
     return rows
 
 
@@ -190,13 +195,21 @@ def per_corpus_table(benchmark: dict[str, Any]) -> pd.DataFrame:
         widest = top_models(table.loc[record["candidates"]], "dim")
         lost = 100.0 * (oracle.max() - oracle.loc[widest].mean()) if widest else float("nan")
         rows.append(
-            {"corpus": record["corpus"], "task": record["task"], "oracle": record["oracle"],
-             "n_texts": record["n_texts"], "best": record["best"], "best_value": float(oracle.max()),
-             "widest_lost": float(lost), "dropped": dropped_words(record.get("cleaning") or {}),
-             "embed_seconds": float(table["embed_seconds"].astype(float).sum())
-             if "embed_seconds" in table else float("nan"),
-             "judge_seconds": float(record.get("judge_seconds") or "nan")}
-        )  # fmt: skip
+            {
+                "corpus": record["corpus"],
+                "task": record["task"],
+                "oracle": record["oracle"],
+                "n_texts": record["n_texts"],
+                "best": record["best"],
+                "best_value": float(oracle.max()),
+                "widest_lost": float(lost),
+                "dropped": dropped_words(record.get("cleaning") or {}),
+                "embed_seconds": float(table["embed_seconds"].astype(float).sum())
+                if "embed_seconds" in table
+                else float("nan"),
+                "judge_seconds": float(record.get("judge_seconds") or "nan"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -205,9 +218,11 @@ def dropped_words(cleaning: dict[str, int]) -> str:
     was, "–" when it was not recorded."""
     if not cleaning:
         return "–"
-    parts = [f"{cleaning[key]:,} {words}" for key, words in
-             (("empty", "empty"), ("duplicates", "repeats"), ("two_labels", "with two labels"))
-             if cleaning.get(key)]  # fmt: skip
+    parts = [
+        f"{cleaning[key]:,} {words}"
+        for key, words in (("empty", "empty"), ("duplicates", "repeats"), ("two_labels", "with two labels"))
+        if cleaning.get(key)
+    ]
     return ", ".join(parts) or "nothing"
 
 
@@ -226,21 +241,27 @@ def markdown_tables(benchmark: dict[str, Any]) -> str:
             )
         lines.append("")
     lines += [
-        "| use | rule chosen on all | mean lost | worst lost | cases | without the language guard: mean | worst |",
+        "| use | rule chosen on all | mean lost | worst lost | cases | without the language guard: mean | "
+        "worst |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for use, rule in summary["rules"].items():
         plain = rule.get("without_language_guard") or {}
-        before = (f"{plain['mean_lost']:.1f} | {plain['worst_lost']:.1f}" if plain.get("mean_lost") is not None
-                  else "– | –")  # fmt: skip
+        before = (
+            f"{plain['mean_lost']:.1f} | {plain['worst_lost']:.1f}"
+            if plain.get("mean_lost") is not None
+            else "– | –"
+        )
         lines.append(
             f"| {use} | {rule['chosen_on_all']} | {rule['mean_lost']:.1f} | {rule['worst_lost']:.1f} | "
             f"{rule['cases']} | {before} |"
         )
     lines += ["", f"A control picked by a rule: {summary['control_recommended']} times.", ""]
     table = per_corpus_table(benchmark)
-    lines += ["| corpus | task | oracle | texts | dropped | best | its value | widest lost | embed s | judge s |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "| corpus | task | oracle | texts | dropped | best | its value | widest lost | embed s | judge s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for row in table.itertuples(index=False):
         embed, judge = ("–" if np.isnan(v) else f"{v:.0f}" for v in (row.embed_seconds, row.judge_seconds))
         lines.append(
@@ -288,10 +309,12 @@ def few_label_lines(record: dict[str, Any]) -> list[str]:
         "The named model changed between consecutive batches after 32 labels in "
         + ", ".join(f"{v:.0%} ({m})" for m, v in stable.items())
         + " of batch pairs.",
-        f"Settled (within {tolerance:g} points with at least 90% chance): {settled.get('share_at_64', 0):.0%} of "
-        f"draws at 64 labels, {settled.get('share_at_128', 0):.0%} at 128; "
+        f"Settled (within {tolerance:g} points with at least 90% chance): "
+        f"{settled.get('share_at_64', 0):.0%} of draws at 64 labels, {settled.get('share_at_128', 0):.0%} "
+        "at 128; "
         + (
-            f"{settled['within_when_settled']:.0%} of the {settled['n_settled']} settled draws were within it."
+            f"{settled['within_when_settled']:.0%} of the {settled['n_settled']} settled draws were within "
+            "it."
             if settled.get("within_when_settled") is not None
             else "none settled."
         ),

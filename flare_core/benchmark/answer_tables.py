@@ -87,10 +87,15 @@ def trust_levels(records: list[dict[str, Any]], label_free: dict[str, Any]) -> l
         frame = pd.DataFrame(stops)
         product = frame[(frame["estimator"] == "product") & (frame["texts"] == "random")]
         rows.append(
-            {"level": "few labels (16 to 128)", "judged": "draws of random texts, every k, every corpus",
-             "mean_lost": float(product["mean_points_lost"].mean()), "worst_lost": None,
-             "within_2": float(product["share_within"].mean()), "count": int(product["draws"].sum())}
-        )  # fmt: skip
+            {
+                "level": "few labels (16 to 128)",
+                "judged": "draws of random texts, every k, every corpus",
+                "mean_lost": float(product["mean_points_lost"].mean()),
+                "worst_lost": None,
+                "within_2": float(product["share_within"].mean()),
+                "count": int(product["draws"].sum()),
+            }
+        )
     settled = [row for r in records for row in (r.get("labels") or {}).get("stopping", [])]
     if settled:
         frame = pd.DataFrame(settled)
@@ -98,9 +103,15 @@ def trust_levels(records: list[dict[str, Any]], label_free: dict[str, Any]) -> l
         if len(frame):
             within = float((frame["settled_within"] * frame["n_settled"]).sum() / frame["n_settled"].sum())
             rows.append(
-                {"level": "few labels, said to be settled", "judged": "the draws the advice called settled",
-                 "mean_lost": None, "worst_lost": None, "within_2": within, "count": int(frame["n_settled"].sum())}
-            )  # fmt: skip
+                {
+                    "level": "few labels, said to be settled",
+                    "judged": "the draws the advice called settled",
+                    "mean_lost": None,
+                    "worst_lost": None,
+                    "within_2": within,
+                    "count": int(frame["n_settled"].sum()),
+                }
+            )
     unsure = label_free.get("unsure")
     if unsure:
         lost = np.array([row["lost"] for row in unsure["rows"]], dtype=float)
@@ -113,7 +124,10 @@ def trust_levels(records: list[dict[str, Any]], label_free: dict[str, Any]) -> l
 def _level(level: str, judged: str, lost: np.ndarray) -> dict[str, Any]:
     lost = lost[np.isfinite(lost)]
     return {
-        "level": level, "judged": judged, "mean_lost": float(lost.mean()) if lost.size else None,
+        "level": level,
+        "judged": judged,
+        "mean_lost": float(lost.mean()) if lost.size else None,
         "worst_lost": float(lost.max()) if lost.size else None,
-        "within_2": float((lost <= WITHIN_POINTS + 1e-9).mean()) if lost.size else None, "count": int(lost.size),
-    }  # fmt: skip
+        "within_2": float((lost <= WITHIN_POINTS + 1e-9).mean()) if lost.size else None,
+        "count": int(lost.size),
+    }

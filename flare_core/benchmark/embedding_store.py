@@ -144,9 +144,11 @@ def embed_corpus(
 def kept_corpora(root: str | Path, oracle: str) -> list[str]:
     """The corpora kept under ``root`` whose oracle is ``oracle`` (e.g. ``"classification"``), sorted."""
     return sorted(
-        p.name for p in Path(root).iterdir() if (p / "corpus.json").is_file()
+        p.name
+        for p in Path(root).iterdir()
+        if (p / "corpus.json").is_file()
         and json.loads((p / "corpus.json").read_text(encoding="utf-8"))["oracle"] == oracle
-    )  # fmt: skip
+    )
 
 
 def kept_models(root: str | Path, corpus: str) -> list[str]:
@@ -175,9 +177,15 @@ def load_kept(root: str | Path, corpus: str, models: Sequence[str] | None = None
     if judged is not None:
         judged["query_text"] = judged["query_text"].astype(str)
     bench = BenchmarkCorpus(
-        meta["name"], meta["task"], meta["description"], meta["source"], meta["licence"], frame,
-        pairs=pairs, judgements=judged,
-    )  # fmt: skip
+        meta["name"],
+        meta["task"],
+        meta["description"],
+        meta["source"],
+        meta["licence"],
+        frame,
+        pairs=pairs,
+        judgements=judged,
+    )
     names = list(models) if models is not None else kept_models(root, corpus)
     embeddings, queries, seconds = {}, {}, {}
     for model in names:

@@ -140,7 +140,7 @@ def few_label_draws(
                                 regret_points(oracle, str(r.model), models),
                             ]
                             for r in frame.itertuples(index=False)
-                        ],  # fmt: skip
+                        ],
                     }
                 else:
                     pick, extra = _pick(models, _single_scores(estimator)(units, rows, codes, draw), rng), {}

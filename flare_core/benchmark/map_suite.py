@@ -72,7 +72,8 @@ def run_kept_map(
         records.append(map_record(root, out, name))
         if log is not None:
             log(
-                f"{name}: judged ({time.perf_counter() - start:.0f} s now, {records[-1]['seconds']:.0f} s of stages)"
+                f"{name}: judged ({time.perf_counter() - start:.0f} s now, {records[-1]['seconds']:.0f} s "
+                "of stages)"
             )
     result = {
         "version": MAP_KEPT_VERSION,
@@ -171,8 +172,8 @@ def rule_lines(rules: Sequence[dict[str, Any]]) -> list[str]:
         return []
     lines = [
         "",
-        "| use | rules | corpora | chosen on all | mean lost | worst lost | geometric alone: chosen | mean lost "
-        "| worst lost |",
+        "| use | rules | corpora | chosen on all | mean lost | worst lost | geometric alone: chosen | mean "
+        "lost | worst lost |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rules:

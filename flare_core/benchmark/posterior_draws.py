@@ -31,7 +31,8 @@ from flare_core.benchmark.answer_stage import chance_level, oracle_series, recor
 from flare_core.benchmark.embedding_store import load_kept
 from flare_core.benchmark.reading_draws import all_rows, left_out_reading
 from flare_core.choosing import accuracy_posterior as ap
-from flare_core.choosing.accuracy_posterior import estimate_frame, forecast, prior_by_rank
+from flare_core.choosing.accuracy_posterior import estimate_frame, prior_by_rank
+from flare_core.choosing.label_forecast import forecast
 from flare_core.choosing.label_free_rules import choose_rule, ranked_by
 from flare_core.choosing.probe_reading import ProbeReading
 from flare_core.choosing.probes import probe_scores
@@ -67,8 +68,15 @@ SHIPPED = "posterior"
 
 
 def _frame(prior, correct, chance, seed, named_before=None, classes=2):
-    return estimate_frame(prior, correct, tolerance_points=TOLERANCE, chance_level=chance, seed=seed,
-                          named_before=named_before, classes=classes)  # fmt: skip
+    return estimate_frame(
+        prior,
+        correct,
+        tolerance_points=TOLERANCE,
+        chance_level=chance,
+        seed=seed,
+        named_before=named_before,
+        classes=classes,
+    )
 
 
 def prior_with_models(
@@ -77,9 +85,10 @@ def prior_with_models(
     """``base`` (a prior by rank) joined with each candidate's own record on the benchmark ``cases``: a
     candidate judged on at least ``least`` cases stood, on each, some points above the mean of the
     candidates the case shares with ``base``; the mean of those standings (its spread widened as
-    :func:`~flare_core.choosing.accuracy_posterior.rank_record`'s, for one more corpus) is a second, independent reading of its standing, and
-    the two are weighted by their precisions. A candidate the benchmark never judged keeps ``base``'s. An alternative
-    judged beside the product's prior (``bench/studies/few_label_prior.py``), not the product's."""
+    :func:`~flare_core.choosing.accuracy_posterior.rank_record`'s, for one more corpus) is a second,
+    independent reading of its standing, and the two are weighted by their precisions. A candidate the
+    benchmark never judged keeps ``base``'s. An alternative judged beside the product's prior
+    (``bench/studies/few_label_prior.py``), not the product's."""
     models = list(base.models)
     standings: dict[str, list[float]] = {m: [] for m in models}
     for case in cases:
@@ -140,15 +149,7 @@ def judge_corpus(
         method: priors[which].read_with(_reading(how, lines if how.startswith(LINES) else reading))
         for method, (which, how) in variants.items()
     }
-    rows = [{"corpus": name, "draw": -1, "k": 0, "method": "label-free", "pick": ranked[0],
-             "lost": lost(oracle, ranked[0], candidates), "rule": rule}]  # fmt: skip
-    provisional = {}
-    for method, prior in read.items():  # each estimate's pick before any label: its prior's
-        frame = _frame(prior, None, chance, 0)
-        pick = provisional[method] = str(frame["model"].iloc[0])
-        rows.append({"corpus": name, "draw": -1, "k": 0, "method": method, "pick": pick,
-                     "lost": lost(oracle, pick, candidates), "rule": rule,
-                     "p_within": float(frame["p_within"].iloc[0])})  # fmt: skip
+    rows, provisional = _before_labels(name, rule, ranked, oracle, candidates, read, chance)
     for draw in range(draws):
         order = np.random.default_rng([seed, draw]).permutation(labels.shape[0])
         named = dict(provisional)  # each batch keeps the model named before it unless its labels displace it
@@ -164,11 +165,61 @@ def judge_corpus(
                 rows.append(_row(name, draw, k, method, frame, oracle, candidates, rule))
                 if method == SHIPPED and not rows[-1]["settled"] and k in (16, 32, 64):
                     row = rows[-1]
-                    row["more"] = forecast(prior, scores, tolerance_points=TOLERANCE, sure=SURE, step=16,
-                                           most=256, seed=draw, classes=classes)  # fmt: skip
-                    row["more_came_true"] = _came_true(row["more"], order, k, labels, xs, prior, chance, draw,
-                                                       pick, classes)  # fmt: skip
+                    row["more"] = forecast(
+                        prior,
+                        scores,
+                        tolerance_points=TOLERANCE,
+                        sure=SURE,
+                        step=16,
+                        most=256,
+                        seed=draw,
+                        classes=classes,
+                    )
+                    row["more_came_true"] = _came_true(
+                        row["more"], order, k, labels, xs, prior, chance, draw, pick, classes
+                    )
     return rows
+
+
+def _before_labels(
+    name: str,
+    rule: str,
+    ranked: list[str],
+    oracle: pd.Series,
+    candidates: list[str],
+    read: Mapping[str, Any],
+    chance: float,
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The rows at k = 0 of corpus ``name``: the label-free pick, then each estimate's pick before any label
+    (its prior's), with the model each estimate names before its first batch."""
+    rows = [
+        {
+            "corpus": name,
+            "draw": -1,
+            "k": 0,
+            "method": "label-free",
+            "pick": ranked[0],
+            "lost": lost(oracle, ranked[0], candidates),
+            "rule": rule,
+        }
+    ]
+    provisional = {}
+    for method, prior in read.items():  # each estimate's pick before any label: its prior's
+        frame = _frame(prior, None, chance, 0)
+        pick = provisional[method] = str(frame["model"].iloc[0])
+        rows.append(
+            {
+                "corpus": name,
+                "draw": -1,
+                "k": 0,
+                "method": method,
+                "pick": pick,
+                "lost": lost(oracle, pick, candidates),
+                "rule": rule,
+                "p_within": float(frame["p_within"].iloc[0]),
+            }
+        )
+    return rows, provisional
 
 
 #: The readings learned with each model's own offset line too (the product's has the shared line alone).
@@ -195,8 +246,11 @@ def _reading(how: str, reading: ProbeReading | None) -> ProbeReading | None:
 def _priors(cases, rule, ranked, candidates, wanted) -> dict[str, ap.AccuracyPrior]:
     """The priors the variants name: "benchmark" (by rank), "flat", "with models", "<prior> x<f>"."""
     by_rank = prior_by_rank(cases, rule, ranked).reordered(candidates)
-    priors = {"benchmark": by_rank, "flat": ap.AccuracyPrior.flat(candidates),
-              "with models": prior_with_models(cases, by_rank)}  # fmt: skip
+    priors = {
+        "benchmark": by_rank,
+        "flat": ap.AccuracyPrior.flat(candidates),
+        "with models": prior_with_models(cases, by_rank),
+    }
     for which in set(wanted) - set(priors):  # "<prior> x<f>": its spreads times f
         base, factor = which.rsplit(" x", 1)
         p = priors[base]
@@ -213,13 +267,24 @@ def _row(name, draw, k, method, frame, oracle, candidates, rule) -> dict[str, An
     pick = str(frame["model"].iloc[0])
     truth = oracle.loc[frame["model"]].to_numpy(dtype=np.float64)
     held = (frame["ci_low"].to_numpy() <= truth + 1e-9) & (truth <= frame["ci_high"].to_numpy() + 1e-9)
-    return {"corpus": name, "draw": draw, "k": k, "method": method, "pick": pick,
-            "lost": lost(oracle, pick, candidates), "rule": rule, "p_within": float(frame["p_within"].iloc[0]),
-            "settled": bool(frame["p_within"].iloc[0] >= SURE),
-            "stated": [[float(p), lost(oracle, str(m), candidates)]
-                       for m, p in zip(frame["model"], frame["p_within"], strict=True)],
-            "order": [str(m) for m in frame["model"]], "covered": float(held.mean()),
-            "named_covered": bool(held[0])}  # fmt: skip
+    return {
+        "corpus": name,
+        "draw": draw,
+        "k": k,
+        "method": method,
+        "pick": pick,
+        "lost": lost(oracle, pick, candidates),
+        "rule": rule,
+        "p_within": float(frame["p_within"].iloc[0]),
+        "settled": bool(frame["p_within"].iloc[0] >= SURE),
+        "stated": [
+            [float(p), lost(oracle, str(m), candidates)]
+            for m, p in zip(frame["model"], frame["p_within"], strict=True)
+        ],
+        "order": [str(m) for m in frame["model"]],
+        "covered": float(held.mean()),
+        "named_covered": bool(held[0]),
+    }
 
 
 def _came_true(more, order, k, labels, xs, prior, chance, draw, named, classes) -> bool | None:
@@ -247,10 +312,15 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
         "within": float((zero["lost"] <= TOLERANCE).mean()),
     }
     out["by_k"] = [
-        {"method": method, "k": int(k), "mean_lost": float(g["lost"].mean()),
-         "within": float((g["lost"] <= TOLERANCE).mean()), "draws": len(g)}
+        {
+            "method": method,
+            "k": int(k),
+            "mean_lost": float(g["lost"].mean()),
+            "within": float((g["lost"] <= TOLERANCE).mean()),
+            "draws": len(g),
+        }
         for (method, k), g in rows[rows["k"] > 0].groupby(["method", "k"])
-    ]  # fmt: skip
+    ]
     out["stability"] = {}
     for method, group in rows[rows["k"] >= 32].groupby("method"):
         changes = (
@@ -261,17 +331,23 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
         out["stability"][method] = float(changes.mean())
     out["calibration"], out["settled"] = {}, {}
     for method, post in rows[(rows["k"] > 0) & rows["stated"].notna()].groupby("method"):
-        pairs = [(p, lo <= TOLERANCE + 1e-9, c) for c, st in zip(post["corpus"], post["stated"], strict=True)
-                 for p, lo in st]  # fmt: skip
+        pairs = [
+            (p, lo <= TOLERANCE + 1e-9, c)
+            for c, st in zip(post["corpus"], post["stated"], strict=True)
+            for p, lo in st
+        ]
         frame = pd.DataFrame(pairs, columns=["stated", "observed", "corpus"])
         frame["bin"] = pd.cut(frame["stated"], [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0], include_lowest=True).astype(
             str
         )
         out["calibration"][method] = {
-            "overall": _ece(frame), "per_corpus": {c: _ece(g) for c, g in frame.groupby("corpus")},
-            "reliability": frame.groupby("bin").agg(stated=("stated", "mean"), observed=("observed", "mean"),
-                                                    count=("stated", "size")).reset_index().to_dict(orient="records"),
-        }  # fmt: skip
+            "overall": _ece(frame),
+            "per_corpus": {c: _ece(g) for c, g in frame.groupby("corpus")},
+            "reliability": frame.groupby("bin")
+            .agg(stated=("stated", "mean"), observed=("observed", "mean"), count=("stated", "size"))
+            .reset_index()
+            .to_dict(orient="records"),
+        }
         settled = post[post["settled"].astype(bool)]
         out["settled"][method] = {
             "share_at_64": float(post[post["k"] == 64]["settled"].mean()),
@@ -286,14 +362,22 @@ def summary(rows: pd.DataFrame) -> dict[str, Any]:
         else post.iloc[0:0]
     )
     told = asked.dropna(subset=["more_came_true"]) if "more_came_true" in asked else asked.iloc[0:0]
-    out["forecast"] = {"told": len(told), "unsettled": len(asked),
-                       "named": float(asked["more"].notna().mean()) if "more" in asked and len(asked) else None,
-                       "came_true": float(told["more_came_true"].mean()) if len(told) else None,
-                       "never": int(asked["more"].isna().sum()) if "more" in asked else 0}  # fmt: skip
+    out["forecast"] = {
+        "told": len(told),
+        "unsettled": len(asked),
+        "named": float(asked["more"].notna().mean()) if "more" in asked and len(asked) else None,
+        "came_true": float(told["more_came_true"].mean()) if len(told) else None,
+        "never": int(asked["more"].isna().sum()) if "more" in asked else 0,
+    }
     judged = rows[(rows["k"] > 0) & rows["covered"].notna()] if "covered" in rows else rows.iloc[0:0]
-    out["coverage"] = {method: {"nominal": COVERAGE, "measured": float(g["covered"].mean()),
-                                "named": float(g["named_covered"].astype(float).mean())}
-                       for method, g in judged.groupby("method")}  # fmt: skip
+    out["coverage"] = {
+        method: {
+            "nominal": COVERAGE,
+            "measured": float(g["covered"].mean()),
+            "named": float(g["named_covered"].astype(float).mean()),
+        }
+        for method, g in judged.groupby("method")
+    }
     return out
 
 

@@ -52,8 +52,11 @@ def corpus_rows(
             if values.size < 2 or k >= labels.shape[0]:
                 continue
             correct, _ = probe_scores(xs, picked, codes.reshape(-1), "ridge", seed=draw)
-            rows.append(ReadingRow(name, tuple(candidates), k, classes, correct.mean(axis=0), oracle,
-                                   sampling_error(correct)))  # fmt: skip
+            rows.append(
+                ReadingRow(
+                    name, tuple(candidates), k, classes, correct.mean(axis=0), oracle, sampling_error(correct)
+                )
+            )
     return rows
 
 

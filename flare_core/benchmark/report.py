@@ -1,5 +1,6 @@
 """The validity benchmark in words and tables: the Markdown the docs' benchmark page (``docs/benchmark.md``)
-shows between its markers, and the Validation page's table (from a ``benchmark.json`` of :mod:`flare_core.benchmark.suite`)."""
+shows between its markers, and the Validation page's table (from a ``benchmark.json`` of
+:mod:`flare_core.benchmark.suite`)."""
 
 from __future__ import annotations
 
@@ -68,11 +69,13 @@ def _with_interval(row: dict[str, Any] | None) -> str:
 def markdown_table(result: dict[str, Any]) -> str:
     """The benchmark as Markdown: one row per corpus (the label-free choice judged leave one corpus out, the
     label-free ranking's leader, each ρ with its bootstrap interval), the means, the kNN, V-measure and
-    pool-size tables, every score and variant averaged over the corpora (:func:`score_summary`), then the answer's
-    tables (:func:`answer_lines`)."""
+    pool-size tables, every score and variant averaged over the corpora (:func:`score_summary`), then the
+    answer's tables (:func:`answer_lines`)."""
     head = (
-        "| corpus | texts | best model (oracle) | without labels: pick (rule) | points lost | ranking's leader | "
-        "points lost | trust (ranking) | " + " | ".join(f"ρ {s} [interval]" for s in TABLE_SCORES) + " |"
+        "| corpus | texts | best model (oracle) | without labels: pick (rule) | points lost | ranking's "
+        "leader | points lost | trust (ranking) | "
+        + " | ".join(f"ρ {s} [interval]" for s in TABLE_SCORES)
+        + " |"
     )
     lines = [head, "|" + "---|" * (8 + len(TABLE_SCORES))]
     summary = result["summary"]
@@ -83,13 +86,15 @@ def markdown_table(result: dict[str, Any]) -> str:
         lost.append(choice.get("lost"))
         pick = f"{choice['pick']} ({choice['rule']})" if choice.get("pick") else "–"
         lines.append(
-            f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | {_fmt(choice.get('lost'), '{:.1f}')} | "
-            f"{r['verdict']['leading']} | {_fmt(r['regret']['leading'], '{:.1f}')} | {r['verdict']['trust']} | "
+            f"| {r['corpus']} | {r['n_texts']} | {r['best']} | {pick} | "
+            f"{_fmt(choice.get('lost'), '{:.1f}')} | {r['verdict']['leading']} | "
+            f"{_fmt(r['regret']['leading'], '{:.1f}')} | {r['verdict']['trust']} | "
             + " | ".join(_with_interval(agreement_row(r, s)) for s in TABLE_SCORES)
             + " |"
         )
     lines.append(
-        f"| **mean** | | | | {_fmt(finite_mean(lost), '{:.1f}')} | | {_fmt(summary['mean_regret_leading'], '{:.1f}')} | | "
+        f"| **mean** | | | | {_fmt(finite_mean(lost), '{:.1f}')} | | "
+        f"{_fmt(summary['mean_regret_leading'], '{:.1f}')} | | "
         + " | ".join(_fmt(summary["mean_spearman"][s]) for s in TABLE_SCORES)
         + " |"
     )
@@ -98,7 +103,8 @@ def markdown_table(result: dict[str, Any]) -> str:
     if not scores.empty:
         lines += [
             "",
-            "| score | mean ρ | lowest ρ | mean τ | points lost by its top model (mean) | top model is the best on |",
+            "| score | mean ρ | lowest ρ | mean τ | points lost by its top model (mean) | top model is the "
+            "best on |",
             "|---|---|---|---|---|---|",
         ]
         n = len(result["corpora"])
@@ -286,8 +292,13 @@ _METHOD_WORDS = {
 def answer_lines(result: dict[str, Any]) -> list[str]:
     """The answer's tables: full labels, few labels (averaged, then the product's per corpus), the
     stopping advice, the label-free choice per use, and what each ground of the answer lost."""
-    return [*_full_lines(result), *_few_lines(result), *_stopping_lines(result), *_label_free_lines(result),
-            *_level_lines(result)]  # fmt: skip
+    return [
+        *_full_lines(result),
+        *_few_lines(result),
+        *_stopping_lines(result),
+        *_label_free_lines(result),
+        *_level_lines(result),
+    ]
 
 
 def _labelled(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -298,8 +309,12 @@ def _full_lines(result: dict[str, Any]) -> list[str]:
     judged = _labelled(result)
     if not judged:
         return []
-    lines = ["", "| full labels: corpus | splits | points lost (mean) | worst | the pick or its named tie holds the best |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "| full labels: corpus | splits | points lost (mean) | worst | the pick or its named tie holds the "
+        "best |",
+        "|---|---|---|---|---|",
+    ]
     for r in judged:
         full = pd.DataFrame(r["labels"]["full"])
         held = int((full["best_tied_lost"] <= 1e-9).sum())
@@ -330,8 +345,11 @@ def _few_lines(result: dict[str, Any]) -> list[str]:
             for k in ks
         ]
         lines.append(f"| {_METHOD_WORDS[(texts, estimator)]} | " + " | ".join(cells) + " |")
-    lines += ["", "| product's estimate, random texts: corpus | " + " | ".join(f"k = {k}" for k in ks) + " |",
-              "|" + "---|" * (1 + len(ks))]  # fmt: skip
+    lines += [
+        "",
+        "| product's estimate, random texts: corpus | " + " | ".join(f"k = {k}" for k in ks) + " |",
+        "|" + "---|" * (1 + len(ks)),
+    ]
     product = frame[(frame["texts"] == "random") & (frame["estimator"] == "product")]
     for corpus, group in product.groupby("corpus", sort=False):
         by_k = group.set_index("k")
@@ -370,9 +388,13 @@ def _label_free_lines(result: dict[str, Any]) -> list[str]:
     summary = result["summary"].get("label_free") or {}
     if not summary:
         return []
-    lines = ["", "| without labels: use | rule chosen on all corpora | points lost, each corpus by a rule chosen "
-             "on the others (mean / worst) | short list holds a model within 1 point | best single rule "
-             "(mean / worst) |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "| without labels: use | rule chosen on all corpora | points lost, each corpus by a rule chosen "
+        "on the others (mean / worst) | short list holds a model within 1 point | best single rule "
+        "(mean / worst) |",
+        "|---|---|---|---|---|",
+    ]
     for use in [u for u in USE_WORDS if u in summary]:  # a fixed order (benchmark.json sorts its keys)
         block = summary[use]
         best = min(block["rules"], key=lambda row: row["mean_lost"]) if block["rules"] else None
@@ -382,8 +404,9 @@ def _label_free_lines(result: dict[str, Any]) -> list[str]:
             else "–"
         )
         lines.append(
-            f"| {use} | {block['final']} | {_fmt(block['mean_lost'], '{:.1f}')} / {_fmt(block['worst_lost'], '{:.1f}')} | "
-            f"{block['short_list_within_1']} of {block['cases']} | {single} |"
+            f"| {use} | {block['final']} | {_fmt(block['mean_lost'], '{:.1f}')} / "
+            f"{_fmt(block['worst_lost'], '{:.1f}')} | {block['short_list_within_1']} of {block['cases']} | "
+            f"{single} |"
         )
     return lines
 
@@ -392,8 +415,11 @@ def _level_lines(result: dict[str, Any]) -> list[str]:
     levels = result["summary"].get("trust_levels") or []
     if not levels:
         return []
-    lines = ["", "| the answer's ground | judged on | points lost (mean) | worst | within 2 points |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "| the answer's ground | judged on | points lost (mean) | worst | within 2 points |",
+        "|---|---|---|---|---|",
+    ]
     for row in levels:
         within = None if row["within_2"] is None else 100 * row["within_2"]
         lines.append(

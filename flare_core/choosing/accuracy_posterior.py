@@ -44,16 +44,16 @@ from flare_core.choosing.probe_reading import ProbeReading
 #: Draws of the posterior behind every chance.
 DRAWS = 4000
 #: The labels' error without a learned reading (:class:`~flare_core.choosing.probe_reading.ProbeReading`):
-#: the sampling error of the per-text scores widened 1.5 times. Chosen leave one corpus out on the answer benchmark's 15
-#: classification corpora (``bench/studies/few_label_prior.py``, 6 draws, k = 16 to 128) among 1.0, 1.5
-#: and 2: 1.5 had the fewest points lost on the other corpora in 14 folds of 15 (2 in one). Over all
+#: the sampling error of the per-text scores widened 1.5 times. Chosen leave one corpus out on the answer
+#: benchmark's 15 classification corpora (``bench/studies/few_label_prior.py``, 6 draws, k = 16 to 128) among
+#: 1.0, 1.5 and 2: 1.5 had the fewest points lost on the other corpora in 14 folds of 15 (2 in one). Over all
 #: fifteen it lost 3.00 / 2.80 / 2.01 / 1.43 points at k = 16 / 32 / 64 / 128 (1.0: 4.34 / 2.95 / 2.09 /
-#: 1.25), was within 2 points in 55 / 61 / 69 / 79% of draws (1.0: 44 / 59 / 68 / 79%), changed model
-#: in 28% of batch pairs after 32 labels (1.0: 31%), its stated chance of being within 2 points was off by
-#: 0.046 (1.0: 0.041); it settles fewer draws, 17% at 128 labels against 37%, 99% of them within 2
-#: points (1.0: 93%). On the 9 corpora of the first benchmark, without the language guard, 1.0 had won
-#: (8 folds of 9). The squared error of each model's mean score is larger than 1.0 predicts (1.2 to 1.7
-#: times on three corpora), most of it shared by the models near the top.
+#: 1.25), was within 2 points in 55 / 61 / 69 / 79% of draws (1.0: 44 / 59 / 68 / 79%), changed model in 28%
+#: of batch pairs after 32 labels (1.0: 31%), its stated chance of being within 2 points was off by 0.046
+#: (1.0: 0.041); it settles fewer draws, 17% at 128 labels against 37%, 99% of them within 2 points (1.0:
+#: 93%). On the 9 corpora of the first benchmark, without the language guard, 1.0 had won (8 folds of 9). The
+#: squared error of each model's mean score is larger than 1.0 predicts (1.2 to 1.7 times on three corpora),
+#: most of it shared by the models near the top.
 SPREAD_INFLATION = 1.5
 #: Jeffreys' prior in texts: the per-text covariance is shrunk towards that of this many texts, half of
 #: them right, independent across models.
@@ -65,19 +65,6 @@ LEVEL_SD_POINTS = 20.0
 #: The chance within one standard deviation of a normal mean: the level at which a record's spread is
 #: widened for the few corpora it was measured on.
 ONE_SD = float(stats.norm.cdf(1.0))
-#: The forecast of labels that would settle the choice looks this far ahead, in steps of this many.
-MAX_FORECAST, FORECAST_STEP = 256, 16
-#: "n more labels would settle it": the fewest n after which the choice is settled in at least this share
-#: of the futures the posterior foresees (:func:`forecast`), each future drawn with :data:`FUTURE_DRAWS`
-#: draws of its own posterior. Chosen on the answer benchmark (``bench/studies/few_label_prior.py``, 15
-#: classification corpora, 4 draws, forecasts at 16, 32 and 64 labels, checked with the same draw's next
-#: labels): at 0.6 it named an n in 49 draws and n more settled 24% of them; at 0.8, 11 and 45%; at 0.9,
-#: 5 and 60%. The forecast that kept today's estimate fixed named one in 86 draws, 31% came true. The
-#: futures come true less often than the posterior foresees because a probe on more labels is not the
-#: same probe measured longer: models that learn late gain on the others. So it names an n only when
-#: nearly every future settles, and otherwise says the models are too close to tell.
-FORECAST_CHANCE = 0.9
-FUTURES, FUTURE_DRAWS = 200, 500
 #: The smallest spread a rank's record is given (points): six corpora cannot show a rule is never wrong.
 MIN_SD_POINTS = 1.5
 #: The answer keeps the model it named before the last labels (before any label: the prior's pick) unless
@@ -125,9 +112,13 @@ class AccuracyPrior:
         """No record: every candidate alike within :data:`FLAT_SD_POINTS` points."""
         m = len(models)
         return cls(
-            tuple(models), np.zeros(m), np.full(m, FLAT_SD_POINTS / 100.0), level_mean,
-            LEVEL_SD_POINTS / 100.0, "no benchmark record: every model alike before labels",
-        )  # fmt: skip
+            tuple(models),
+            np.zeros(m),
+            np.full(m, FLAT_SD_POINTS / 100.0),
+            level_mean,
+            LEVEL_SD_POINTS / 100.0,
+            "no benchmark record: every model alike before labels",
+        )
 
     def covariance(self) -> np.ndarray:
         """The prior covariance of the accuracies (M, M): ``diag(sd²) + level_sd² 11ᵀ``."""
@@ -233,9 +224,9 @@ def label_error(
     correct: np.ndarray, n: int | None = None, *, reading: ProbeReading | None = None, classes: int = 2
 ) -> np.ndarray:
     """``R`` (M, M): the error of the mean of the per-text scores ``correct`` (k, M) as a reading of the
-    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of :func:`forecast`
-    uses more) of ``classes`` classes: :func:`sampling_error` as ``reading`` widens it, or widened
-    :data:`SPREAD_INFLATION` times without one."""
+    accuracies with plenty of labels, after ``n`` labels (default k: the forecast of
+    :func:`~flare_core.choosing.label_forecast.forecast` uses more) of ``classes`` classes:
+    :func:`sampling_error` as ``reading`` widens it, or widened :data:`SPREAD_INFLATION` times without one."""
     n = correct.shape[0] if n is None else n
     sampling = sampling_error(correct, n)
     if reading is None:
@@ -276,10 +267,14 @@ def posterior(
     if correct is None or correct.shape[0] == 0:
         return m0, p
     r = label_error(correct, reading=prior.reading, classes=classes)
-    return _update(m0, p, label_reading(prior, correct, classes), r)
+    return posterior_update(m0, p, label_reading(prior, correct, classes), r)
 
 
-def _update(m0: np.ndarray, p: np.ndarray, y: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def posterior_update(
+    m0: np.ndarray, p: np.ndarray, y: np.ndarray, r: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian update of the prior ``N(m0, p)`` by a reading ``y = a + e``, ``e ~ N(0, r)``: the
+    posterior mean (M,) and covariance (M, M)."""
     gain = np.linalg.solve(p + r, p).T  # P (P + R)⁻¹, both symmetric
     return m0 + gain @ (y - m0), p - gain @ p
 
@@ -298,79 +293,6 @@ def chances(samples: np.ndarray, tolerance_points: float) -> tuple[np.ndarray, n
     top = samples >= highest - 1e-12
     within = (100.0 * (highest - samples) <= tolerance_points + 1e-9).mean(axis=0)
     return (top / top.sum(axis=1, keepdims=True)).mean(axis=0), within
-
-
-def forecast(
-    prior: AccuracyPrior,
-    correct: np.ndarray | None,
-    *,
-    tolerance_points: float,
-    sure: float,
-    step: int,
-    most: int,
-    seed: int = 0,
-    chance: float | None = None,
-    classes: int = 2,
-) -> int | None:
-    """The fewest more labels (a multiple of ``step``, at most ``most``) after which the choice would be
-    settled (its leader within ``tolerance_points`` of the best with chance ``sure``) in at least
-    ``chance`` (default :data:`FORECAST_CHANCE`) of the futures the posterior foresees
-    (:func:`settled_shares`). None when even ``most`` more would not settle it."""
-    chance = FORECAST_CHANCE if chance is None else chance
-    steps, shares = settled_shares(prior, correct, tolerance_points=tolerance_points, sure=sure, step=step,
-                                   most=most, seed=seed, classes=classes, stop_at=chance)  # fmt: skip
-    reached = np.flatnonzero(shares >= chance)
-    return int(steps[reached[0]]) if reached.size else None
-
-
-def settled_shares(
-    prior: AccuracyPrior,
-    correct: np.ndarray | None,
-    *,
-    tolerance_points: float,
-    sure: float,
-    step: int,
-    most: int,
-    seed: int = 0,
-    classes: int = 2,
-    stop_at: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """For n = ``step``, 2 ``step``, … ``most`` more labels (S,), the share (S,) of the futures the
-    posterior foresees in which the choice is settled after them (its leader within ``tolerance_points``
-    of the best with chance ``sure``); the steps stop once a share reaches ``stop_at``.
-
-    A future is what n more labels would show: the accuracies are drawn from today's posterior and the
-    labels from them, so the posterior mean after them varies around today's as ``N(μ, Q − Qₙ)`` (``Q``
-    today's covariance, ``Qₙ`` the one after n more, which no label value changes); each future's chance
-    of being settled is read from :data:`FUTURE_DRAWS` draws of ``N(μₙ, Qₙ)``, its own leader. Without
-    labels, the per-text spread is Jeffreys'. ``classes``: the labels' classes (what the reading reads them by)."""
-    k = 0 if correct is None else correct.shape[0]
-    scores = correct if k else np.full((1, len(prior.models)), 0.5)
-    mean, today = posterior(prior, correct, classes)
-    m0, p = prior.level_mean + prior.mean, prior.covariance()
-    rng = np.random.default_rng(seed)
-    noise = rng.standard_normal((FUTURE_DRAWS, mean.shape[0]))
-    ahead = rng.standard_normal((FUTURES, mean.shape[0]))
-    steps, shares = [], []
-    for more in range(step, most + step, step):
-        r = label_error(scores, k + more, reading=prior.reading, classes=classes)
-        _, later = _update(m0, p, mean, r)
-        futures = mean + ahead @ _root(today - later).T  # (F, M): each future's posterior mean
-        samples = futures[:, None, :] + (noise @ _root(later).T)[None]  # (F, D, M)
-        leader = np.argmax(futures, axis=1)
-        gap = samples.max(axis=2) - np.take_along_axis(samples, leader[:, None, None], axis=2)[..., 0]
-        settled = (100.0 * gap <= tolerance_points + 1e-9).mean(axis=1) >= sure
-        steps.append(more)
-        shares.append(float(settled.mean()))
-        if stop_at is not None and shares[-1] >= stop_at:
-            break
-    return np.asarray(steps, dtype=int), np.asarray(shares)
-
-
-def _root(cov: np.ndarray) -> np.ndarray:
-    """A square root ``L`` (M, M) of the symmetric positive semi-definite ``cov``: ``L Lᵀ = cov``."""
-    values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
-    return vectors * np.sqrt(np.clip(values, 0.0, None))
 
 
 def switch_chance(mean: np.ndarray, cov: np.ndarray, to: int, kept: int) -> float:
@@ -442,54 +364,9 @@ def estimate_frame(
     frame = frame.iloc[np.concatenate([[named], order[order != named]])].reset_index(drop=True)
     frame["gap"] = 100.0 * (frame["estimate"].iloc[0] - frame["estimate"])
     if named != leader:
-        frame.attrs["kept"] = {"model": prior.models[named], "leader": prior.models[leader],
-                               "chance": switch_chance(mean, cov, leader, named)}  # fmt: skip
-    return frame
-
-
-def labelled_frame(
-    prior: AccuracyPrior,
-    correct: np.ndarray,
-    margin: np.ndarray,
-    *,
-    tolerance_points: float,
-    sure: float,
-    n_classes: int,
-    seed: int = 0,
-    named_before: str | None = None,
-) -> pd.DataFrame:
-    """:func:`estimate_frame` (with ``named_before``) for ``k`` labelled texts of ``n_classes`` classes
-    (guessing: 1 / classes), with what the stopping advice reads beside it: ``margin`` (each model's mean
-    leave-one-out margin, from ``margin`` (k, M)), ``diff_sd`` (the per-text spread of the named model's
-    score minus its own, scaled as the labels' sampling error is) and
-    ``attrs["more_labels"]`` (:func:`forecast` with ``sure``) and ``attrs["tolerance_points"]``."""
-    frame = estimate_frame(
-        prior,
-        correct,
-        tolerance_points=tolerance_points,
-        chance_level=1.0 / max(n_classes, 1),
-        seed=seed,
-        named_before=named_before,
-        classes=n_classes,
-    )
-    at = [prior.models.index(m) for m in frame["model"]]
-    paired = correct[:, [at[0]]] - correct
-    spread = paired.std(axis=0, ddof=1) if correct.shape[0] > 1 else np.zeros(len(at))
-    scale = SPREAD_INFLATION if prior.reading is None else prior.reading.scale
-    frame["margin"] = margin.mean(axis=0)[at]
-    frame["diff_sd"] = scale * spread[at]
-    frame.attrs.update(
-        tolerance_points=float(tolerance_points),
-        prior=prior.source,
-        more_labels=forecast(
-            prior,
-            correct,
-            tolerance_points=tolerance_points,
-            sure=sure,
-            step=FORECAST_STEP,
-            most=MAX_FORECAST,
-            seed=seed,
-            classes=n_classes,
-        ),
-    )
+        frame.attrs["kept"] = {
+            "model": prior.models[named],
+            "leader": prior.models[leader],
+            "chance": switch_chance(mean, cov, leader, named),
+        }
     return frame

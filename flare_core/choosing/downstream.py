@@ -259,8 +259,9 @@ def retrieval(query_emb: Any, doc_emb: Any, qrels: Any, k: int = 10) -> dict[str
         raise ValueError("qrels has no query with a relevant document (grade > 0)")
     queries = sorted(rel)
     tops = top_k_rows(q[queries], d, k)
-    per_query = ranking_scores({str(qi): top for qi, top in zip(queries, tops, strict=True)},
-                               {str(qi): rel[qi] for qi in queries}, k)  # fmt: skip
+    per_query = ranking_scores(
+        {str(qi): top for qi, top in zip(queries, tops, strict=True)}, {str(qi): rel[qi] for qi in queries}, k
+    )
     means = {m: float(per_query[m].mean()) for m in (f"ndcg_at_{k}", f"map_at_{k}", f"recall_at_{k}")}
     return {**means, "n_queries": len(queries), "k": k}
 

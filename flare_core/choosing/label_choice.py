@@ -124,7 +124,8 @@ def d2_sample(space: np.ndarray, candidates: np.ndarray, centres: np.ndarray, n:
 
 
 def text_key(text: object) -> str:
-    """``text`` with case, whitespace and punctuation set aside: two texts with the same key are duplicates."""
+    """``text`` with case, whitespace and punctuation set aside: two texts with the same key are
+    duplicates."""
     return re.sub(r"[\W_]+", " ", str(text).casefold()).strip()
 
 
@@ -271,8 +272,8 @@ def next_rows(
     user skipped) is returned, nor a near-duplicate of one of them or of another row returned (see the
     module's docstring; ``texts``, the N texts, add the duplicates by their words). ``strategy`` is one of
     :data:`STRATEGIES` (default :data:`DEFAULT_STRATEGY`); ``prior`` is the accuracy prior the ``"inform"``
-    strategy's posterior starts from (flat when None; the others do not read it). Raises ``ValueError`` for rows outside the
-    corpus or mismatched lengths.
+    strategy's posterior starts from (flat when None; the others do not read it). Raises ``ValueError`` for
+    rows outside the corpus or mismatched lengths.
     """
     xs = check_embeddings(embeddings)
     n_texts = next(iter(xs.values())).shape[0]

@@ -86,7 +86,8 @@ RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
         lambda t: t["pseudo_ndcg_sample"],
     ),
     "pseudo_fused": (
-        "how far a model's answers to pseudo-queries cut from your texts agree with every candidate's together",
+        "how far a model's answers to pseudo-queries cut from your texts agree with every candidate's "
+        "together",
         lambda t: t["pseudo_fused"],
     ),
     "halves": ("how well the first half of a text finds its second half", lambda t: t["halves"]),
@@ -99,7 +100,8 @@ RULES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
         _rank_and("pseudo_ndcg"),
     ),
     "rank_and_sample": (
-        "how many dimensions the texts spread over and the pseudo-queries among each other (mean of the ranks)",
+        "how many dimensions the texts spread over and the pseudo-queries among each other (mean of the "
+        "ranks)",
         _rank_and("pseudo_ndcg_sample"),
     ),
     "rank_and_fused": (
@@ -280,9 +282,9 @@ def leave_one_corpus_out(
     cases: Sequence[Mapping[str, Any]], rules: Sequence[str] = tuple(RULES)
 ) -> dict[str, Any]:
     """The product's way of choosing, judged honestly: for each case, the rule chosen on the *other*
-    cases and its points lost on this one. Returns ``rows`` (case, chosen rule, its pick, lost, short_list_lost),
-    ``mean_lost``, ``worst_lost``, ``short_list_within_1`` (count of cases), ``cases``, and ``final``: the
-    rule chosen on every case (what the product ships)."""
+    cases and its points lost on this one. Returns ``rows`` (case, chosen rule, its pick, lost,
+    short_list_lost), ``mean_lost``, ``worst_lost``, ``short_list_within_1`` (count of cases), ``cases``, and
+    ``final``: the rule chosen on every case (what the product ships)."""
     # every case judged once per rule (n x rules), not again for each corpus left out (n^2 x rules): the four
     # uses of the shipped benchmark took 31.2 s and take 4.3 s (2 cores), with identical results
     judged = {rule: judge_rule(cases, rule) for rule in rules}

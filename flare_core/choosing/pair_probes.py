@@ -38,7 +38,8 @@ def compare_with_pair_scores(
     matrix = np.stack([np.asarray(cosines[m], dtype=np.float64) for m in names])
     if matrix.shape[1] != gold.shape[0] or gold.shape[0] < 3:
         raise ValueError(
-            f"need the same number (3 or more) of cosines and gold scores; got {matrix.shape[1]} and {gold.shape[0]}"
+            f"need the same number (3 or more) of cosines and gold scores; got {matrix.shape[1]} and "
+            f"{gold.shape[0]}"
         )
     if not (np.isfinite(matrix).all() and np.isfinite(gold).all()):
         raise ValueError("cosines and gold scores must be finite")

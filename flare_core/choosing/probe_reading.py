@@ -103,10 +103,14 @@ class ProbeReading:
     def to_json(self) -> dict[str, Any]:
         """A plain dict (:meth:`from_json` reads it back)."""
         return {
-            "intercept": self.intercept, "slope": self.slope, "scale": self.scale, "corpora": self.corpora,
+            "intercept": self.intercept,
+            "slope": self.slope,
+            "scale": self.scale,
+            "corpora": self.corpora,
             "own": {m: list(v) for m, v in self.own.items()},
-            "own_log_var": list(self.own_log_var), "shared_log_var": list(self.shared_log_var),
-        }  # fmt: skip
+            "own_log_var": list(self.own_log_var),
+            "shared_log_var": list(self.shared_log_var),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProbeReading:
@@ -121,7 +125,9 @@ class ProbeReading:
         numbers = values + list(own_var) + list(shared_var) + [v for pair in own.values() for v in pair]
         if len(own_var) != 2 or len(shared_var) != 2 or not np.all(np.isfinite(numbers)) or values[2] <= 0:
             raise ValueError("not a probe reading: its numbers must be finite, two per line, scale > 0")
-        return cls(values[0], values[1], own, values[2], own_var, shared_var, int(data.get("corpora", 0)))  # type: ignore[arg-type]
+        return cls(  # type: ignore[arg-type]
+            values[0], values[1], own, values[2], own_var, shared_var, int(data.get("corpora", 0))
+        )
 
 
 def per_class_x(k: int, classes: int) -> float:
@@ -158,8 +164,12 @@ def fit(rows: Sequence[ReadingRow], *, own_lines: bool = False) -> ProbeReading:
     # each model's own line, on what the shared line leaves
     own: dict[str, tuple[float, float]] = {}
     for model in sorted({m for r in rows for m in r.models}) if own_lines else ():
-        at = [(x, r.ybar[i] - r.oracle[i] - intercept - slope * x, weight[r.corpus], r.corpus)
-              for x, r in zip(xs, rows, strict=True) for i, m in enumerate(r.models) if m == model]  # fmt: skip
+        at = [
+            (x, r.ybar[i] - r.oracle[i] - intercept - slope * x, weight[r.corpus], r.corpus)
+            for x, r in zip(xs, rows, strict=True)
+            for i, m in enumerate(r.models)
+            if m == model
+        ]
         seen = len({c for *_, c in at})
         if seen < 2:
             continue
@@ -200,8 +210,14 @@ def _stacked(
     out = []
     for m in sorted({r.ybar.size for r in rows}):
         at = [i for i, r in enumerate(rows) if r.ybar.size == m]
-        out.append((np.stack([rows[i].error for i in at]), np.stack([residuals[i] for i in at]),
-                    xs[at], np.asarray(weights, dtype=np.float64)[at]))  # fmt: skip
+        out.append(
+            (
+                np.stack([rows[i].error for i in at]),
+                np.stack([residuals[i] for i in at]),
+                xs[at],
+                np.asarray(weights, dtype=np.float64)[at],
+            )
+        )
     return out
 
 

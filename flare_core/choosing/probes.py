@@ -23,7 +23,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
 from flare_core.checks import check_labels, check_matrix
-from flare_core.choosing import accuracy_posterior, label_scores
+from flare_core.choosing import label_forecast, label_scores
 from flare_core.choosing.accuracy_posterior import AccuracyPrior
 from flare_core.choosing.label_scores import cv_correct, fit_predict, unit_rows
 from flare_core.choosing.label_scores import folds as make_folds
@@ -86,7 +86,8 @@ def _class_codes(labels: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     values = np.unique(np.asarray(labels).astype(str))
     if values.size < 2:
         raise ValueError(
-            f"labels name only one class ({str(values[0])!r}): a choice between models needs at least two classes"
+            f"labels name only one class ({str(values[0])!r}): a choice between models needs at least two "
+            "classes"
             if values.size
             else "labels are empty: label at least two texts of two different classes"
         )
@@ -274,7 +275,7 @@ def few_label_estimates(
     classes: int | None = None,
 ) -> pd.DataFrame:
     """Each model's expected accuracy once plenty of texts are labelled, from ``k`` labelled rows: one
-    posterior (:func:`~flare_core.choosing.accuracy_posterior.labelled_frame`), from which every figure of
+    posterior (:func:`~flare_core.choosing.label_forecast.labelled_frame`), from which every figure of
     the few-label answer comes.
 
     ``embeddings[m]`` is (N, d) for all N texts; ``labels[i]`` labels text ``rows[i]`` (k of them). Each
@@ -298,10 +299,16 @@ def few_label_estimates(
     margin = np.mean([m for _, m in parts], axis=0)
     prior = AccuracyPrior.flat(names) if prior is None else prior.reordered(names)
     with threadpool_limits(limits=1, user_api="blas"):  # M by M matrices: one thread is faster
-        frame = accuracy_posterior.labelled_frame(
-            prior, correct, margin, tolerance_points=tolerance_points, sure=SURE,
-            n_classes=max(int(values.size), int(classes or 0)), seed=seed, named_before=named_before,
-        )  # fmt: skip
+        frame = label_forecast.labelled_frame(
+            prior,
+            correct,
+            margin,
+            tolerance_points=tolerance_points,
+            sure=SURE,
+            n_classes=max(int(values.size), int(classes or 0)),
+            seed=seed,
+            named_before=named_before,
+        )
     method = "leave-one-out " + ", ".join(PRODUCT_PROBES) + " probe(s), updating " + prior.source
     frame.attrs.update(_counts(rows, xs, values, codes), method=method)
     return frame

@@ -22,7 +22,8 @@ from sklearn.preprocessing import normalize
 
 from flare_core.analyses.resampling import percentile_bootstrap
 from flare_core.checks import check_int, check_matrix
-from flare_core.choosing.accuracy_posterior import AccuracyPrior, estimate_frame, forecast
+from flare_core.choosing.accuracy_posterior import AccuracyPrior, estimate_frame
+from flare_core.choosing.label_forecast import forecast
 
 #: Bootstrap draws behind the intervals.
 DRAWS = 1000
@@ -113,16 +114,24 @@ def ranking_scores(
     precision at each relevant rank up to ``k``, summed, over the number of relevant documents).
     """
     k = check_int(k, "k", min_value=1)
-    trec = {f"ndcg_cut_{k}": f"ndcg_at_{k}", f"recall_{k}": f"recall_at_{k}", "recip_rank": f"mrr_at_{k}",
-            f"map_cut_{k}": f"map_at_{k}"}  # fmt: skip
+    trec = {
+        f"ndcg_cut_{k}": f"ndcg_at_{k}",
+        f"recall_{k}": f"recall_at_{k}",
+        "recip_rank": f"mrr_at_{k}",
+        f"map_cut_{k}": f"map_at_{k}",
+    }
     qrel = {query: {f"d{row}": int(grade) for row, grade in judged[query].items()} for query in rankings}
     # trec_eval ranks by score (ties by document id): distinct scores keep the given ranking as it is
-    run = {query: {f"d{int(row)}": float(k - rank) for rank, row in enumerate(top[:k])}
-           for query, top in rankings.items()}  # fmt: skip
+    run = {
+        query: {f"d{int(row)}": float(k - rank) for rank, row in enumerate(top[:k])}
+        for query, top in rankings.items()
+    }
     measures = {f"ndcg_cut.{k}", f"recall.{k}", "recip_rank", f"map_cut.{k}"}
     evaluated = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
-    rows = [{"query": query, **{name: float(evaluated[query][key]) for key, name in trec.items()}}
-            for query in rankings]  # fmt: skip
+    rows = [
+        {"query": query, **{name: float(evaluated[query][key]) for key, name in trec.items()}}
+        for query in rankings
+    ]
     return pd.DataFrame(rows, columns=["query", *trec.values()])
 
 
@@ -212,7 +221,7 @@ def few_judgement_estimates(
     best first. ``diff_sd``: the spread over the queries of the named model's nDCG@10 minus this model's.
     ``recall_at_10`` and ``mrr_at_10`` are their means, beside it. ``attrs``: ``method``, ``n_labels`` (the
     queries), ``tolerance_points``, ``prior`` (in words) and ``more_labels`` (the posterior's forecast of
-    the judged queries that would settle it: :func:`~flare_core.choosing.accuracy_posterior.forecast`, in
+    the judged queries that would settle it: :func:`~flare_core.choosing.label_forecast.forecast`, in
     steps of :data:`~flare_core.choosing.stopping.QUERY_STEP`; None when even
     :data:`~flare_core.choosing.stopping.MAX_MORE_QUERIES` more would not).
     """
@@ -233,11 +242,12 @@ def few_judgement_estimates(
     frame["diff_sd"] = paired.std(axis=0, ddof=1) if ndcg.shape[0] > 1 else np.zeros(len(at))
     for metric in ("recall_at_10", "mrr_at_10"):
         frame[metric] = [float(tables[m][metric].mean()) for m in frame["model"]]
-    more = forecast(prior, ndcg, tolerance_points=tolerance, sure=SURE, step=QUERY_STEP, most=MAX_MORE_QUERIES,
-                    seed=seed)  # fmt: skip
+    more = forecast(
+        prior, ndcg, tolerance_points=tolerance, sure=SURE, step=QUERY_STEP, most=MAX_MORE_QUERIES, seed=seed
+    )
     frame.attrs.update(
-        method="mean nDCG@10 over your judged queries (trec_eval's figures, unjudged documents not relevant), "
-        f"read with {prior.source}",
+        method="mean nDCG@10 over your judged queries (trec_eval's figures, unjudged documents not "
+        f"relevant), read with {prior.source}",
         n_labels=len(queries),
         tolerance_points=tolerance,
         prior=prior.source,

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from flare_core.checks import check_int
-from flare_core.choosing.accuracy_posterior import MAX_FORECAST
+from flare_core.choosing.label_forecast import MAX_FORECAST
 from flare_core.choosing.probes import DEFAULT_TOLERANCE, SURE
 
 #: No advice settles on fewer labels than this, or before two classes have two labels each (a text
@@ -40,7 +40,7 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     model that is within the tolerance with at least :data:`SURE` chance, the named one first (with a
     settled answer, any of them will do). Otherwise ``more_labels`` is the posterior's forecast
     (``attrs["more_labels"]``: the fewest more labels after which nearly every future it foresees is
-    settled), None when even :data:`~flare_core.choosing.accuracy_posterior.MAX_FORECAST` more would not
+    settled), None when even :data:`~flare_core.choosing.label_forecast.MAX_FORECAST` more would not
     settle it; with too few labels to judge by, the labels still needed to reach the minimum.
 
     Returns ``{"settled", "best", "either", "more_labels", "reason", "text"}``: ``reason`` is one of
@@ -53,8 +53,9 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
         raise ValueError(f"estimates must be a few_label_estimates frame; missing columns {sorted(missing)}")
     lead = estimates.iloc[0]
     best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
-    either = [best] + [str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True)
-                       if q >= SURE]  # fmt: skip
+    either = [best] + [
+        str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True) if q >= SURE
+    ]
     points = _points(float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE)))
     evidence = n_labels >= MIN_SETTLED_LABELS and estimates.attrs.get("n_classes_repeated", 2) >= 2
     if sure >= SURE and evidence:
@@ -65,13 +66,20 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     if not evidence:
         more = max(MIN_SETTLED_LABELS - n_labels, 0) or None
         ask = f"label at least {more} more texts" if more else "label texts of at least two categories twice"
-        return _advice(False, best, either, more, "few labels",
-                       f"{leads}, but {n_labels} labels are too few to judge by; {ask}.")  # fmt: skip
+        return _advice(
+            False,
+            best,
+            either,
+            more,
+            "few labels",
+            f"{leads}, but {n_labels} labels are too few to judge by; {ask}.",
+        )
     more = estimates.attrs.get("more_labels")
     if more is None:
         text = (
             f"{leads}; the models near the top are too close for {MAX_FORECAST} more labels to tell whether "
-            f"it is within {points} of the best ({chance_words(sure)} chance now). It is a sound choice as it stands."
+            f"it is within {points} of the best ({chance_words(sure)} chance now). It is a sound choice as "
+            "it stands."
         )
         return _advice(False, best, either, None, "too close", text)
     text = (
@@ -94,16 +102,22 @@ def _settled_text(best: str, either: list[str], points: str, sure: float, p: flo
             f"probability: either will do ({', '.join(either)})."
         )
     return (
-        f"{best} is within {points} of the best with {chance_words(sure)} probability (best with {chance_words(p)}); "
-        f"more {more_of} would hardly change the choice."
+        f"{best} is within {points} of the best with {chance_words(sure)} probability (best with "
+        f"{chance_words(p)}); more {more_of} would hardly change the choice."
     )
 
 
 def _advice(
     settled: bool, best: str, either: list[str], more: int | None, reason: str, text: str
 ) -> dict[str, Any]:
-    return {"settled": settled, "best": best, "either": either, "more_labels": more, "reason": reason,
-            "text": text}  # fmt: skip
+    return {
+        "settled": settled,
+        "best": best,
+        "either": either,
+        "more_labels": more,
+        "reason": reason,
+        "text": text,
+    }
 
 
 #: No advice on search judgements settles on fewer judged queries (with a relevant document) than this.
@@ -134,8 +148,9 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
         )
     lead = estimates.iloc[0]
     best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
-    either = [best] + [str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True)
-                       if q >= SURE]  # fmt: skip
+    either = [best] + [
+        str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True) if q >= SURE
+    ]
     tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
     points = _points(tolerance, "nDCG@10 point")
     if sure >= SURE and n_queries >= MIN_SETTLED_QUERIES:
@@ -154,8 +169,8 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
     if more is None:
         text = (
             f"{leads}; the models near the top are too close for {MAX_MORE_QUERIES} more judged queries to "
-            f"tell whether it is within {points} of the best ({chance_words(sure)} chance now). It is a sound choice "
-            "as it stands."
+            f"tell whether it is within {points} of the best ({chance_words(sure)} chance now). It is a "
+            "sound choice as it stands."
         )
         return _advice(False, best, either, None, "too close", text)
     text = (

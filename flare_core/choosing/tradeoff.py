@@ -90,8 +90,13 @@ def _ratio_words(ratio: float, more: str, less: str) -> str:
 
 def _storage_words(ratio: float) -> str:
     """``half the storage``, ``a quarter of the storage``, ``twice the storage``, ``0.17× the storage``."""
-    for value, words in ((1.0, "the same storage"), (0.5, "half the storage"), (2.0, "twice the storage"),
-                         (0.25, "a quarter of the storage"), (0.125, "an eighth of the storage")):  # fmt: skip
+    for value, words in (
+        (1.0, "the same storage"),
+        (0.5, "half the storage"),
+        (2.0, "twice the storage"),
+        (0.25, "a quarter of the storage"),
+        (0.125, "an eighth of the storage"),
+    ):
         if math.isclose(ratio, value, rel_tol=0.02):
             return words
     return f"{ratio:.2g}× the storage"
@@ -219,7 +224,10 @@ def _sentence(
 ) -> str:
     amount = f"{points:g} point" + ("" if points == 1 else "s")
     if free:
-        scope = f"Cheapest model the label-free score cannot tell apart from {best['model']} (no labels checked it)"
+        scope = (
+            f"Cheapest model the label-free score cannot tell apart from {best['model']} (no labels "
+            "checked it)"
+        )
     else:
         scope = f"Cheapest within {amount} of the best ({best['model']})"
     if pick["model"] == best["model"]:

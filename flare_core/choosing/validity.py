@@ -34,8 +34,8 @@ def oracle_scores(
 
     With ``labels`` (N,): ``accuracy`` (5-fold logistic regression) and ``knn_accuracy`` (10 nearest
     neighbours, cosine), on the same seeded folds, and ``v_measure`` (k-means with as many clusters as
-    classes, seeded: how well the texts group by themselves). With ``pairs`` (columns ``i``, ``j``, ``score``: row
-    positions and a human similarity): ``sts_spearman``, the Spearman correlation of the cosine of each
+    classes, seeded: how well the texts group by themselves). With ``pairs`` (columns ``i``, ``j``, ``score``:
+    row positions and a human similarity): ``sts_spearman``, the Spearman correlation of the cosine of each
     pair with its score. ``embeddings[name]`` is (N, d).
     """
     if (labels is None) == (pairs is None):
@@ -120,9 +120,14 @@ def agreement(
     models = list(models)
     table = correlation_table(label_free.loc[models], oracle.loc[models].to_frame("oracle"), seed=seed)
     return table.rename(
-        columns={"label_free": "score", "spearman_rho": "spearman", "kendall_tau": "kendall",
-                 "spearman_ci_low": "ci_low", "spearman_ci_high": "ci_high"}
-    )[["score", "spearman", "ci_low", "ci_high", "kendall", "n_models"]]  # fmt: skip
+        columns={
+            "label_free": "score",
+            "spearman_rho": "spearman",
+            "kendall_tau": "kendall",
+            "spearman_ci_low": "ci_low",
+            "spearman_ci_high": "ci_high",
+        }
+    )[["score", "spearman", "ci_low", "ci_high", "kendall", "n_models"]]
 
 
 def regret_points(oracle: pd.Series, pick: str | None, models: Sequence[str]) -> float:

@@ -57,9 +57,14 @@ def kept_map_benchmark(store: Any, args: Any, log: Any) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     corpora = [m.strip() for m in (args.corpora or "").split(",") if m.strip()]
     return run_kept_map(
-        folder / "embeddings", folder / "map", corpora or None, preset=args.flow_preset,
-        estimate=not args.rejudge, add=args.add, log=log,
-    )  # fmt: skip
+        folder / "embeddings",
+        folder / "map",
+        corpora or None,
+        preset=args.flow_preset,
+        estimate=not args.rejudge,
+        add=args.add,
+        log=log,
+    )
 
 
 def kept_map_command(store: Any, args: Any, log: Any) -> int:

@@ -321,7 +321,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     for model in manifest["models"]:
         extra = f" ({model.get('error')})" if model.get("status") == "failed" else ""
         print(
-            f"  {model['id']:<28} {model.get('role', ''):<10} {model.get('status', ''):<8} dim={model.get('dim')}{extra}"
+            f"  {model['id']:<28} {model.get('role', ''):<10} {model.get('status', ''):<8} "
+            f"dim={model.get('dim')}{extra}"
         )
     if results.get("verdict"):
         print()

@@ -12,10 +12,10 @@ For search (:mod:`flare_core.answer.few_judgements`):
 
     flare label RUN_ID --query "reset my password"  add a query of your own (repeat --query for more)
     flare label RUN_ID --next-queries 5 [-o todo.csv] [--all-documents]
-                                                   the queries to judge next (yours first, then queries drafted
-                                                   from the corpus) with the documents the models rank highest
-                                                   (at most 15 a query; --all-documents: every one pooled), one
-                                                   row each: query_id,query,doc_row,text,relevant
+                                                   the queries to judge next (yours first, then queries
+                                                   drafted from the corpus) with the documents the models rank
+                                                   highest (at most 15 a query; --all-documents: every one
+                                                   pooled), one row each: query_id,query,doc_row,text,relevant
     flare label RUN_ID judged.csv                  read the judgements back (relevant: 1 or 0; blank: not
                                                    judged); ``--judgements judged.csv`` says so explicitly
 
@@ -70,7 +70,8 @@ def add_label_parser(sub: Any, common: argparse.ArgumentParser, as_json: argpars
         type=int,
         default=None,
         metavar="N",
-        help="write N search queries to judge with their pooled documents (query_id,query,doc_row,text,relevant)",
+        help="write N search queries to judge with their pooled documents "
+        "(query_id,query,doc_row,text,relevant)",
     )
     p.add_argument(
         "--all-documents",
@@ -135,25 +136,33 @@ def _search(run: Run, args: argparse.Namespace) -> int | None:
                 "no query is left to judge and none could be drafted from the corpus: add one with --query"
             )
         todo = fj.pooled_documents(run, ids, every=args.all_documents)
-        return _write_todo(todo, args.output, ["query_id", "query", "doc_row", "text", "relevant"],
-                           f"{len(ids)} queries ({len(todo)} documents) to judge")  # fmt: skip
+        return _write_todo(
+            todo,
+            args.output,
+            ["query_id", "query", "doc_row", "text", "relevant"],
+            f"{len(ids)} queries ({len(todo)} documents) to judge",
+        )
     if judgements is not None:
         judged = fj.load_search_judgements(run)
         given = fj.read_judgements_file(
-            judgements.read_bytes(), name=judgements.name, judged=judged,
+            judgements.read_bytes(),
+            name=judgements.name,
+            judged=judged,
             texts=run.corpus_frame()["text"].tolist(),
-        )  # fmt: skip
+        )
         if not given:
             raise ValueError(f"{judgements.name} has no judgement to read (every relevant cell is blank)")
         saved = fj.add_judgements(run, given, source="file")
         print(
-            f"{len(given)} judgements read; {len(saved.judged)} queries judged in all, {len(saved.counted)} with "
-            "a relevant document",
+            f"{len(given)} judgements read; {len(saved.judged)} queries judged in all, {len(saved.counted)} "
+            "with a relevant document",
             file=sys.stderr,
         )
         for query in saved.no_relevant:
-            print(f"query {query} has no document marked relevant: it is kept, but does not count until one is",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"query {query} has no document marked relevant: it is kept, but does not count until one is",
+                file=sys.stderr,
+            )
     return None
 
 

@@ -14,9 +14,18 @@ from flare_core.view.results import shown_blank
 
 #: The columns ``flare models`` prints (``--json`` has every field).
 TABLE_COLUMNS = [
-    "id", "dim", "kind", "role", "family", "available", "texts_per_s", "peak_memory_mib", "model_size_mib",
-    "bytes_per_vector_float32", "bytes_per_vector_int8",
-]  # fmt: skip
+    "id",
+    "dim",
+    "kind",
+    "role",
+    "family",
+    "available",
+    "texts_per_s",
+    "peak_memory_mib",
+    "model_size_mib",
+    "bytes_per_vector_float32",
+    "bytes_per_vector_int8",
+]
 
 
 def add_models_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -123,10 +132,12 @@ def budget_result(run: Any, args: argparse.Namespace) -> dict[str, Any] | None:
         return {"budget": words, "best": None, "left_out": {}, "sentence": "The run has no scores yet."}
     costs = view["costs"]
     reasons = budget_reasons(
-        costs["model"].tolist(), max_width=args.max_width, min_texts_per_s=args.min_texts_per_s,
+        costs["model"].tolist(),
+        max_width=args.max_width,
+        min_texts_per_s=args.min_texts_per_s,
         widths=dict(zip(costs["model"], costs["bytes_per_vector_int8"], strict=True)),
         speeds=dict(zip(costs["model"], costs["texts_per_s"], strict=True)),
-    )  # fmt: skip
+    )
     quality = view["quality"][~view["quality"]["model"].isin(reasons)]
     if quality.empty:
         sentence = f"No model of this run fits the budget ({words})."

@@ -124,8 +124,8 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
         "--qrels",
         type=Path,
         default=None,
-        help="search judgements of the corpus's documents: query_id,doc_id,relevance (graded, 0 = not relevant) "
-        "or a TREC qrels file; the answer then ranks the models by nDCG@10",
+        help="search judgements of the corpus's documents: query_id,doc_id,relevance (graded, 0 = not "
+        "relevant) or a TREC qrels file; the answer then ranks the models by nDCG@10",
     )
     p.add_argument(
         "--queries",
@@ -134,21 +134,29 @@ def _add_run(sub: Any, common: argparse.ArgumentParser, as_json: argparse.Argume
         help="the query texts of --qrels (query_id,query), when the judgements name queries by id only",
     )
     p.add_argument(
-        "--doc-id-col", default=None, help="the corpus column of the document ids --qrels names (default: doc_id or id)"
-    )  # fmt: skip
+        "--doc-id-col",
+        default=None,
+        help="the corpus column of the document ids --qrels names (default: doc_id or id)",
+    )
     p.add_argument("--max-rows", type=int, default=None, help="seeded sample of at most this many rows")
     p.add_argument("--drop-duplicates", action="store_true")
     _add_analysis_options(p)
     add_budget_options(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--use", choices=list(USES), default="unsure",
+        "--use",
+        choices=list(USES),
+        default="unsure",
         help="what the embeddings are for; without labels the answer follows the rule measured best for it",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--tolerance", type=float, choices=[1.0, 2.0, 5.0], default=2.0, dest="tolerance_points",
+        "--tolerance",
+        type=float,
+        choices=[1.0, 2.0, 5.0],
+        default=2.0,
+        dest="tolerance_points",
         help="'good enough': a model at most this many accuracy points below the best will do (1, 2 or 5)",
-    )  # fmt: skip
+    )
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
     p.add_argument("--name", default=None)
     p.add_argument(
@@ -274,9 +282,10 @@ def _add_run_store(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
     p = sub.add_parser("validate", parents=both, help="validation studies of a run's ranking")
     p.add_argument("run_id")
     p.add_argument(
-        "--studies", default="subsampling,aggregation,pool_size,shuffle",
+        "--studies",
+        default="subsampling,aggregation,pool_size,shuffle",
         help="comma-separated: subsampling, aggregation, pool_size, shuffle",
-    )  # fmt: skip
+    )
     p.add_argument("--repeats", type=int, default=None, help="repeats per subsample fraction / pool size")
     p.set_defaults(func=cmd_validate)
 
@@ -367,7 +376,8 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
     p = sub.add_parser(
         "benchmark",
         parents=[common, as_json],
-        help="judge the recommendation on labelled public corpora (long: about 15 minutes per corpus on 2 cores)",
+        help="judge the recommendation on labelled public corpora (long: about 15 minutes per corpus on 2 "
+        "cores)",
     )
     p.add_argument(
         "--corpora",
@@ -412,15 +422,18 @@ def _add_benchmark(sub: Any, common: argparse.ArgumentParser, as_json: argparse.
         help="do not run: judge the stored benchmark runs again (new scores or baselines), then print",
     )
     p.add_argument(
-        "--stage", choices=["map", "answer"], default="map",
+        "--stage",
+        choices=["map", "answer"],
+        default="map",
         help="answer: embed every corpus with the whole pool and judge the answer's rules (no estimators; "
         "the vectors are kept, so --rejudge judges again without embedding); map: the product's whole runs",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--kept", action="store_true",
+        "--kept",
+        action="store_true",
         help="--stage map: estimate the flows and mixtures from the answer stage's kept vectors (no runs, no "
         "embedding; default: every corpus it judged); --add keeps the other corpora, --rejudge only judges",
-    )  # fmt: skip
+    )
     p.set_defaults(func=cmd_benchmark)
 
 

@@ -27,7 +27,8 @@ from flare_core.store.access import check_owner_token, is_local_address
 from flare_core.store.atomic import to_json
 from flare_core.store.runs import RunStore
 
-#: ``flare share`` prints links to this dashboard address unless ``--url`` or ``FLARE_PUBLIC_URL`` says otherwise.
+#: ``flare share`` prints links to this dashboard address unless ``--url`` or ``FLARE_PUBLIC_URL`` says
+#: otherwise.
 DEFAULT_URL = "http://127.0.0.1:8501"
 
 

@@ -105,7 +105,8 @@ def run_units(
 
 
 def _fail_dependents(plan: _Plan, unit: Unit, error: BaseException | None, handler: UnitHandler) -> None:
-    """Every unit that (transitively) requires ``unit`` fails with :class:`DependencyFailed`, in plan order."""
+    """Every unit that (transitively) requires ``unit`` fails with :class:`DependencyFailed`, in plan
+    order."""
     for dependent in plan.blocked_by(unit):
         failure = DependencyFailed(unit, error if error is not None else RuntimeError("failed"))
         handler.finish(dependent, Outcome(dependent, error=failure))

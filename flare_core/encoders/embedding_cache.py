@@ -338,6 +338,7 @@ def _checked(emb: np.ndarray, start: int, stop: int, encoder: Encoder) -> np.nda
     if not np.isfinite(arr).all():
         bad = start + int(np.flatnonzero(~np.isfinite(arr).all(axis=1))[0])
         raise RuntimeError(
-            f"encoder {encoder.spec.id!r} returned non-finite values for texts {start}:{stop} (first: text {bad})"
+            f"encoder {encoder.spec.id!r} returned non-finite values for texts {start}:{stop} (first: text "
+            f"{bad})"
         )
     return arr

@@ -83,22 +83,36 @@ def _paraphrase_available() -> bool:
 
 DISTIL_BASES = (
     DistilBase(
-        "all-MiniLM-L6-v2", "minilm-l6", "Apache-2.0 (derived from all-MiniLM-L6-v2)",
+        "all-MiniLM-L6-v2",
+        "minilm-l6",
+        "Apache-2.0 (derived from all-MiniLM-L6-v2)",
         lambda: builtin.minilm_dir() / "tokenizer.json",
         lambda: _version_tag(builtin.MINILM_PACKAGE),
-        lambda: _torch_forward(builtin.minilm_dir()), builtin.minilm_available, 40.0,
+        lambda: _torch_forward(builtin.minilm_dir()),
+        builtin.minilm_available,
+        40.0,
     ),
     DistilBase(
-        "all-mpnet-base-v2", "mpnet", "Apache-2.0 (derived from all-mpnet-base-v2)",
-        lambda: builtin.mpnet_dir() / "tokenizer.json", builtin.mpnet_revision,
-        lambda: _torch_forward(builtin.mpnet_dir()), builtin.mpnet_available, 300.0,
+        "all-mpnet-base-v2",
+        "mpnet",
+        "Apache-2.0 (derived from all-mpnet-base-v2)",
+        lambda: builtin.mpnet_dir() / "tokenizer.json",
+        builtin.mpnet_revision,
+        lambda: _torch_forward(builtin.mpnet_dir()),
+        builtin.mpnet_available,
+        300.0,
     ),
     DistilBase(
-        "paraphrase-MiniLM-L3-v2", "paraphrase-l3", "Apache-2.0 (derived from paraphrase-MiniLM-L3-v2)",
+        "paraphrase-MiniLM-L3-v2",
+        "paraphrase-l3",
+        "Apache-2.0 (derived from paraphrase-MiniLM-L3-v2)",
         lambda: builtin.minilm_dir() / "tokenizer.json",
-        lambda: _version_tag(builtin.PARAPHRASE_PACKAGE), _onnx_forward, _paraphrase_available, 25.0,
+        lambda: _version_tag(builtin.PARAPHRASE_PACKAGE),
+        _onnx_forward,
+        _paraphrase_available,
+        25.0,
     ),
-)  # fmt: skip
+)
 
 
 def distil_build_seconds(model_id: str) -> float:
@@ -121,13 +135,19 @@ def _distil_revision(base: DistilBase, width: int) -> str:
 
 def distil_spec(base: DistilBase, width: int) -> ModelSpec:
     return ModelSpec(
-        id=base.distil_id(width), reads="english", dim=width, layers=None, max_tokens=512, kind="static",
-        family="Model2Vec static", source=f"distilled here from {base.model} (Model2Vec recipe)",
+        id=base.distil_id(width),
+        reads="english",
+        dim=width,
+        layers=None,
+        max_tokens=512,
+        kind="static",
+        family="Model2Vec static",
+        source=f"distilled here from {base.model} (Model2Vec recipe)",
         licence=base.licence,
         description=f"{base.model} distilled to a static {width}-d token table (Model2Vec: PCA, SIF "
         "weights), mean of the tokens, unit-norm; built on first use",
         revision=_distil_revision(base, width),
-    )  # fmt: skip
+    )
 
 
 def build_distils(base: DistilBase) -> bool:
@@ -193,12 +213,19 @@ def use_resources() -> Path | None:
 
 def use_spec() -> ModelSpec:
     return ModelSpec(
-        id=USE, reads="many", dim=512, layers=None, max_tokens=None, kind="compiled",
-        family="Universal Sentence Encoder", source=f"pypi:{USE_PACKAGE}", licence="Apache-2.0",
+        id=USE,
+        reads="many",
+        dim=512,
+        layers=None,
+        max_tokens=None,
+        kind="compiled",
+        family="Universal Sentence Encoder",
+        source=f"pypi:{USE_PACKAGE}",
+        licence="Apache-2.0",
         description="Google universal-sentence-encoder-multilingual v3 (DAN + CNN n-grams, SentencePiece "
         "128k) in numpy, unit-norm",
         revision=_version_tag(USE_PACKAGE),
-    )  # fmt: skip
+    )
 
 
 class UseEncoder(EncoderBase):

@@ -3,8 +3,8 @@
 Like Doc2Vec, it is fitted on the corpus when loaded (``corpus_texts``). fastText builds a word's vector
 from its character n-grams too, so a word never seen in training (a typo, a rare inflection) still gets
 one. The n-grams are hashed into 100,000 buckets (gensim's default, 2,000,000, takes 800 MB at 100
-dimensions; a corpus of thousands of texts fills few of them). Training runs on one worker thread with a fixed seed and a process-independent string hash, so the
-same texts give the same vectors in every process.
+dimensions; a corpus of thousands of texts fills few of them). Training runs on one worker thread with a fixed
+seed and a process-independent string hash, so the same texts give the same vectors in every process.
 """
 
 from __future__ import annotations
@@ -36,10 +36,16 @@ class FastTextEncoder(GensimEncoder):
         for min_count in dict.fromkeys((self._min_count(len(texts)), 1)):
             try:
                 self.model = FastText(
-                    sentences, sg=1, vector_size=self.vector_size, epochs=self.epochs,
-                    min_count=min_count, workers=1, seed=self.seed,
-                    hashfxn=_stable_hash, bucket=NGRAM_BUCKETS,
-                )  # fmt: skip
+                    sentences,
+                    sg=1,
+                    vector_size=self.vector_size,
+                    epochs=self.epochs,
+                    min_count=min_count,
+                    workers=1,
+                    seed=self.seed,
+                    hashfxn=_stable_hash,
+                    bucket=NGRAM_BUCKETS,
+                )
                 break
             except RuntimeError as exc:  # gensim: "you must first build vocabulary before training the model"
                 if min_count == 1:

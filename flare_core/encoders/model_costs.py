@@ -58,10 +58,17 @@ def model_rows(device: str | None = None) -> list[dict[str, Any]]:
         size = files_bytes(POOL[spec.id].files())
         mine = stored.get(kind, {}).get(spec.id, {})
         row: dict[str, Any] = {
-            "id": spec.id, "dim": spec.dim, "layers": spec.layers, "kind": spec.kind, "role": spec.role,
-            "family": spec.family, "source": spec.source, "licence": spec.licence,
-            "available": is_available(spec.id), "model_size_mib": round(size / 2**20, 2) if size else None,
-        }  # fmt: skip
+            "id": spec.id,
+            "dim": spec.dim,
+            "layers": spec.layers,
+            "kind": spec.kind,
+            "role": spec.role,
+            "family": spec.family,
+            "source": spec.source,
+            "licence": spec.licence,
+            "available": is_available(spec.id),
+            "model_size_mib": round(size / 2**20, 2) if size else None,
+        }
         row |= (
             vector_bytes(spec.dim)
             if spec.dim

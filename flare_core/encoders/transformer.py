@@ -416,7 +416,9 @@ def random_init_transformer(
             licence="n/a",
             kind="control",
             description="randomly initialised transformer (not trained)",
-            revision=f"random-init-seed{seed}-torch{torch.__version__}-transformers{transformers.__version__}",
+            revision=(
+                f"random-init-seed{seed}-torch{torch.__version__}-transformers{transformers.__version__}"
+            ),
         )
     return TransformerEncoder(
         model, tokenizer, spec, device=device, normalize=normalize, max_length=max_length

@@ -22,10 +22,22 @@ from flare_core.run.params import RunParams, check_stored_params
 from flare_core.store.runs import Run, RunStore
 
 _VERSIONED = (
-    "flare-studio", "torch", "transformers", "sentence-transformers", "nflows", "numpy", "scipy",
-    "scikit-learn", "pandas", "pyarrow", "networkx", "umap-learn", "streamlit", "ray",
+    "flare-studio",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "nflows",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "pyarrow",
+    "networkx",
+    "umap-learn",
+    "streamlit",
+    "ray",
     "pytrec-eval-terrier",
-)  # fmt: skip
+)
 
 
 def versions() -> dict[str, str]:
@@ -108,9 +120,9 @@ def _repeats_note(labels: Sequence[str], texts: Sequence[str] | None) -> str:
     if not repeats:
         return ""
     return (
-        f" {repeats:,} of the {len(labels):,} labelled texts repeat another text: a model can learn a repeated "
-        "text by heart, so the labels' accuracy may read too high for every model. Drop the repeats "
-        "from the file (or run with --drop-duplicates)."
+        f" {repeats:,} of the {len(labels):,} labelled texts repeat another text: a model can learn a "
+        "repeated text by heart, so the labels' accuracy may read too high for every model. Drop the "
+        "repeats from the file (or run with --drop-duplicates)."
     )
 
 
@@ -143,9 +155,10 @@ def check_labels_for_run(
         texts_word = "different texts" if repeats else "texts"
         return FieldCheck(
             "error",
-            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts but only {len(usable)} "
-            f"with {MIN_CLASS_MEMBERS} or more {texts_word}; the supervised check needs {MIN_CLASSES}. {looks}, "
-            "or run without labels (--no-labels, or (none) on the New run page)." + repeats,
+            f"column '{column}' has {len(counts):,} classes for {len(labels):,} texts but only "
+            f"{len(usable)} with {MIN_CLASS_MEMBERS} or more {texts_word}; the supervised check needs "
+            f"{MIN_CLASSES}. {looks}, or run without labels (--no-labels, or (none) on the New run page)."
+            + repeats,
         )
     return _label_warnings(counts, small, len(labels), column, repeats)
 
@@ -214,7 +227,8 @@ def _check_inputs(
     for model_name, array in precomputed.items():
         if array.shape[0] != len(corpus):
             raise ValueError(
-                f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has {len(corpus)} texts"
+                f"precomputed embeddings {model_name!r} have {array.shape[0]} rows but the corpus has "
+                f"{len(corpus)} texts"
             )
 
 
@@ -232,7 +246,8 @@ def create_run(
 
     ``precomputed`` maps extra model names to validated float32 (N, d) embeddings (see
     ``flare_core.encoders.load_precomputed``); they join the run as models of kind ``precomputed``.
-    ``judgements`` are search judgements on the corpus's texts (:func:`flare_core.data.judgements.load_judgements`).
+    ``judgements`` are search judgements on the corpus's texts
+    (:func:`flare_core.data.judgements.load_judgements`).
     """
     precomputed = dict(precomputed or {})
     _check_inputs(corpus, params, precomputed, judgements)

@@ -75,9 +75,16 @@ def embedding_stage(
     report("embeddings", len(models) - len(todo), len(models), f"embedding with {len(todo)} models")
     ex = executor or LocalExecutor()
     handler = _EmbeddingHandler(
-        run, params, texts, report, ex, done=len(models) - len(todo), on_candidates=on_candidates,
-        on_some_candidates=on_some_candidates, costs=costs or embedding_costs(run, params),
-    )  # fmt: skip
+        run,
+        params,
+        texts,
+        report,
+        ex,
+        done=len(models) - len(todo),
+        on_candidates=on_candidates,
+        on_some_candidates=on_some_candidates,
+        costs=costs or embedding_costs(run, params),
+    )
     role_of = roles(run)
     todo = embedding_order(todo, role_of, handler.units)
     handler.candidates_left = {m for m in todo if role_of[m] == "candidate"}
@@ -89,9 +96,13 @@ def embedding_stage(
         if executor is None:
             ex.close()
     report(
-        "embeddings", len(models), len(models), "embeddings done",
-        work_done=round(handler.work_finished), work_total=handler.work_total,
-    )  # fmt: skip
+        "embeddings",
+        len(models),
+        len(models),
+        "embeddings done",
+        work_done=round(handler.work_finished),
+        work_total=handler.work_total,
+    )
 
 
 def embedding_order(models: list[str], role_of: dict[str, str], cost: Callable[[str], float]) -> list[str]:
@@ -104,8 +115,8 @@ def embedding_order(models: list[str], role_of: dict[str, str], cost: Callable[[
 def quick_group_done(done: Sequence[float], left: Sequence[float], *, embedded: int) -> bool:
     """Whether the candidates finished so far are the quick group, the one the first answer is given from:
     at least :data:`MIN_ANSWERED` of them are embedded (``embedded``), some are still to come, and the
-    cheapest one left costs more than all those finished together (``done`` and ``left``: the plan's units of each,
-    loading and reading). Waiting for the next one would then at least double the time to the answer;
+    cheapest one left costs more than all those finished together (``done`` and ``left``: the plan's units of
+    each, loading and reading). Waiting for the next one would then at least double the time to the answer;
     each candidate after it joins the answer as it comes."""
     return embedded >= MIN_ANSWERED and bool(left) and min(left) > sum(done)
 
@@ -202,9 +213,14 @@ class _EmbeddingHandler:
             self.work_finished + self.load_units[model_id] + self.read_units[model_id] * done / total
         )
         self.report(
-            "embeddings", self.done, self.total, message, model=model_id,
-            work_done=work, work_total=self.work_total,
-        )  # fmt: skip
+            "embeddings",
+            self.done,
+            self.total,
+            message,
+            model=model_id,
+            work_done=work,
+            work_total=self.work_total,
+        )
 
     def finish(self, unit: EmbedUnit, outcome: Outcome) -> None:
         run, model_id = self.run, unit.model
@@ -227,9 +243,13 @@ class _EmbeddingHandler:
         self.done += 1
         self.work_finished += self.load_units[model_id] + self.read_units[model_id]
         self.report(
-            "embeddings", self.done, self.total, f"{model_id} {'done' if error is None else 'failed'}",
-            work_done=round(self.work_finished), work_total=self.work_total,
-        )  # fmt: skip
+            "embeddings",
+            self.done,
+            self.total,
+            f"{model_id} {'done' if error is None else 'failed'}",
+            work_done=round(self.work_finished),
+            work_total=self.work_total,
+        )
         if model_id in self.candidates_left:
             self.candidates_left.discard(model_id)
             self.candidates_done.append(model_id)
@@ -288,14 +308,23 @@ def _embed_task(
 
     def embed(encoder: Any) -> Any:
         return encoders.embed(
-            encoder, texts, corpus_hash=corpus_hash, cache_dir=cache, batch_size=batch_size,
-            max_length=max_length, progress=progress,
-        )  # fmt: skip
+            encoder,
+            texts,
+            corpus_hash=corpus_hash,
+            cache_dir=cache,
+            batch_size=batch_size,
+            max_length=max_length,
+            progress=progress,
+        )
 
     array, encoder, cost = timed_embedding(
-        model_id, texts, embed, load=load, device=device,
+        model_id,
+        texts,
+        embed,
+        load=load,
+        device=device,
         cached=lambda enc: entry_meta(enc, corpus_hash, cache, max_length),
-    )  # fmt: skip
+    )
     if not cost.get("from_cache"):
         annotate_entry(encoder, corpus_hash, cache, max_length, {"cost": cost})
     spec = encoder.spec

@@ -283,7 +283,8 @@ def _launch(store: RunStore, run: Run) -> int:
 
 
 def cancel(store: RunStore, run_id: str) -> None:
-    """Ask the worker of ``run_id`` to stop at its next checkpoint; a run waiting in the queue is taken out."""
+    """Ask the worker of ``run_id`` to stop at its next checkpoint; a run waiting in the queue is taken
+    out."""
     run = store.get(run_id)
     if run.status in FINISHED:
         return

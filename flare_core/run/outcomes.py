@@ -65,7 +65,9 @@ def _fields(outcome: dict[str, Any]) -> dict[str, str]:
 
 
 def problem_sentences(manifest: dict[str, Any]) -> list[str]:
-    """One sentence per failed stage: "Drawing a map of each embedding space failed: <why>. To fix: <todo>." """
+    """One sentence per failed stage: "Drawing a map of each embedding space failed: <why>. To fix:
+    <todo>."
+    """
     return [
         f"{row['what'][0].upper()}{row['what'][1:]} failed: {row['why']}. To fix it, {row['todo']}."
         for row in problems(manifest)

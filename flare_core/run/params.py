@@ -92,8 +92,8 @@ class RunParams:
         check_choice(self.use, "use", USES)
         if isinstance(self.tolerance_points, bool) or self.tolerance_points not in TOLERANCES:
             raise ValueError(
-                f"the tolerance for 'good enough' is one of {', '.join(f'{t:g}' for t in TOLERANCES)} points, "
-                f"got {self.tolerance_points!r}"
+                f"the tolerance for 'good enough' is one of {', '.join(f'{t:g}' for t in TOLERANCES)} "
+                f"points, got {self.tolerance_points!r}"
             )
         return self
 

@@ -92,10 +92,15 @@ def compute_stages(run: Run, *, progress_bar: bool = False) -> None:
     try:
         with StageTimer(run, "embeddings"):
             embedding_stage(
-                run, params, texts, report, executor,
+                run,
+                params,
+                texts,
+                report,
+                executor,
                 on_candidates=lambda: _answer_first(run, stages, labels),
-                on_some_candidates=lambda first: _answer_early(run, stages, labels, first), costs=costs,
-            )  # fmt: skip
+                on_some_candidates=lambda first: _answer_early(run, stages, labels, first),
+                costs=costs,
+            )
         ok = [m["id"] for m in run.manifest["models"] if m["status"] == "done"]
         if not ok:
             raise RuntimeError("no model could be embedded; see each model's error in the run")
@@ -206,15 +211,23 @@ def _plan(
         if _is_transformer(m) and (role_of[m] != "control" or m in params.models)
     ]
     return run_plan(
-        n_texts=n_texts, n_fit=fit_texts * 0.9,  # the estimators' training split
-        costs=costs, corpus_units=text_units(texts, params.max_length), estimators=params.estimators,
-        is_units=is_units, is_pool=pool_workers(params, is_units=is_units, n_texts=fit_texts) > 1,
-        collapse_models=token_models, collapse_texts=[texts[i] for i in collapse_rows(n_texts, params)],
+        n_texts=n_texts,
+        n_fit=fit_texts * 0.9,  # the estimators' training split
+        costs=costs,
+        corpus_units=text_units(texts, params.max_length),
+        estimators=params.estimators,
+        is_units=is_units,
+        is_pool=pool_workers(params, is_units=is_units, n_texts=fit_texts) > 1,
+        collapse_models=token_models,
+        collapse_texts=[texts[i] for i in collapse_rows(n_texts, params)],
         max_length=params.max_length,
-        geometry=params.geometry, downstream=params.downstream and run.manifest["corpus"].get("has_labels", False),
-        validation=bool(params.validation), maps=params.maps, collapse=params.collapse,
+        geometry=params.geometry,
+        downstream=params.downstream and run.manifest["corpus"].get("has_labels", False),
+        validation=bool(params.validation),
+        maps=params.maps,
+        collapse=params.collapse,
         concentration=params.concentration,
-    )  # fmt: skip
+    )
 
 
 def _sufficiency_texts(params: RunParams, n_texts: int) -> int:
@@ -247,11 +260,12 @@ def pool_workers(params: RunParams, *, is_units: int = 0, n_texts: int = 0) -> i
     2-core CPU: 70.9 s in this process with 2 threads, 32.1 s on the pool, workers started included);
     smaller matrices stay in this process, where starting a pool (torch imported in each worker) would
     cost more than it saves. On the CPU the pool has a worker per core, at most 8; on CUDA 4, each
-    training every conditional of a target as one batched model (:func:`~flare_core.run.sufficiency_stage.conditionals_per_model`). The
-    flows of 16 models × 2,000 texts, default preset, on a machine with 16 cores and an H200
-    (``bench/speed/gpu_figures.py``): 16 CPU workers 45 s; CUDA, 4 workers batched 48 s, one process batched
-    76 s, 8 workers one conditional at a time 116 s: a flow this small keeps a GPU waiting on its kernel
-    launches, so a GPU is worth it for the densities only against few cores.
+    training every conditional of a target as one batched model
+    (:func:`~flare_core.run.sufficiency_stage.conditionals_per_model`). The flows of 16 models × 2,000 texts,
+    default preset, on a machine with 16 cores and an H200 (``bench/speed/gpu_figures.py``): 16 CPU workers 45
+    s; CUDA, 4 workers batched 48 s, one process batched 76 s, 8 workers one conditional at a time 116 s: a
+    flow this small keeps a GPU waiting on its kernel launches, so a GPU is worth it for the densities only
+    against few cores.
     """
     if params.workers is not None:
         return params.workers

@@ -132,9 +132,13 @@ class _CollapseWork:
             reading * fraction if part == 0 else reading + pairs * fraction
         )
         self.report(
-            "collapse", index, len(self.costs), message,
-            work_done=min(self.total, round(seconds / COLLAPSE_UNIT_SECONDS)), work_total=self.total,
-        )  # fmt: skip
+            "collapse",
+            index,
+            len(self.costs),
+            message,
+            work_done=min(self.total, round(seconds / COLLAPSE_UNIT_SECONDS)),
+            work_total=self.total,
+        )
 
 
 def concentration_stage(
@@ -221,8 +225,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def check_scratch(folder: Path | None = None) -> list[doctor.Finding]:
     """Damaged token stores in the cache's scratch folder (``folder``, default
-    :func:`~flare_core.store.cache_folder.scratch_dir`): temporary token states of a collapse stage, left there
-    by a process that stopped. ``run_id`` is ``""`` and ``file`` the damaged file's path."""
+    :func:`~flare_core.store.cache_folder.scratch_dir`): temporary token states of a collapse stage, left
+    there by a process that stopped. ``run_id`` is ``""`` and ``file`` the damaged file's path."""
     root = folder if folder is not None else scratch_dir()
     if not any(root.rglob("meta.json")):
         return []  # no token store: spare the import of the encoders (torch)
@@ -230,12 +234,16 @@ def check_scratch(folder: Path | None = None) -> list[doctor.Finding]:
 
     return [
         doctor.Finding(
-            "", str(exc.path), exc.why,
+            "",
+            str(exc.path),
+            exc.why,
             f"It holds temporary token states, computed again by `flare resume` of the run that needs them; "
-            f"`flare doctor --repair` removes the folder {exc.path.parent}.", "damaged", recomputable=True,
+            f"`flare doctor --repair` removes the folder {exc.path.parent}.",
+            "damaged",
+            recomputable=True,
         )
         for exc in damaged_stores(root)
-    ]  # fmt: skip
+    ]
 
 
 def remove_scratch(findings: list[doctor.Finding]) -> list[str]:

@@ -14,11 +14,11 @@ Worker files (``worker.log``, ``worker.heartbeat``, ``cancel.requested``), the r
 and every file of another kind (torch checkpoints ``*.pt`` kept for resuming, logs) are left out: a
 bundle never contains a pickle.
 
-``import_run`` (:mod:`flare_core.store.bundle_import`) treats a bundle as untrusted input and checks all of it before anything is written into
-the store: member names and types, sizes and compression ratios (from the central directory, and again
-while decompressing, since headers can lie), the manifest, every array (loaded without pickles, numeric,
-one embedding row per text) and every Parquet and JSON file. Only then is the run extracted into a
-staging folder inside the store and renamed into place.
+``import_run`` (:mod:`flare_core.store.bundle_import`) treats a bundle as untrusted input and checks all of it
+before anything is written into the store: member names and types, sizes and compression ratios (from the
+central directory, and again while decompressing, since headers can lie), the manifest, every array (loaded
+without pickles, numeric, one embedding row per text) and every Parquet and JSON file. Only then is the run
+extracted into a staging folder inside the store and renamed into place.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ _CHUNK = 1 << 20
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member dates: the same run gives the same bundle
 
 
-# -- export ---------------------------------------------------------------------------------------------------
+# -- export --------------------------------------------------------------------------------------------------
 
 
 def _bundle_members(run: Run) -> Iterator[tuple[str, Path]]:

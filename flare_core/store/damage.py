@@ -1,4 +1,5 @@
-"""Words for damaged run files, and reading a manifest that may be damaged (used by the store and ``doctor``)."""
+"""Words for damaged run files, and reading a manifest that may be damaged (used by the store and
+``doctor``)."""
 
 from __future__ import annotations
 

@@ -96,10 +96,13 @@ def check_run(run_path: Path) -> list[Finding]:
     except FileNotFoundError:
         return [
             Finding(
-                run_id, MANIFEST, "is missing: the folder is not a run",
-                f"Remove the folder {run_path} if you do not need it.", "not a run",
+                run_id,
+                MANIFEST,
+                "is missing: the folder is not a run",
+                f"Remove the folder {run_path} if you do not need it.",
+                "not a run",
             )
-        ]  # fmt: skip
+        ]
     except DamagedFile as exc:
         findings.append(Finding(run_id, MANIFEST, _problem(exc), advice(run_id, MANIFEST, False), "damaged"))
         manifest = {}
@@ -115,11 +118,14 @@ def check_run(run_path: Path) -> list[Finding]:
                 continue
             findings.append(
                 Finding(
-                    run_id, rel, "is an unfinished write left by a process that stopped (it is never read)",
-                    f"Harmless; `flare doctor {run_id} --repair` or the next resume removes it.", "leftover",
+                    run_id,
+                    rel,
+                    "is an unfinished write left by a process that stopped (it is never read)",
+                    f"Harmless; `flare doctor {run_id} --repair` or the next resume removes it.",
+                    "leftover",
                     recomputable=True,
                 )
-            )  # fmt: skip
+            )
             continue
         if path.suffix not in (".json", ".parquet", ".npy", ".pt"):
             continue
@@ -127,18 +133,27 @@ def check_run(run_path: Path) -> list[Finding]:
         if why is not None:
             recomputable = rel not in outside and bool(manifest)
             findings.append(
-                Finding(run_id, rel, f"is damaged ({why})", advice(run_id, rel, recomputable), "damaged",
-                        recomputable=recomputable)
-            )  # fmt: skip
+                Finding(
+                    run_id,
+                    rel,
+                    f"is damaged ({why})",
+                    advice(run_id, rel, recomputable),
+                    "damaged",
+                    recomputable=recomputable,
+                )
+            )
     owner = locks.read_owner(run_path)
     if owner is not None and not busy:
         findings.append(
             Finding(
-                run_id, locks.RUN_LOCK, f"was left by process {owner.get('pid')}, which no longer runs",
-                "Harmless; the next resume takes it over (`--repair` removes it).", "stale lock",
+                run_id,
+                locks.RUN_LOCK,
+                f"was left by process {owner.get('pid')}, which no longer runs",
+                "Harmless; the next resume takes it over (`--repair` removes it).",
+                "stale lock",
                 recomputable=True,
             )
-        )  # fmt: skip
+        )
     return findings
 
 
@@ -160,11 +175,14 @@ def check_store(store: RunStore) -> dict[str, list[Finding]]:
         if path.name.startswith((".staging-", ".deleting-", ".tmp-")):
             results[path.name] = [
                 Finding(
-                    path.name, "", "was left by a create, import or delete that was interrupted",
-                    "Harmless (never shown as a run); `flare doctor --repair` removes it.", "leftover",
+                    path.name,
+                    "",
+                    "was left by a create, import or delete that was interrupted",
+                    "Harmless (never shown as a run); `flare doctor --repair` removes it.",
+                    "leftover",
                     recomputable=True,
                 )
-            ]  # fmt: skip
+            ]
         elif RUN_ID_PATTERN.fullmatch(path.name):
             results[path.name] = check_run(path)
     return results

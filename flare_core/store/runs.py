@@ -64,7 +64,8 @@ def validate_run_id(run_id: str) -> str:
     """
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
         raise ValueError(
-            f"invalid run id {run_id!r}: use 1-80 letters, digits, '_' or '-', starting with a letter or digit"
+            f"invalid run id {run_id!r}: use 1-80 letters, digits, '_' or '-', starting with a letter or "
+            "digit"
         )
     return run_id
 

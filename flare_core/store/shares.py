@@ -107,7 +107,8 @@ def parse_expiry(value: str | None, now: _dt.datetime | None = None) -> _dt.date
 
 
 def _read(run: Run) -> list[ShareLink]:
-    """The links stored with ``run`` ([] when it has none; a damaged file counts as none: links fail closed)."""
+    """The links stored with ``run`` ([] when it has none; a damaged file counts as none: links fail
+    closed)."""
     path = run.artefact(SHARES)
     try:
         with open(path, encoding="utf-8") as fh:

@@ -24,11 +24,19 @@ def chance_history(
         group = group.sort_values("n_labels")
         fig.add_trace(
             go.Scatter(
-                x=group["n_labels"], y=group["p_best"], mode="lines+markers", name=html.escape(str(model)),
-                line={"color": colour}, marker={"symbol": symbol, "color": colour},
-                hovertemplate="%{y:.0%} after %{x} " + counted + "<extra>" + html.escape(str(model)) + "</extra>",
+                x=group["n_labels"],
+                y=group["p_best"],
+                mode="lines+markers",
+                name=html.escape(str(model)),
+                line={"color": colour},
+                marker={"symbol": symbol, "color": colour},
+                hovertemplate="%{y:.0%} after %{x} "
+                + counted
+                + "<extra>"
+                + html.escape(str(model))
+                + "</extra>",
             )
-        )  # fmt: skip
+        )
     fig.update_yaxes(title="chance of being the best", range=[0, 1], tickformat=".0%")
     fig.update_xaxes(title=f"{counted} so far", **whole_ticks(history["n_labels"]))
     return apply_layout(fig, title, height=360)
@@ -73,27 +81,43 @@ def quality_cost(
     positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(table))]
     has_ci = table[["ci_low", "ci_high"]].notna().all(axis=1).any()
     error = {
-        "type": "data", "symmetric": False, "visible": bool(has_ci), "color": "#999999",
-        "array": (table["ci_high"] - table["quality"]).fillna(0), "arrayminus": (table["quality"] - table["ci_low"]).fillna(0),
-    }  # fmt: skip
+        "type": "data",
+        "symmetric": False,
+        "visible": bool(has_ci),
+        "color": "#999999",
+        "array": (table["ci_high"] - table["quality"]).fillna(0),
+        "arrayminus": (table["quality"] - table["ci_low"]).fillna(0),
+    }
     fig = go.Figure()
     front = table[table["front"]]
     fig.add_trace(
         go.Scatter(
-            x=front[cost], y=front["quality"], mode="lines", name="Pareto front (no model beats these on both)",
+            x=front[cost],
+            y=front["quality"],
+            mode="lines",
+            name="Pareto front (no model beats these on both)",
             line={"color": PALETTE[1], "dash": "dot", "shape": "hv" if cost == "bytes_per_vector" else "vh"},
             hoverinfo="skip",
         )
-    )  # fmt: skip
+    )
     colours = [HIGHLIGHT if pick and m == pick["model"] else PALETTE[0] for m in table["model"]]
     fig.add_trace(
         go.Scatter(
-            x=table[cost], y=table["quality"], mode="markers+text", text=names, textposition=positions,
+            x=table[cost],
+            y=table["quality"],
+            mode="markers+text",
+            text=names,
+            textposition=positions,
             marker={"color": colours, "size": [13 if f else 8 for f in table["front"]], "symbol": "circle"},
-            error_y=error, name="models", showlegend=False, cliponaxis=False,
-            hovertemplate="%{text}<br>quality %{y:.4g}<br>%{x:.4g} " + _COST_UNITS.get(cost, cost) + "<extra></extra>",
+            error_y=error,
+            name="models",
+            showlegend=False,
+            cliponaxis=False,
+            hovertemplate="%{text}<br>quality %{y:.4g}<br>%{x:.4g} "
+            + _COST_UNITS.get(cost, cost)
+            + "<extra></extra>",
         )
-    )  # fmt: skip
+    )
     label = str(table["label"].iloc[0]) if len(table) else "quality"
     fig.update_xaxes(type="log", title=COST_AXES.get(cost, cost))
     fig.update_yaxes(title=html.escape(label))

@@ -154,11 +154,21 @@ def is_graph_figure(
     max_weight = float(edges["weight"].max()) if len(edges) else 1.0
     for edge in edges.itertuples():
         fig.add_annotation(
-            x=edge.x1, y=edge.y1, ax=edge.x0, ay=edge.y0, xref="x", yref="y", axref="x", ayref="y",
-            showarrow=True, arrowhead=2, arrowsize=1,
+            x=edge.x1,
+            y=edge.y1,
+            ax=edge.x0,
+            ay=edge.y0,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1,
             arrowwidth=0.5 + 4.0 * edge.weight / max_weight if max_weight > 0 else 1.0,
-            arrowcolor="rgba(120,120,120,0.55)", standoff=12,
-        )  # fmt: skip
+            arrowcolor="rgba(120,120,120,0.55)",
+            standoff=12,
+        )
     scores = nodes["score"].astype(float).fillna(0.0)
     span = float(scores.max() - scores.min()) or 1.0
     sizes = 18 + 30 * (scores - scores.min()) / span
@@ -234,10 +244,14 @@ def collapse_scatter(
             continue
         fig.add_trace(
             go.Scatter(
-                x=grid, y=level / (1 - grid), mode="lines", line={"dash": "dot", "width": 1, "color": "#888"},
-                name=f"collapse {level:.3g} ({which})", hoverinfo="skip",
+                x=grid,
+                y=level / (1 - grid),
+                mode="lines",
+                line={"dash": "dot", "width": 1, "color": "#888"},
+                name=f"collapse {level:.3g} ({which})",
+                hoverinfo="skip",
             )
-        )  # fmt: skip
+        )
     if len(pairs):
         fig.add_trace(_most_collapsed_trace(pairs, texts))
     fig.update_xaxes(title="how far apart the mean-pooled embeddings are", range=[0, x_max])
@@ -274,10 +288,14 @@ def distributions(values: Mapping[str, np.ndarray], title: str, axis: str) -> go
     for index, (name, data) in enumerate(values.items()):
         fig.add_trace(
             go.Histogram(
-                x=np.asarray(data), name=html.escape(str(name)), histnorm="probability density", opacity=0.6,
-                nbinsx=60, marker_color=PALETTE[index % len(PALETTE)],
+                x=np.asarray(data),
+                name=html.escape(str(name)),
+                histnorm="probability density",
+                opacity=0.6,
+                nbinsx=60,
+                marker_color=PALETTE[index % len(PALETTE)],
             )
-        )  # fmt: skip
+        )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title=axis)
     return apply_layout(fig, title)
@@ -300,10 +318,14 @@ def layer_curves(frame: pd.DataFrame, metric: str, title: str | None = None) -> 
         group = group.sort_values("layer")
         fig.add_trace(
             go.Scatter(
-                x=group["layer"], y=group[metric], mode="lines+markers", name=html.escape(str(model)),
-                line={"color": category_style(index)[0]}, marker={"symbol": category_style(index)[1]},
+                x=group["layer"],
+                y=group[metric],
+                mode="lines+markers",
+                name=html.escape(str(model)),
+                line={"color": category_style(index)[0]},
+                marker={"symbol": category_style(index)[1]},
             )
-        )  # fmt: skip
+        )
     fig.update_xaxes(title="layer", dtick=1)
     fig.update_yaxes(title=LAYER_AXES.get(metric, label(metric)))
     return apply_layout(fig, title or label(metric), height=340)
@@ -377,17 +399,24 @@ def token_view_figure(view: pd.DataFrame, title: str = "Token embeddings (uncent
         labels = [html.escape(str(t)) for t in tokens["token"]] if "token" in tokens else None
         fig.add_trace(
             go.Scatter(
-                x=tokens["x"], y=tokens["y"], mode="markers", name=f"text {'AB'[text_index]} tokens",
-                marker={"color": colour, "size": 7, "opacity": 0.7}, text=labels,
+                x=tokens["x"],
+                y=tokens["y"],
+                mode="markers",
+                name=f"text {'AB'[text_index]} tokens",
+                marker={"color": colour, "size": 7, "opacity": 0.7},
+                text=labels,
                 hovertemplate="%{text}<extra></extra>" if labels else None,
             )
-        )  # fmt: skip
+        )
         fig.add_trace(
             go.Scatter(
-                x=means["x"], y=means["y"], mode="markers", name=f"text {'AB'[text_index]} mean",
+                x=means["x"],
+                y=means["y"],
+                mode="markers",
+                name=f"text {'AB'[text_index]} mean",
                 marker={"color": colour, "size": 16, "symbol": "star", "line": {"width": 1, "color": "#000"}},
             )
-        )  # fmt: skip
+        )
     return apply_layout(fig, title, height=460)
 
 
@@ -416,12 +445,16 @@ def embedding_map(points: pd.DataFrame, title: str, colour: str | None = None) -
         colour_of, symbol = category_style(index)
         fig.add_trace(
             go.Scattergl(
-                x=part["x"], y=part["y"], mode="markers", customdata=part[["row"]].to_numpy(), text=part["text"],
+                x=part["x"],
+                y=part["y"],
+                mode="markers",
+                customdata=part[["row"]].to_numpy(),
+                text=part["text"],
                 name=html.escape(str(value)) if value is not None else "texts",
                 marker={"size": 5, "color": colour_of, "symbol": symbol},
                 hovertemplate="%{text}<extra></extra>",
             )
-        )  # fmt: skip
+        )
     fig.update_layout(dragmode="lasso", showlegend=colour is not None)
     return apply_layout(fig, title, height=480)
 

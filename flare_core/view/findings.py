@@ -205,8 +205,8 @@ def corpus_finding(
             headline += f", in {_count(len(counts), 'label')} of {_count(int(counts.max()), 'text')} each."
         else:
             headline += (
-                f", in {_count(len(counts), 'label')}: from {_count(int(counts.min()), 'text')} ({counts.index[-1]}) "
-                f"to {int(counts.max()):,} ({counts.index[0]})."
+                f", in {_count(len(counts), 'label')}: from {_count(int(counts.min()), 'text')} "
+                f"({counts.index[-1]}) to {int(counts.max()):,} ({counts.index[0]})."
             )
     found = []
     duplicates = int(stats.get("n_duplicates") or 0)
@@ -412,13 +412,13 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     search = few.get("metric") == "ndcg@10"
     if search and (n < MIN_CHECK_QUERIES or not few.get("estimates")):
         return (
-            f"Your {n} judged quer{'y is' if n == 1 else 'ies are'} too few to check the order: it is checked "
-            f"from {MIN_CHECK_QUERIES} judged queries with a relevant document on."
+            f"Your {n} judged quer{'y is' if n == 1 else 'ies are'} too few to check the order: it is "
+            f"checked from {MIN_CHECK_QUERIES} judged queries with a relevant document on."
         )
     if not search and (n < MIN_CHECK_LABELS or not few.get("estimates")):
         return (
-            f"Your {_count(n, 'label')} {'is' if n == 1 else 'are'} too few to check the order: it is checked "
-            f"from {MIN_CHECK_LABELS} labels of at least two categories on."
+            f"Your {_count(n, 'label')} {'is' if n == 1 else 'are'} too few to check the order: it is "
+            f"checked from {MIN_CHECK_LABELS} labels of at least two categories on."
         )
     scores = {r["model"]: r.get("score") for r in ranking}
     pairs = [
@@ -432,8 +432,8 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     source = f"from your {n} judged queries" if search else f"from your {n} labels"
     if len(pairs) < 3:
         return (
-            f"Your {n} {'judged queries' if search else 'labels'} cannot check the order: fewer than 3 models "
-            "have both a score and an estimate."
+            f"Your {n} {'judged queries' if search else 'labels'} cannot check the order: fewer than 3 "
+            "models have both a score and an estimate."
         )
     x, y = np.array(pairs).T
     rho = spearman(x, y)
@@ -456,7 +456,8 @@ def few_labels_check(verdict: Mapping[str, Any] | None) -> str | None:
     ]
     if leader and best:
         sentence += (
-            f" The map's leader, {leader}, is also the one your {'judgements' if search else 'labels'} favour."
+            f" The map's leader, {leader}, is also the one your {'judgements' if search else 'labels'} "
+            "favour."
             if leader == best
             else f" The map's leader, {leader}, is not the one your {'judgements' if search else 'labels'} "
             f"favour: {best}."

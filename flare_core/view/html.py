@@ -24,15 +24,20 @@ from flare_core.view.tables import (
 MAX_TABLE_ROWS = 200
 
 CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 1180px;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; \
+max-width: 1180px;
        padding: 1.5rem 2rem 4rem; color: #1f2933; line-height: 1.45; }
-h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #d9dee3; padding-bottom: 0.25rem; margin-top: 2.4rem; }
+h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #d9dee3; padding-bottom: 0.25rem; \
+margin-top: 2.4rem; }
 h3 { margin-top: 1.6rem; }
 .meta { color: #52606d; margin-top: 0; }
-.status { display: inline-block; padding: 0.1rem 0.55rem; border-radius: 0.8rem; font-weight: 600; font-size: 0.9rem; }
+.status { display: inline-block; padding: 0.1rem 0.55rem; border-radius: 0.8rem; font-weight: 600; \
+font-size: 0.9rem; }
 .status-done { background: #e3f9e5; color: #1f7a37; } .status-failed { background: #ffe3e3; color: #a61b1b; }
-.status-running, .status-queued { background: #e6f0ff; color: #1c4fa0; } .status-cancelled { background: #fff3c4; color: #8d6708; }
-.recommendation { background: #f0f7ff; border-left: 4px solid #2f6fde; padding: 0.8rem 1rem; font-size: 1.05rem; }
+.status-running, .status-queued { background: #e6f0ff; color: #1c4fa0; } \
+.status-cancelled { background: #fff3c4; color: #8d6708; }
+.recommendation { background: #f0f7ff; border-left: 4px solid #2f6fde; padding: 0.8rem 1rem; \
+font-size: 1.05rem; }
 .recommendation.success { background: #effaf1; border-left-color: #2e8540; }
 .recommendation.warning { background: #fff8e6; border-left-color: #b7791f; }
 .recommendation.error { background: #fdf0ef; border-left-color: #c0392b; }
@@ -88,7 +93,10 @@ def table(frame: pd.DataFrame, max_rows: int = MAX_TABLE_ROWS) -> str:
             cells.append(f'<td class="num">{text}</td>' if numeric else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = f'<p class="note">Showing {max_rows} of {len(frame):,} rows.</p>' if len(frame) > max_rows else ""
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{more}'
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{more}"
+    )
 
 
 def kv_table(mapping: Mapping[str, Any]) -> str:

@@ -73,8 +73,9 @@ def _header(run: Run, results: dict[str, Any], texts: CorpusTexts) -> str:
         facts["imported from run"] = manifest["imported"].get("from_id", "")
     parts = [
         f"<h1>FLARE Studio report: {escape(name)}</h1>",
-        f'<p class="meta">run <code>{escape(run.id)}</code> · {escape(str(manifest.get("created", ""))[:19])} · '
-        f'<span class="status status-{escape(status)}">{escape(status)}</span></p>',
+        f'<p class="meta">run <code>{escape(run.id)}</code> · '
+        f'{escape(str(manifest.get("created", ""))[:19])} · <span class="status '
+        f'status-{escape(status)}">{escape(status)}</span></p>',
         kv_table({k: v for k, v in facts.items() if not is_missing(v) and v != ""}),
     ]
     if status == "failed":
@@ -134,8 +135,9 @@ def _recommendation(results: dict[str, Any], texts: CorpusTexts) -> str:
             continue
         top = ranked[0]
         sentence = (
-            f"Recommended model: <strong>{escape(top['model'])}</strong>. It has the highest information-sufficiency "
-            f"score with {escape(estimator_label(estimator))}: median IS/d<sub>target</sub> = {float(top['score']):.4g}"
+            f"Recommended model: <strong>{escape(top['model'])}</strong>. It has the highest "
+            f"information-sufficiency score with {escape(estimator_label(estimator))}: median "
+            f"IS/d<sub>target</sub> = {float(top['score']):.4g}"
         )
         low, high = top.get("ci_low"), top.get("ci_high")
         if not is_missing(low) and not is_missing(high):
@@ -276,9 +278,10 @@ def _collapse(run: Run, results: dict[str, Any], texts: CorpusTexts, max_points:
     if not models and summary.empty:
         return missing("Mean-pooling collapse (SOCM; it needs a transformer model)")
     parts = [
-        '<p class="note">Each point is a pair of texts: d<sub>μ</sub> measures how far apart their mean-pooled '
-        "embeddings are, d<sub>Σ</sub> how different their token distributions are. Pairs high on d<sub>Σ</sub> "
-        "and low on d<sub>μ</sub> are collapsed by mean pooling (high SOCM); dotted lines are iso-SOCM curves.</p>"
+        '<p class="note">Each point is a pair of texts: d<sub>μ</sub> measures how far apart their '
+        "mean-pooled embeddings are, d<sub>Σ</sub> how different their token distributions are. Pairs high "
+        "on d<sub>Σ</sub> and low on d<sub>μ</sub> are collapsed by mean pooling (high SOCM); dotted lines "
+        "are iso-SOCM curves.</p>"
     ]
     if not summary.empty:
         parts.append(table(summary))
@@ -309,7 +312,10 @@ def _concentration(run: Run) -> str:
         return missing("Layer-wise token concentration (it needs a transformer model)")
     frame, metrics = run_results.layer_metrics(run.load_frame("concentration.parquet"))
     if not {"layer", "model"} <= set(frame.columns):
-        return f'<p class="missing">The concentration table has no model/layer columns ({escape(list(frame.columns))}).</p>'
+        return (
+            '<p class="missing">The concentration table has no model/layer columns '
+            f"({escape(list(frame.columns))}).</p>"
+        )
     if not metrics:
         return missing("Numeric layer-wise metrics")
     return "\n".join(
@@ -345,7 +351,8 @@ def _correlations(results: dict[str, Any]) -> str:
         parts.append("<h3>Do the label-free scores agree with the labels? (Spearman rank correlation)</h3>")
         if n_models < figures.MIN_CORRELATION_MODELS:
             parts.append(
-                f'<p class="missing">These correlations rest on only {n_models} models, and so are greyed out: '
+                f'<p class="missing">These correlations rest on only {n_models} models, and so are '
+                "greyed out: "
                 f"with fewer than {figures.MIN_CORRELATION_MODELS}, a correlation can take only a few values "
                 "and says almost nothing.</p>"
             )
@@ -446,7 +453,8 @@ def build_report(
         f"<header>{_header(run, results, texts)}</header>\n"
         f"<nav><ul>{nav}</ul></nav>\n"
         f"{body}\n"
-        f'<footer><p class="note">FLARE Studio report of run {escape(run.id)}, made {escape(_now())}.</p></footer>\n'
+        f'<footer><p class="note">FLARE Studio report of run {escape(run.id)}, made {escape(_now())}.</p>'
+        "</footer>\n"
         "</body>\n</html>\n"
     )
 

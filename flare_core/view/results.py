@@ -142,8 +142,9 @@ def search_judged_words(counts: dict[str, int] | None) -> str | None:
     if not counts or not counts.get("judged"):
         return None
     return (
-        f"{counts['judged']:,} search quer{'y' if counts['judged'] == 1 else 'ies'} judged ({counts['counted']:,} "
-        f"with a relevant document), {counts['judgements']:,} documents judged, {counts['relevant']:,} relevant"
+        f"{counts['judged']:,} search quer{'y' if counts['judged'] == 1 else 'ies'} judged "
+        f"({counts['counted']:,} with a relevant document), {counts['judgements']:,} documents judged, "
+        f"{counts['relevant']:,} relevant"
     )
 
 

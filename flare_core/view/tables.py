@@ -72,8 +72,8 @@ def is_blank(value: Any) -> bool:
 
 def value_words(value: Any) -> str:
     """One value in words: :data:`BLANK` when missing, yes/no, whole numbers without a decimal point,
-    other numbers to 3 significant figures (:func:`number_words`), a list as its items separated by commas, a mapping as
-    "name: value" pairs separated by semicolons."""
+    other numbers to 3 significant figures (:func:`number_words`), a list as its items separated by commas, a
+    mapping as "name: value" pairs separated by semicolons."""
     if is_blank(value):
         return BLANK
     if isinstance(value, bool | np.bool_):

@@ -104,8 +104,12 @@ def tradeoff_view(run: Run, quality: pd.DataFrame | None = None) -> dict[str, An
     # a label-free score names no cheaper model where the answer does not trust it for quality
     free = str(quality["label"].iloc[0]).startswith("label-free")
     suggest = not free or label_free_speaks(run, verdict)
-    return {"quality": quality, "costs": costs, "best": verdict.get("recommended") if answers else None,
-            "suggest": suggest}  # fmt: skip
+    return {
+        "quality": quality,
+        "costs": costs,
+        "best": verdict.get("recommended") if answers else None,
+        "suggest": suggest,
+    }
 
 
 def cost_table(costs: pd.DataFrame) -> pd.DataFrame:

@@ -16,15 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flare_core.answer.decide import (
-    chance_words,
-    chosen_candidates,
-    interval_words,
-    pending_candidates,
-    pending_words,
-)
+from flare_core.answer.decide import chosen_candidates, pending_candidates, pending_words
 from flare_core.answer.search_labels import METRIC as SEARCH_METRIC
 from flare_core.answer.stored import has_grounds, has_trust
+from flare_core.answer.words import interval_words
+from flare_core.choosing.stopping import chance_words
 from flare_core.view.results import labels_words
 
 #: The tone of each trust level: the name of a Streamlit alert (``st.success``…) and a report CSS class.
@@ -107,12 +103,15 @@ def verdict_view(verdict: dict[str, Any]) -> VerdictView:
     map_sentence = " ".join(p for p in (verdict.get("map_headline"), verdict.get("map_summary")) if p)
     block = verdict.get({"labels": "labels", "few labels": "few_labels"}.get(basis or "", "")) or {}
     return VerdictView(
-        tone=tone, basis=basis, next_step=str(verdict.get("next_step") or ""),
+        tone=tone,
+        basis=basis,
+        next_step=str(verdict.get("next_step") or ""),
         searched=block.get("metric") == SEARCH_METRIC,
         map_sentence=map_sentence if basis != "unranked" else "",
         cost_sentence=str((verdict.get("cost") or {}).get("sentence") or ""),
-        details=str(verdict.get("details") or ""), **common,
-    )  # fmt: skip
+        details=str(verdict.get("details") or ""),
+        **common,
+    )
 
 
 def trust_checks(trust: dict[str, Any]) -> pd.DataFrame:
@@ -133,7 +132,8 @@ def trust_sentence(level: str | None) -> str:
     """One sentence on what the label-free ranking's trust level means."""
     return {
         "high": "Label-free ranking, trust: high — every check of this ranking passed.",
-        "moderate": "Label-free ranking, trust: moderate — no check failed, but some could not pass; see the checks.",
+        "moderate": "Label-free ranking, trust: moderate — no check failed, but some could not pass; see "
+        "the checks.",
         "low": "Label-free ranking, trust: low — at least one check failed: read it as a map, not an answer.",
     }.get(level or "", "")
 
@@ -180,8 +180,9 @@ def chances_in_words(table: pd.DataFrame) -> pd.DataFrame:
 def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
     """What the labels say, one row per candidate in words: the run's own labels (``model``, ``accuracy``,
     ``macro-F1`` when the classes are unbalanced, ``behind the best``, ``tied``) or a person's few labels
-    (``model``, ``estimated accuracy``, ``likely between`` (:func:`interval_words`), ``chance it is the
-    best``, ``chance it is within <the run's tolerance> of the best``), in the answer's order. Empty without labels."""
+    (``model``, ``estimated accuracy``, ``likely between`` (:func:`~flare_core.answer.words.interval_words`),
+    ``chance it is the best``, ``chance it is within <the run's tolerance> of the best``), in the answer's
+    order. Empty without labels."""
     full, few = verdict.get("labels"), verdict.get("few_labels") or {}
     if full:
         pairs = full.get("metric") == "spearman"
@@ -192,17 +193,24 @@ def labels_table(verdict: dict[str, Any]) -> pd.DataFrame:
             score = (
                 {"Spearman with your scores": f"{r['spearman']:.3f}"}
                 if pairs
-                else {SEARCH_QUALITY: f"{100 * r['ndcg_at_10']:.1f}", FOUND: f"{100 * r['recall_at_10']:.1f}%",
-                      FIRST_FOUND: f"{r['mrr_at_10']:.3f}"}
+                else {
+                    SEARCH_QUALITY: f"{100 * r['ndcg_at_10']:.1f}",
+                    FOUND: f"{100 * r['recall_at_10']:.1f}%",
+                    FIRST_FOUND: f"{r['mrr_at_10']:.3f}",
+                }
                 if search
                 else {"accuracy": f"{100 * r['accuracy']:.1f}%", "macro-F1": f"{100 * r['f1_macro']:.1f}%"}
-            )  # fmt: skip
-            rows.append({
-                "model": r["model"],
-                **score,
-                "behind the best": "best" if r["model"] == full["best"] else f"{r['gap']:.1f} points (± {half:.1f})",
-                "tied with the best": "yes" if r["tied"] else "",
-            })  # fmt: skip
+            )
+            rows.append(
+                {
+                    "model": r["model"],
+                    **score,
+                    "behind the best": "best"
+                    if r["model"] == full["best"]
+                    else f"{r['gap']:.1f} points (± {half:.1f})",
+                    "tied with the best": "yes" if r["tied"] else "",
+                }
+            )
         frame = pd.DataFrame(rows)
         return frame if pairs or search or full.get("balanced") is False else frame.drop(columns="macro-F1")
     if few.get("estimates") and few.get("metric") == "ndcg@10":
@@ -271,9 +279,15 @@ def labels_given_words(
 def without_asking(text: str) -> str:
     """``text`` with each request to label N more texts said as a fact about the run, for a reader who
     cannot label it (the answer's summary opens with the stopping advice, which asks)."""
-    asks = r"[;,]?\s*\blabel (about |at least )?(\d+) more texts(?: \(Check with a few labels\))?(?: to settle it)?"
+    asks = (
+        r"[;,]?\s*\blabel (about |at least )?(\d+) more texts(?: \(Check with a few labels\))?(?: to "
+        r"settle it)?"
+    )
     text = re.sub(asks, r"; \1\2 more labels would settle it", text, flags=re.I)
-    judge = r"[;,]?\s*\bjudge (about |at least )?(\d+) more quer(y|ies)(?: \(Check with a few labels\))?(?: to settle it)?"
+    judge = (
+        r"[;,]?\s*\bjudge (about |at least )?(\d+) more quer(y|ies)(?: \(Check with a few "
+        r"labels\))?(?: to settle it)?"
+    )
     text = re.sub(judge, r"; \1\2 more judged quer\3 would settle it", text, flags=re.I)
     return text[2:] if text.startswith("; ") else text
 
@@ -330,8 +344,8 @@ def map_drawing_words(manifest: Mapping[str, Any], status: str, *, answered: boo
     )
     if pending:
         return (
-            "The quicker models have read your texts: the answer and Check with a few labels can be used now. "
-            f"{pending_words(pending, running=True)} {the_map}"
+            "The quicker models have read your texts: the answer and Check with a few labels can be used "
+            f"now. {pending_words(pending, running=True)} {the_map}"
         )
     return (
         f"The models have read your texts: the answer and Check with a few labels can be used now. {the_map}"

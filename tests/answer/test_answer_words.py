@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from flare_core.answer.decide import chosen_candidates, compose, from_few_labels, from_label_free
+from flare_core.answer.decide import chosen_candidates, compose, from_label_free
+from flare_core.answer.few_words import from_few_labels
 from flare_core.answer.label_free import check_sentence, provisional_choice
 from flare_core.choosing.tradeoff import cheapest_within
 

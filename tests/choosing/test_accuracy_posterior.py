@@ -11,6 +11,7 @@ from scipy.stats import norm
 from scipy.stats import t as t_dist
 
 from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing import label_forecast as lf
 
 
 def _prior(mean_points, sd_points, level=0.7):
@@ -182,17 +183,17 @@ def test_forecast_shrinks_as_labels_arrive_and_is_none_for_a_dead_heat():
     rng = np.random.default_rng(2)
     prior = _prior([0.0, 0.0], [5.0, 5.0])
     truth = _synthetic([0.80, 0.70], 400, rng)
-    told = [ap.forecast(prior, truth[:k], tolerance_points=1.0, sure=0.9, step=8, most=256, chance=0.6)
+    told = [lf.forecast(prior, truth[:k], tolerance_points=1.0, sure=0.9, step=8, most=256, chance=0.6)
             for k in (16, 48)]  # fmt: skip
     assert told[0] is not None and told[1] is not None and told[1] < told[0]
     # the product's forecast names n only when nearly every future settles: later, and a smaller n
     strict = [
-        ap.forecast(prior, truth[:k], tolerance_points=1.0, sure=0.9, step=8, most=256) for k in (16, 128)
+        lf.forecast(prior, truth[:k], tolerance_points=1.0, sure=0.9, step=8, most=256) for k in (16, 128)
     ]
     assert strict[0] is None and strict[1] is not None and strict[1] <= told[1]
     tie = (rng.random((64, 2)) < 0.7).astype(float)
     tie[:, 1] = tie[:, 0]
-    assert ap.forecast(prior, tie, tolerance_points=0.5, sure=0.99, step=8, most=16) is None
+    assert lf.forecast(prior, tie, tolerance_points=0.5, sure=0.99, step=8, most=16) is None
 
 
 def test_bad_priors_are_refused():

@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, StratifiedShu
 from sklearn.preprocessing import normalize
 
 from flare_core.choosing import accuracy_posterior as ap
+from flare_core.choosing import label_forecast as lf
 from flare_core.choosing import probes
 from flare_core.choosing.probes import compare_with_labels, few_label_estimates
 from flare_core.choosing.stopping import stopping_advice
@@ -171,8 +172,8 @@ def test_every_few_label_figure_comes_from_one_posterior():
         assert row["p_best"] == pytest.approx(top[:, i].mean())
         assert row["p_within"] == pytest.approx(np.mean(100 * (highest[:, 0] - draws[:, i]) <= 2 + 1e-9))
     # the stopping advice's forecast is the posterior's own
-    forecast = ap.forecast(prior, correct, tolerance_points=2.0, sure=probes.SURE, step=ap.FORECAST_STEP,
-                           most=ap.MAX_FORECAST, seed=3, classes=2)  # fmt: skip
+    forecast = lf.forecast(prior, correct, tolerance_points=2.0, sure=probes.SURE, step=lf.FORECAST_STEP,
+                           most=lf.MAX_FORECAST, seed=3, classes=2)  # fmt: skip
     assert frame.attrs["more_labels"] == forecast
 
 

@@ -275,7 +275,8 @@ def _padded_texts(
 
 class _NuclearChunks:
     """``job((a, b))`` computes the nuclear norms of the sorted pairs ``a:b`` into ``out`` (float64, in the
-    callers' pair order) and returns how many it did; chunks write disjoint slices, so threads may share it."""
+    callers' pair order) and returns how many it did; chunks write disjoint slices, so threads may share
+    it."""
 
     def __init__(self, texts: _PaddedTexts, si: np.ndarray, sj: np.ndarray, order: np.ndarray) -> None:
         self.texts, self.si, self.sj, self.order = texts, si, sj, order

@@ -20,7 +20,8 @@ class DictConfig:
 
     def _require_optimiser_settings(self) -> None:
         """ValueError unless ``lr`` is positive and finite and ``grad_clip`` positive or None."""
-        lr, grad_clip = getattr(self, "lr"), getattr(self, "grad_clip")  # noqa: B009 - fields of the dataclass
+        # B009: the fields of the dataclass, read by name
+        lr, grad_clip = getattr(self, "lr"), getattr(self, "grad_clip")  # noqa: B009
         check_number(lr, "lr", min_value=0, include_min=False)
         check_number(grad_clip, "grad_clip", min_value=0, include_min=False, allow_none=True)
 

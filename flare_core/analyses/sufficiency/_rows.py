@@ -22,8 +22,9 @@ class StandardizedRows:
     """Rows ``rows`` (m,) of ``x`` (n, d), standardised with ``mean`` and ``std`` (d,) float64 on the fly,
     then projected on ``projection`` (d, k) when given (PCA whitening, :mod:`._whiten`).
 
-    ``take(positions (b,))`` returns float32 (b, k) equal to ``whiten(x, mean, std, projection)[rows][positions]``.
-    ``x`` may be an ``np.memmap`` opened from a ``.npy`` file (``np.load(path, mmap_mode="r")``).
+    ``take(positions (b,))`` returns float32 (b, k) equal to ``whiten(x, mean, std,
+    projection)[rows][positions]``. ``x`` may be an ``np.memmap`` opened from a ``.npy`` file (``np.load(path,
+    mmap_mode="r")``).
     """
 
     def __init__(
@@ -64,7 +65,8 @@ class StandardizedRows:
         return len(self.rows)
 
     def take(self, positions: np.ndarray | slice) -> np.ndarray:
-        """Standardised (and projected) rows at ``positions`` (indices into ``rows``, or a slice): float32 (b, k)."""
+        """Standardised (and projected) rows at ``positions`` (indices into ``rows``, or a slice): float32 (b,
+        k)."""
         z = (np.asarray(self._x[self.rows[positions]], dtype=np.float64) - self.mean) / self.std
         return (z if self.projection is None else z @ self.projection).astype(np.float32)
 

@@ -113,15 +113,16 @@ def _train(
     """Minimise the mean NLL of ``train`` (+ ``penalty()``) with Adam; keep the best weights.
 
     ``train`` and ``val`` are sequences of row-aligned data ((n, d_v) target, optionally (n, d_u)
-    context): tensors on the model's device, or :class:`~flare_core.analyses.sufficiency._rows.StandardizedRows`
-    read one mini-batch at a time (a memory-mapped corpus of any size; the same numbers). With ``early_stopping`` the mean NLL on ``val`` is checked after
-    every epoch (and before the first when ``evaluate_initial``); training stops after ``patience``
-    epochs without improvement and the best weights are restored. Without it, training runs
-    ``max_epochs`` and the last weights are kept. A non-finite training loss stops training and
-    restores the best weights seen so far. ``autocast`` runs the forward passes under bfloat16 autocast
-    (the model decides which of its parts stay float32; see ``FlowConfig.autocast``). ``even_batches``
-    splits each epoch into :func:`n_batches` mini-batches of nearly equal size; else into batches of
-    ``batch_size`` and a last short one. ``fused`` takes :func:`adam`'s fused update where the device has one.
+    context): tensors on the model's device, or
+    :class:`~flare_core.analyses.sufficiency._rows.StandardizedRows` read one mini-batch at a time (a
+    memory-mapped corpus of any size; the same numbers). With ``early_stopping`` the mean NLL on ``val`` is
+    checked after every epoch (and before the first when ``evaluate_initial``); training stops after
+    ``patience`` epochs without improvement and the best weights are restored. Without it, training runs
+    ``max_epochs`` and the last weights are kept. A non-finite training loss stops training and restores the
+    best weights seen so far. ``autocast`` runs the forward passes under bfloat16 autocast (the model decides
+    which of its parts stay float32; see ``FlowConfig.autocast``). ``even_batches`` splits each epoch into
+    :func:`n_batches` mini-batches of nearly equal size; else into batches of ``batch_size`` and a last short
+    one. ``fused`` takes :func:`adam`'s fused update where the device has one.
     """
     start_time = time.perf_counter()
     n = n_rows(train[0])
@@ -176,8 +177,8 @@ def adam(
     params: Sequence[nn.Parameter], lr: float, device: torch.device, fused: bool, foreach: bool | None = True
 ) -> torch.optim.Adam:
     """Adam over ``params``: with ``fused`` on a CPU or CUDA device the fused update (one kernel for every
-    parameter and every step of the update; the same update up to rounding), else the multi-tensor one (one kernel
-    per step for all parameters instead of one per parameter: a 32-d conditional flow steps 12% faster
+    parameter and every step of the update; the same update up to rounding), else the multi-tensor one (one
+    kernel per step for all parameters instead of one per parameter: a 32-d conditional flow steps 12% faster
     on 2 CPU cores), or with ``foreach`` None torch's own choice."""
     if fused and device.type in ("cpu", "cuda"):
         return torch.optim.Adam(params, lr=lr, fused=True)

@@ -28,7 +28,8 @@ from flare_core.checks import check_matrix
 from flare_core.device import pick_device
 
 TrainingArray = np.ndarray | StandardizedRows
-#: What a batch of conditionals needs of one target: ``(marginal, [(u_train, u_val, seed), ...], v_train, v_val)``.
+#: What a batch of conditionals needs of one target:
+#: ``(marginal, [(u_train, u_val, seed), ...], v_train, v_val)``.
 TargetSources = tuple[
     nn.Module | None, list[tuple[TrainingArray, TrainingArray, int]], TrainingArray, TrainingArray
 ]

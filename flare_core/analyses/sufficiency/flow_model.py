@@ -58,8 +58,8 @@ class FlowConfig(DictConfig):
     log|det J| and the base log-density are computed and summed in float32.
 
     ``batch_conditionals`` > 1 trains up to that many conditionals of one target together, stacked into
-    one vmapped model in one task (:mod:`flare_core.analyses.sufficiency._batched`): the same numbers up to the
-    rounding of batched matrix products, in fewer and larger kernels. ``batch_targets`` > 1 stacks the
+    one vmapped model in one task (:mod:`flare_core.analyses.sufficiency._batched`): the same numbers up to
+    the rounding of batched matrix products, in fewer and larger kernels. ``batch_targets`` > 1 stacks the
     groups of up to that many targets of the same width (after whitening) into one such model, each flow
     starting from its own target's marginal: the same numbers again, but on a CPU hardly faster, so it
     is off (1) by default. One torch thread on 2 busy cores (``bench/speed/all_target_flows.py``): the
@@ -68,9 +68,9 @@ class FlowConfig(DictConfig):
 
     ``even_batches`` splits each epoch into mini-batches of nearly ``batch_size`` rows (1,800 training
     rows: 7 of 257 rather than 7 of 256 and a last one of 8, a noisy step that costs as much as a full
-    one); ``fused_adam`` takes Adam's fused update on CPU and CUDA (the same update up to rounding, in one kernel).
-    Together they make a conditional's epoch about a fifth cheaper (``bench/speed/flows_stage.py``). Stores
-    written before these fields existed were trained without them (and resume so).
+    one); ``fused_adam`` takes Adam's fused update on CPU and CUDA (the same update up to rounding, in one
+    kernel). Together they make a conditional's epoch about a fifth cheaper (``bench/speed/flows_stage.py``).
+    Stores written before these fields existed were trained without them (and resume so).
     """
 
     flow: str = "maf"

@@ -38,8 +38,8 @@ class GMMConfig(DictConfig):
     """Hyper-parameters of the mixture estimator.
 
     The default was chosen on the ladder of known truth (``bench/studies/is_ladder.py``; docs/methods.md,
-    "Information sufficiency against known truth", where each part is measured against the default): one Gaussian
-    component whose mean is a linear map of u plus a small MLP (8 hidden units), the marginal started
+    "Information sufficiency against known truth", where each part is measured against the default): one
+    Gaussian component whose mean is a linear map of u plus a small MLP (8 hidden units), the marginal started
     from an EM fit and the conditional started as the trained marginal, early stopping on held-out rows
     (patience 3, at most 30 / 60 epochs, Adam 3e-3). KNIFE's input LayerNorm discards each row's mean
     and scale across its features; an MLP as wide as the target overfits before it has learnt the linear
@@ -343,7 +343,8 @@ class GMMEstimator(Estimator):
         return config.evaluate_on == "train"
 
     def run_config(self, preset: str, **options: Any) -> GMMConfig:
-        """``fast``: fewer epochs; ``paper``: KNIFE's architecture (:meth:`GMMConfig.knife`); else the default."""
+        """``fast``: fewer epochs; ``paper``: KNIFE's architecture (:meth:`GMMConfig.knife`); else the
+        default."""
         if preset == "fast":
             return GMMConfig.fast()
         return GMMConfig.knife() if preset == "paper" else GMMConfig()

@@ -71,10 +71,11 @@ def sufficiency_matrix(
     ``progress`` receives ``{"stage", "source", "target", "done", "total", "resumed"}`` after each
     unit (plus ``"error"`` when the unit failed, and ``"worker"`` / ``"seconds"`` when an executor ran
     it); ``should_stop()`` is checked before each unit that needs training (and while waiting on a
-    remote executor) and raises :class:`~flare_core.errors.Cancelled`. With ``store_dir`` finished units are written as they come in and skipped on the next call.
-    ``on_error``: "raise" (the default with the local executor) re-raises a unit's exception;
-    "continue" (the default with a remote executor) records it in ``result.failed`` (a failed marginal
-    fails its target's pairs), leaves NaN in the matrix, stores nothing for it, and goes on.
+    remote executor) and raises :class:`~flare_core.errors.Cancelled`. With ``store_dir`` finished units are
+    written as they come in and skipped on the next call. ``on_error``: "raise" (the default with the local
+    executor) re-raises a unit's exception; "continue" (the default with a remote executor) records it in
+    ``result.failed`` (a failed marginal fails its target's pairs), leaves NaN in the matrix, stores nothing
+    for it, and goes on.
 
     ``max_dims``: each embedding is PCA-whitened on the training split to at most this many
     dimensions before any density is fitted (:mod:`flare_core.analyses.sufficiency._whiten`); the
@@ -82,8 +83,8 @@ def sufficiency_matrix(
     the standardised embedding at its own width.
 
     ``stream``: True trains every unit from mini-batches gathered and standardised on the fly
-    (:class:`~flare_core.analyses.sufficiency._rows.StandardizedRows`), so no standardised copy of an embedding
-    is held in memory and a memory-mapped ``.npy`` (``np.load(path, mmap_mode="r")``) reaches remote
+    (:class:`~flare_core.analyses.sufficiency._rows.StandardizedRows`), so no standardised copy of an
+    embedding is held in memory and a memory-mapped ``.npy`` (``np.load(path, mmap_mode="r")``) reaches remote
     tasks as its path; False standardises each embedding in memory once; None (default) streams the
     memory-mapped embeddings larger than 256 MiB. Both paths give bit-identical numbers.
     """
@@ -243,7 +244,8 @@ def _validate_embeddings(embeddings: Mapping[str, np.ndarray]) -> tuple[list[str
             n_rows = arr.shape[0]
         elif arr.shape[0] != n_rows:
             raise ValueError(
-                f"all embeddings must have the same rows: {names[0]!r} has {n_rows}, {name!r} has {arr.shape[0]}"
+                f"all embeddings must have the same rows: {names[0]!r} has {n_rows}, {name!r} has "
+                f"{arr.shape[0]}"
             )
         arrays[name] = arr
     return names, arrays

@@ -99,8 +99,9 @@ class MatrixRun:
     # -- the plan --------------------------------------------------------------------------------------
 
     def units(self) -> list[Unit]:
-        """Every target's marginal, then its conditionals (one per pair, or in groups of ``batch_conditionals``,
-        or with ``batch_targets`` > 1 such groups of several targets of one width together)."""
+        """Every target's marginal, then its conditionals (one per pair, or in groups of
+        ``batch_conditionals``, or with ``batch_targets`` > 1 such groups of several targets of one width
+        together)."""
         units: list[Unit] = [MarginalUnit(t) for t, _ in self.plan]
         if self.targets_per_batch > 1:
             return units + self._batch_units()
