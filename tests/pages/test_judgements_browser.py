@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from flare_core.data.demo import bbc_news_frame
 from flare_core.data.judgements import JUDGEMENTS
@@ -66,6 +67,19 @@ def _stop(store: RunStore, run) -> None:
             os.killpg(os.getpgid(int(pid)), signal.SIGKILL)
 
 
+def _upload_until(page, upload, path: Path, shown: str, tries: int = 3) -> None:
+    """Give ``upload`` the file ``path`` until the page shows ``shown``: a rerun of the page that is still
+    under way (the previous upload's) can replace the uploader and drop a file given to it meanwhile."""
+    for attempt in range(tries):
+        upload.set_input_files(str(path))
+        try:
+            page.get_by_text(shown).first.wait_for(timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+
+
 def test_judgements_on_the_new_run_page_are_checked_and_stored(app, tmp_path):
     url, browser, store = app
     files = _files(tmp_path)
@@ -80,12 +94,10 @@ def test_judgements_on_the_new_run_page_are_checked_and_stored(app, tmp_path):
         page.get_by_label("Judgements file").wait_for(state="attached", timeout=30_000)
         qrels_input, queries_input = uploads.nth(1), uploads.nth(2)
         queries_input.set_input_files(str(files["queries.csv"]))
-        qrels_input.set_input_files(str(files["bad-qrels.tsv"]))
-        page.get_by_text("not among the 30 documents of the run").first.wait_for(timeout=60_000)
+        _upload_until(page, qrels_input, files["bad-qrels.tsv"], "not among the 30 documents of the run")
         assert not _start_enabled(page, seconds=2)  # refused: nothing can start
 
-        qrels_input.set_input_files(str(files["qrels.tsv"]))
-        page.get_by_text("24 judgements of 12 queries").first.wait_for(timeout=60_000)
+        _upload_until(page, qrels_input, files["qrels.tsv"], "24 judgements of 12 queries")
         models = page.locator("[data-testid='stMultiSelect']").first
         models.locator("input").click()
         for _ in range(20):  # untick every built-in model, then choose two static ones
