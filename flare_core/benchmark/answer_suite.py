@@ -95,8 +95,11 @@ def few_label_block(root: str, records: dict[str, dict], draws: int, seed: int =
     """The few-label answer's record on the kept classification corpora of ``records``
     (:mod:`~flare_core.benchmark.posterior_draws`: the product's posterior beside the one before the
     learned reading, each corpus judged with what was learned on the others) and the reading of the labels
-    the product ships, learned on them all; None without a classification corpus."""
+    the product ships, learned on them all; None with fewer than three classification corpora (each is
+    judged with a reading learned on the others, and a reading needs two)."""
     learned = all_rows(root, records, seed=seed)
+    if len({row.corpus for row in learned}) < 3:
+        return None
     rows = judge_all(root, records, draws, seed, variants={**PRODUCT, **BEFORE}, learned=learned)
     if not len(rows):
         return None

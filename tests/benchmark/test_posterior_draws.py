@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from flare_core.benchmark import posterior_draws as pd_draws
+from flare_core.benchmark.answer_suite import few_label_block
 from flare_core.choosing import accuracy_posterior as ap
 from flare_core.choosing.probes import probe_scores
 
@@ -100,3 +101,11 @@ def test_each_prior_learns_from_the_other_classification_corpora_alone(kept):
     mixed = pd_draws.judge_all(str(root), {**records, "pairs": similar}, draws=1)
     assert set(mixed["corpus"]) == {"tiny", "other-1", "other-2"}
     pd.testing.assert_frame_equal(alone, mixed)
+
+
+def test_the_few_label_block_needs_three_classification_corpora(kept):
+    root, records, similar = kept
+    two = {name: records[name] for name in ("tiny", "other-1")}
+    assert few_label_block(str(root), {**two, "pairs": similar}, draws=1) is None  # nothing to learn from
+    block = few_label_block(str(root), records, draws=1)
+    assert block["draws"] == 1 and {r["corpus"] for r in block["per_corpus"]} == set(records)
