@@ -51,11 +51,7 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
     missing = needed - set(getattr(estimates, "columns", ()))
     if missing or len(estimates) == 0:
         raise ValueError(f"estimates must be a few_label_estimates frame; missing columns {sorted(missing)}")
-    lead = estimates.iloc[0]
-    best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
-    either = [best] + [
-        str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True) if q >= SURE
-    ]
+    best, p, sure, either = _leader(estimates)
     points = _points(float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE)))
     evidence = n_labels >= MIN_SETTLED_LABELS and estimates.attrs.get("n_classes_repeated", 2) >= 2
     if sure >= SURE and evidence:
@@ -75,16 +71,44 @@ def stopping_advice(estimates: pd.DataFrame, n_labels: int) -> dict[str, Any]:
             f"{leads}, but {n_labels} labels are too few to judge by; {ask}.",
         )
     more = estimates.attrs.get("more_labels")
+    return _unsettled(leads, best, either, more, MAX_FORECAST, points, sure, "labels", "the labels")
+
+
+def _leader(estimates: pd.DataFrame) -> tuple[str, float, float, list[str]]:
+    """``(best, p_best, p_within, either)`` of an estimates frame whose first row is the named model:
+    ``either`` is it and every other model within the tolerance with at least :data:`SURE` chance."""
+    lead = estimates.iloc[0]
+    best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
+    either = [best] + [
+        str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True) if q >= SURE
+    ]
+    return best, p, sure, either
+
+
+def _unsettled(
+    leads: str,
+    best: str,
+    either: list[str],
+    more: float | None,
+    cap: int,
+    points: str,
+    sure: float,
+    noun: str,
+    evidence: str,
+) -> dict[str, Any]:
+    """The advice when enough ``noun`` ("labels", "judged queries") count but the choice is not settled:
+    "too close" when even ``cap`` more would not settle it (``more`` None), else "not sure yet" with the
+    forecast ``more``; ``evidence`` names what is read ("the labels", "the judgements")."""
     if more is None:
         text = (
-            f"{leads}; the models near the top are too close for {MAX_FORECAST} more labels to tell whether "
-            f"it is within {points} of the best ({chance_words(sure)} chance now). It is a sound choice as "
-            "it stands."
+            f"{leads}; the models near the top are too close for {cap} more {noun} to tell whether it is "
+            f"within {points} of the best ({chance_words(sure)} chance now). It is a sound choice as it "
+            "stands."
         )
         return _advice(False, best, either, None, "too close", text)
     text = (
-        f"{leads}, but the labels cannot yet tell whether it is within {points} of the best "
-        f"({chance_words(sure)} chance); about {int(more)} more labels would settle it."
+        f"{leads}, but {evidence} cannot yet tell whether it is within {points} of the best "
+        f"({chance_words(sure)} chance); about {int(more)} more {noun} would settle it."
     )
     return _advice(False, best, either, int(more), "not sure yet", text)
 
@@ -146,11 +170,7 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
         raise ValueError(
             f"estimates must be a few_judgement_estimates frame; missing columns {sorted(missing)}"
         )
-    lead = estimates.iloc[0]
-    best, p, sure = str(lead["model"]), float(lead["p_best"]), float(lead["p_within"])
-    either = [best] + [
-        str(m) for m, q in zip(estimates["model"][1:], estimates["p_within"][1:], strict=True) if q >= SURE
-    ]
+    best, p, sure, either = _leader(estimates)
     tolerance = float(estimates.attrs.get("tolerance_points", DEFAULT_TOLERANCE))
     points = _points(tolerance, "nDCG@10 point")
     if sure >= SURE and n_queries >= MIN_SETTLED_QUERIES:
@@ -166,15 +186,6 @@ def search_stopping_advice(estimates: pd.DataFrame, n_queries: int) -> dict[str,
         )
         return _advice(False, best, either, more, "few queries", text)
     more = estimates.attrs.get("more_labels")
-    if more is None:
-        text = (
-            f"{leads}; the models near the top are too close for {MAX_MORE_QUERIES} more judged queries to "
-            f"tell whether it is within {points} of the best ({chance_words(sure)} chance now). It is a "
-            "sound choice as it stands."
-        )
-        return _advice(False, best, either, None, "too close", text)
-    text = (
-        f"{leads}, but the judgements cannot yet tell whether it is within {points} of the best "
-        f"({chance_words(sure)} chance); about {int(more)} more judged queries would settle it."
+    return _unsettled(
+        leads, best, either, more, MAX_MORE_QUERIES, points, sure, "judged queries", "the judgements"
     )
-    return _advice(False, best, either, int(more), "not sure yet", text)
